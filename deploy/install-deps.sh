@@ -1,0 +1,16 @@
+#!/bin/sh
+# Installs the Debian 12 packages remat builds, tests and runs with.
+# Everything comes from Debian; nothing is downloaded at build or run time.
+# REMAT_NO_TORCH=1 skips libtorch-dev (then the worker is not built).
+set -e
+SUDO=
+[ "$(id -u)" = 0 ] || SUDO=sudo
+export DEBIAN_FRONTEND=noninteractive
+$SUDO apt-get update -qq
+$SUDO apt-get install -y -qq --no-install-recommends \
+    build-essential autoconf automake libtool autoconf-archive pkg-config \
+    libmicrohttpd-dev libjansson-dev libcmocka-dev libsqlite3-dev libcurl4-openssl-dev \
+    python3 python3-jsonschema python3-yaml curl wrk clang libclang-rt-14-dev git ca-certificates
+if [ "${REMAT_NO_TORCH:-0}" != 1 ]; then
+    $SUDO apt-get install -y -qq libtorch-dev
+fi

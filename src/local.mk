@@ -1,0 +1,20 @@
+# libremat.  The convenience library holds everything, internals included,
+# so the tests can reach remat__ functions; the installed library exports
+# only remat_* (and tests/check-exports.sh proves it).
+noinst_LTLIBRARIES += src/libremat_core.la
+src_libremat_core_la_SOURCES = \
+	src/remat.h src/remat_private.h \
+	src/error.c src/profile.c src/schedule.c src/simulate.c src/plan.c \
+	src/solve.c src/solve_baselines.c src/solve_sum.c src/solve_prefix.c \
+	src/minpeak.h src/solve_minpeak.c \
+	src/mintime.h src/solve_mintime.c src/frontier.c
+src_libremat_core_la_CFLAGS = $(AM_CFLAGS) $(JANSSON_CFLAGS)
+src_libremat_core_la_LIBADD = $(JANSSON_LIBS) -lm
+
+lib_LTLIBRARIES += src/libremat.la
+src_libremat_la_SOURCES =
+src_libremat_la_LIBADD = src/libremat_core.la
+src_libremat_la_LDFLAGS = -version-info $(REMAT_LT_VERSION) -export-symbols-regex '^remat_[a-z0-9]'
+include_HEADERS += src/remat.h
+pkgconfig_DATA += src/remat.pc
+EXTRA_DIST += src/remat.pc.in

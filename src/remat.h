@@ -1,0 +1,278 @@
+/*
+ * remat.h - libremat, the planning core of remat: the whole public API.
+ *
+ * A model is a chain of n stages; stage i (1..n) maps x_{i-1} to x_i and x_0
+ * is the input.  A profile gives, per stage, the measured sizes and times
+ * (docs/profile.md).  A plan says which stage outputs to keep during the
+ * forward pass (the checkpoints) and how to recompute the rest; the memory
+ * simulator replays a plan as a sequence of operations and reports its peak
+ * (docs/memory-model.md).  The solvers choose plans.
+ *
+ * Conventions, as in jansson:
+ *  - A function that can fail returns a negative enum remat_code (or NULL)
+ *    and, when the caller passes one, fills a caller-owned struct remat_error
+ *    naming the offending field by JSON pointer.
+ *  - Each function's comment says who owns what it returns: "new" means the
+ *    caller frees it with the matching *_free; "borrowed" means it lives as
+ *    long as the object it came from.
+ *  - No function keeps global mutable state: distinct objects may be used
+ *    from distinct threads at once; one object is not locked.
+ *  - Nothing prints, exits or aborts.
+ */
+#ifndef REMAT_H
+#define REMAT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <jansson.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define REMAT_PROFILE_FORMAT "remat.profile/v1"
+
+/* Limits on what comes from outside. */
+#define REMAT_MAX_STAGES 1000000      /* stages in one profile */
+#define REMAT_MAX_NAME 256            /* bytes in a stage name or metadata string */
+#define REMAT_MAX_BYTES (INT64_C(1) << 60) /* any one byte count */
+
+enum remat_code {
+    REMAT_OK = 0,
+    REMAT_EINVAL = -1,      /* bad input: error.pointer names the field */
+    REMAT_ENOMEM = -2,      /* an allocation failed */
+    REMAT_ELIMIT = -3,      /* a size or count is over its limit */
+    REMAT_EINFEASIBLE = -4, /* no schedule fits the budget (see remat_plan.min_budget_bytes) */
+    REMAT_EUNSUPPORTED = -5 /* the request is valid but this model or solver cannot answer it */
+};
+
+struct remat_error {
+    int code;          /* one of enum remat_code */
+    char pointer[128]; /* JSON pointer of the field at fault, "" when none */
+    char message[256]; /* one line, no trailing newline */
+};
+
+/* A human-readable name for a code ("invalid input", ...); static storage. */
+const char *remat_strerror(int code);
+
+/* ------------------------------------------------------------------------
+ * Profiles
+ */
+
+struct remat_stage {
+    const char *name;      /* borrowed from the profile */
+    int64_t out_bytes;     /* size of x_i */
+    int64_t saved_bytes;   /* kept for backward by a grad-enabled forward, x_i included */
+    int64_t fwd_tmp_bytes; /* forward transient above what is live before and after */
+    int64_t bwd_tmp_bytes; /* backward transient above inputs, saved tensors and gradients */
+    int64_t param_bytes;   /* weights; their gradients count the same again */
+    double fwd_ms;
+    double bwd_ms;
+};
+
+struct remat_profile {
+    int64_t input_bytes;        /* size of x_0 */
+    size_t n_stages;            /* n, 1..REMAT_MAX_STAGES */
+    struct remat_stage *stages; /* stages[i - 1] is stage i */
+    /* Metadata: NULL when absent.  Owned by the profile. */
+    char *model;
+    char *dtype;
+    char *device;
+    char *driver;
+    char *libtorch;
+    int64_t batch_size; /* 0 when absent */
+    void *priv;         /* owned storage (names); do not touch */
+};
+
+/* Parses a remat.profile/v1 object.  pointer_prefix (may be NULL or "") is
+ * prepended to every JSON pointer in err, so that a service embedding the
+ * profile in a request can report "/profile/stages/17/out_bytes".
+ * Returns: new profile, or NULL with err filled. */
+struct remat_profile *remat_profile_from_json(const json_t *root, const char *pointer_prefix,
+                                              struct remat_error *err);
+
+/* Parses JSON text (len bytes, need not be NUL-terminated).
+ * Returns: new profile, or NULL with err filled (bad JSON is REMAT_EINVAL
+ * with the line and column in the message). */
+struct remat_profile *remat_profile_loadb(const char *text, size_t len, struct remat_error *err);
+
+/* A profile of n stages with every field at its documented default and
+ * out_bytes = 0: for programs that fill one in.  Returns: new, or NULL. */
+struct remat_profile *remat_profile_new(size_t n_stages, struct remat_error *err);
+
+/* Checks every limit and invariant that remat_profile_from_json checks.
+ * Returns REMAT_OK or a negative code with err filled. */
+int remat_profile_validate(const struct remat_profile *profile, struct remat_error *err);
+
+/* The profile as a remat.profile/v1 object.  Returns: new reference, or NULL. */
+json_t *remat_profile_to_json(const struct remat_profile *profile);
+
+void remat_profile_free(struct remat_profile *profile);
+
+/* ------------------------------------------------------------------------
+ * Schedules: what the simulator replays
+ */
+
+enum remat_op_kind {
+    REMAT_OP_F_NONE = 0, /* F_∅: forward without grad; a transient input is freed */
+    REMAT_OP_F_CK = 1,   /* F_ck: forward without grad, the input kept as a checkpoint */
+    REMAT_OP_F_ALL = 2,  /* F_all: forward with grad, keeping x̄_i (saved tensors) and the input */
+    REMAT_OP_LOSS = 3,   /* the loss: allocates δ_n; stage is n */
+    REMAT_OP_B = 4       /* backward of a stage: frees x̄_i and δ_i, makes δ_{i-1} and ∂W_i */
+};
+
+struct remat_op {
+    uint32_t stage; /* 1..n */
+    uint8_t kind;   /* enum remat_op_kind */
+};
+
+struct remat_schedule {
+    size_t n_ops;
+    size_t cap;
+    struct remat_op *ops; /* owned */
+};
+
+void remat_schedule_init(struct remat_schedule *s);
+/* Appends one op.  Returns REMAT_OK, REMAT_ENOMEM or REMAT_ELIMIT. */
+int remat_schedule_push(struct remat_schedule *s, enum remat_op_kind kind, uint32_t stage);
+void remat_schedule_clear(struct remat_schedule *s); /* frees ops, back to empty */
+
+/* The single-level schedule of a checkpoint set: every segment but the last
+ * runs F_ck then F_∅ forward; the last runs F_all; the loss; then backward
+ * segment by segment, each non-last one recomputed with F_all first.
+ * checkpoints: ascending, each in 1..n-1.  Returns REMAT_OK or negative. */
+int remat_schedule_from_checkpoints(const struct remat_profile *profile, const size_t *checkpoints,
+                                    size_t n_checkpoints, struct remat_schedule *out,
+                                    struct remat_error *err);
+
+/* ------------------------------------------------------------------------
+ * The memory simulator
+ */
+
+enum remat_model {
+    REMAT_MODEL_SUM = 0,    /* the paper's first objective (ACG's convention) */
+    REMAT_MODEL_PREFIX = 1, /* the paper's revised objective */
+    REMAT_MODEL_TRACED = 2  /* the full accounting; the default of every answer */
+};
+
+const char *remat_model_name(enum remat_model m);
+/* Returns 0 and sets *out, or REMAT_EINVAL for an unknown name. */
+int remat_model_parse(const char *name, enum remat_model *out);
+
+struct remat_sim {
+    int64_t peak_bytes;
+    size_t peak_phase;   /* index of the op during which the peak occurs */
+    double total_ms;     /* every forward (first pass and recomputation) and backward */
+    double recompute_ms; /* total_ms minus one forward and one backward of every stage */
+    size_t n_phases;     /* = ops replayed; timeline has this many entries when asked */
+    int64_t *timeline;   /* bytes live after each op; owned, NULL unless asked for */
+};
+
+/* Replays a schedule under a model (REMAT_MODEL_SUM needs a checkpoint set,
+ * so it is REMAT_EUNSUPPORTED here: use remat_simulate_checkpoints).
+ * A schedule that uses a value it has not computed, computes one twice or
+ * ends with anything still to do is REMAT_EINVAL naming the op.
+ * want_timeline: nonzero to fill out->timeline.
+ * Returns REMAT_OK or negative; out is owned by the caller (remat_sim_clear). */
+int remat_simulate(const struct remat_profile *profile, enum remat_model model,
+                   const struct remat_schedule *schedule, int want_timeline, struct remat_sim *out,
+                   struct remat_error *err);
+
+/* The single-level plan of a checkpoint set under any model. */
+int remat_simulate_checkpoints(const struct remat_profile *profile, enum remat_model model,
+                               const size_t *checkpoints, size_t n_checkpoints, int want_timeline,
+                               struct remat_sim *out, struct remat_error *err);
+
+void remat_sim_clear(struct remat_sim *sim);
+
+/* ------------------------------------------------------------------------
+ * Solvers and plans
+ */
+
+enum remat_algorithm {
+    REMAT_ALG_STORE_ALL = 0,
+    REMAT_ALG_SQRT,
+    REMAT_ALG_UNIFORM,
+    REMAT_ALG_ACG,
+    REMAT_ALG_PAPER_CUBIC,
+    REMAT_ALG_PAPER_LINEAR,
+    REMAT_ALG_MIN_PEAK,
+    REMAT_ALG_MIN_TIME,
+    REMAT_ALG_COUNT
+};
+
+const char *remat_algorithm_name(enum remat_algorithm a); /* "store-all", "min-peak", ... */
+int remat_algorithm_parse(const char *name, enum remat_algorithm *out);
+/* The model in which an algorithm is exact (store-all/sqrt/uniform: traced). */
+enum remat_model remat_algorithm_model(enum remat_algorithm a);
+
+struct remat_options {
+    enum remat_algorithm algorithm;
+    int has_model;            /* nonzero: report the objective in `model` instead */
+    enum remat_model model;
+    size_t segments;          /* uniform: K; 0 = unset */
+    int64_t budget_bytes;     /* min-time: the traced peak allowed, weights included; 0 = unset */
+    size_t mem_slots;         /* min-time: memory discretisation; 0 = the default (500) */
+};
+
+void remat_options_init(struct remat_options *o); /* min-peak, no budget */
+
+struct remat_plan {
+    enum remat_algorithm algorithm;
+    size_t n_stages;
+    size_t n_checkpoints;
+    size_t *checkpoints;          /* ascending, 1..n-1; owned.  Single-level plans only */
+    int single_level;             /* 1 unless a nested min-time schedule */
+    enum remat_model objective_model;
+    int64_t objective_value;      /* in objective_model, bytes */
+    int64_t peak_bytes;           /* traced simulation of the schedule */
+    int64_t store_all_peak_bytes; /* traced, for comparison */
+    double recompute_ms;
+    double total_ms;
+    int64_t budget_bytes;         /* min-time: the budget asked for; else 0 */
+    int64_t min_budget_bytes;     /* min-time when infeasible: the least budget that fits */
+    struct remat_schedule schedule; /* owned; always filled */
+};
+
+/* Solves.  Returns REMAT_OK and fills *plan (caller owns: remat_plan_clear),
+ * or a negative code with err filled; on REMAT_EINFEASIBLE plan->min_budget_bytes
+ * is set and the rest of *plan is empty. */
+int remat_solve(const struct remat_profile *profile, const struct remat_options *opts,
+                struct remat_plan *plan, struct remat_error *err);
+
+void remat_plan_clear(struct remat_plan *plan);
+
+/* The plan as `remat plan` prints it: algorithm, checkpoints, segments,
+ * objective {model, value}, peak_bytes, store_all_peak_bytes, recompute_ms,
+ * torch_segments, and for min-time schedule, total_ms and budget_bytes.
+ * Returns: new reference, or NULL when out of memory. */
+json_t *remat_plan_to_json(const struct remat_profile *profile, const struct remat_plan *plan);
+
+/* ------------------------------------------------------------------------
+ * The memory/time frontier (min-time's table, read at every budget)
+ */
+
+struct remat_frontier_point {
+    int64_t peak_bytes; /* traced simulation of the schedule */
+    double total_ms;
+    struct remat_plan plan; /* owned */
+};
+
+struct remat_frontier {
+    size_t n_points; /* ascending peak, strictly descending time */
+    struct remat_frontier_point *points;
+};
+
+/* Every Pareto point from the least-memory schedule to store-all, from one
+ * table fill.  mem_slots 0 = the default.  Returns REMAT_OK or negative. */
+int remat_frontier_compute(const struct remat_profile *profile, size_t mem_slots,
+                           struct remat_frontier *out, struct remat_error *err);
+void remat_frontier_clear(struct remat_frontier *f);
+json_t *remat_frontier_to_json(const struct remat_profile *profile, const struct remat_frontier *f);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* REMAT_H */

@@ -9,4 +9,9 @@
  * none fits. */
 int remat__solve_min_time(const struct remat_profile *p, const struct remat_options *opts,
                           struct remat_plan *plan, struct remat_error *err);
+
+/* For a nested (multi-level) plan: the nested segment description that maps
+ * onto nested torch.utils.checkpoint calls, as plan JSON's "nested_segments".
+ * Returns: new reference, or NULL when out of memory. */
+json_t *remat__nested_segments_json(const struct remat_profile *p, const struct remat_plan *plan);
 #endif

@@ -12,4 +12,16 @@ int remat_cmd_plan(int argc, char **argv);
 int remat_cmd_simulate(int argc, char **argv);
 int remat_cmd_frontier(int argc, char **argv);
 
+/* Reads and parses a profile from a file, or from stdin when path is "-".
+ * Prints one line on stderr and returns NULL on failure (*status is then
+ * the exit status: 2 for bad input, 1 for other failures). */
+struct remat_profile *cli_load_profile(const char *path, int *status);
+
+/* Prints one error line "remat: WHAT: POINTER: MESSAGE" on stderr and
+ * returns the exit status for the code (2 for bad input, 1 otherwise). */
+int cli_fail(const char *what, const struct remat_error *err);
+
+/* Prints a JSON value on stdout followed by a newline; 0 or 1. */
+int cli_print_json(json_t *v);
+
 #endif

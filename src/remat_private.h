@@ -13,4 +13,63 @@
 int remat__error(struct remat_error *err, int code, const char *pointer, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
 
+/* The most ops one schedule may hold (curl's dynbuf rule: a growable buffer
+ * has a maximum).  A single-level schedule of REMAT_MAX_STAGES stages needs
+ * at most 3n + 1; nested min-time schedules need more, but not 2^28. */
+#define REMAT__MAX_OPS ((size_t)1 << 28)
+
+/* Makes room for at least `more` further ops.  REMAT_OK, ENOMEM or ELIMIT. */
+int remat__schedule_reserve(struct remat_schedule *s, size_t more);
+
+/* Sum of the byte fields of a profile: validate() bounds it by
+ * REMAT_MAX_BYTES, which is what keeps every sum the simulator and the
+ * solvers form (at most four times this total) inside int64_t. */
+int remat__profile_total_bytes(const struct remat_profile *p, int64_t *out);
+
+/* d_i of the paper's models: d_0 = input_bytes, d_i = out_bytes of stage i. */
+static inline int64_t remat__d(const struct remat_profile *p, size_t i)
+{
+    return i == 0 ? p->input_bytes : p->stages[i - 1].out_bytes;
+}
+
+/* The paper's objectives of a checkpoint set, straight from their
+ * definitions (paper-notes.md §8): A(C) for sum, B(C) for prefix.  O(n). */
+int64_t remat__sum_value(const struct remat_profile *p, const size_t *ck, size_t m);
+int64_t remat__prefix_value(const struct remat_profile *p, const size_t *ck, size_t m);
+
+/* The recompute time of a single-level plan whose last checkpoint is
+ * `last` (0 for none): sum of fwd_ms over stages 1..last, added in stage
+ * order, the one summation every tie-break uses. */
+double remat__recompute_ms(const struct remat_profile *p, size_t last);
+
+/* Compares two checkpoint sets under the documented tie order once their
+ * objective values are equal: recompute time, then count, then
+ * lexicographic.  Negative when a comes first. */
+int remat__tie_cmp(const struct remat_profile *p, const size_t *a, size_t na, const size_t *b,
+                   size_t nb);
+
+/* The solvers of one checkpoint set.  Each fills plan->checkpoints,
+ * plan->n_checkpoints and plan->objective_value (in its own model) and
+ * nothing else; solve.c completes the plan.  REMAT_OK or negative. */
+int remat__solve_store_all(const struct remat_profile *p, struct remat_plan *plan,
+                           struct remat_error *err);
+int remat__solve_sqrt(const struct remat_profile *p, struct remat_plan *plan,
+                      struct remat_error *err);
+int remat__solve_uniform(const struct remat_profile *p, size_t segments, struct remat_plan *plan,
+                         struct remat_error *err);
+int remat__solve_acg(const struct remat_profile *p, struct remat_plan *plan,
+                     struct remat_error *err);
+int remat__solve_paper_cubic(const struct remat_profile *p, struct remat_plan *plan,
+                             struct remat_error *err);
+int remat__solve_paper_linear(const struct remat_profile *p, struct remat_plan *plan,
+                              struct remat_error *err);
+/* The O(n^2) suffix DP of paper-notes §3.3: the reference paper-linear is
+ * tested against.  Same contract as the solvers. */
+int remat__prefix_ref(const struct remat_profile *p, struct remat_plan *plan,
+                      struct remat_error *err);
+
+/* Copies a checkpoint list into plan (allocating it).  REMAT_OK or ENOMEM. */
+int remat__plan_set_checkpoints(struct remat_plan *plan, const size_t *ck, size_t m,
+                                struct remat_error *err);
+
 #endif

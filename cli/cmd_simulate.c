@@ -1,0 +1,133 @@
+/* cmd_simulate.c - `remat simulate`: the peak (and timeline) of a
+ * checkpoint set under a model. */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+
+/* Parses "3,11,24" (or "" for none) into a new array; 0 on success. */
+static int parse_list(const char *s, size_t **out, size_t *n)
+{
+    size_t cap = 1;
+    for (const char *c = s; *c != '\0'; c++)
+        cap += *c == ',';
+    size_t *ck = malloc(cap * sizeof *ck);
+    if (ck == NULL)
+        return -1;
+    *n = 0;
+    const char *c = s;
+    while (*c != '\0') {
+        if (*c < '0' || *c > '9') {
+            free(ck);
+            return -1;
+        }
+        errno = 0;
+        char *end;
+        unsigned long long v = strtoull(c, &end, 10);
+        if (errno != 0 || v > REMAT_MAX_STAGES || (*end != ',' && *end != '\0') ||
+            (*end == ',' && end[1] == '\0')) {
+            free(ck);
+            return -1;
+        }
+        ck[(*n)++] = (size_t)v;
+        c = *end == ',' ? end + 1 : end;
+    }
+    *out = ck;
+    return 0;
+}
+
+int remat_cmd_simulate(int argc, char **argv)
+{
+    const char *path = NULL, *list = NULL;
+    enum remat_model model = REMAT_MODEL_TRACED;
+    int want_timeline = 0;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        const char *v = NULL;
+        if (strncmp(a, "--checkpoints", 13) == 0 || strncmp(a, "--model", 7) == 0) {
+            const char *eq = strchr(a, '=');
+            if (eq != NULL) {
+                v = eq + 1;
+            } else if (i + 1 < argc) {
+                v = argv[++i];
+            } else {
+                fprintf(stderr, "remat simulate: %s needs a value\n", a);
+                return 2;
+            }
+            if (strncmp(a, "--checkpoints", 13) == 0 && (a[13] == '\0' || a[13] == '=')) {
+                list = v;
+                continue;
+            }
+            if (a[7] == '\0' || a[7] == '=') {
+                if (remat_model_parse(v, &model) < 0) {
+                    fprintf(stderr,
+                            "remat simulate: --model: unknown model '%s' (sum, prefix, traced)\n",
+                            v);
+                    return 2;
+                }
+                continue;
+            }
+        }
+        if (strcmp(a, "--timeline") == 0) {
+            want_timeline = 1;
+        } else if (a[0] == '-' && a[1] != '\0') {
+            fprintf(stderr, "remat simulate: unknown option '%s'\n", a);
+            return 2;
+        } else if (path != NULL) {
+            fprintf(stderr, "remat simulate: one profile only ('%s' and '%s')\n", path, a);
+            return 2;
+        } else {
+            path = a;
+        }
+    }
+    if (path == NULL || list == NULL) {
+        fprintf(stderr, "remat simulate: needs --checkpoints C1,C2,... and a profile (or -)\n");
+        return 2;
+    }
+    size_t *ck = NULL, n_ck = 0;
+    if (parse_list(list, &ck, &n_ck) < 0) {
+        fprintf(stderr, "remat simulate: --checkpoints: '%s' is not a list like 3,11,24\n", list);
+        return 2;
+    }
+    int status = 0;
+    struct remat_profile *p = cli_load_profile(path, &status);
+    if (p == NULL) {
+        free(ck);
+        return status;
+    }
+    struct remat_sim sim;
+    struct remat_error err = {0};
+    int rc = remat_simulate_checkpoints(p, model, ck, n_ck, want_timeline, &sim, &err);
+    free(ck);
+    if (rc < 0) {
+        status = cli_fail(path, &err);
+        remat_profile_free(p);
+        return status;
+    }
+    json_t *out = json_object();
+    json_t *tl = want_timeline ? json_array() : NULL;
+    int bad = out == NULL || (want_timeline && tl == NULL);
+    if (!bad) {
+        bad |= json_object_set_new(out, "model", json_string(remat_model_name(model))) < 0;
+        bad |= json_object_set_new(out, "peak_bytes", json_integer(sim.peak_bytes)) < 0;
+        bad |= json_object_set_new(out, "peak_phase", json_integer((json_int_t)sim.peak_phase)) < 0;
+        bad |= json_object_set_new(out, "recompute_ms", json_real(sim.recompute_ms)) < 0;
+        bad |= json_object_set_new(out, "total_ms", json_real(sim.total_ms)) < 0;
+        for (size_t k = 0; tl != NULL && !bad && k < sim.n_phases; k++)
+            bad |= json_array_append_new(tl, json_integer(sim.timeline[k])) < 0;
+        if (tl != NULL) {
+            bad |= json_object_set_new(out, "timeline", tl) < 0;
+            tl = NULL;
+        }
+    }
+    json_decref(tl);
+    remat_sim_clear(&sim);
+    remat_profile_free(p);
+    if (bad) {
+        json_decref(out);
+        fprintf(stderr, "remat simulate: out of memory\n");
+        return 1;
+    }
+    return cli_print_json(out);
+}

@@ -1,0 +1,40 @@
+/* randchain.h - seeded random chains (profiles) for the tests and benches.
+ *
+ * The same seed, n and distribution give the same profile on every machine:
+ * the generator is splitmix64 and every time is a multiple of 1/4 ms, so
+ * sums of times are exact in double and ties in recompute time are real. */
+#ifndef REMAT_TESTS_RANDCHAIN_H
+#define REMAT_TESTS_RANDCHAIN_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "remat.h"
+
+enum randchain_dist {
+    RANDCHAIN_UNIFORM = 0, /* out_bytes uniform in 1..1000 */
+    RANDCHAIN_HEAVY,       /* log-uniform over 1..~10^6: a few stages dominate */
+    RANDCHAIN_TIES,        /* out_bytes from {0, 1, 2, 4} (mostly 1 and 2): many tied sets */
+    RANDCHAIN_POOLING,     /* CNN-like: flat runs, 2x/4x drops at pools, some channel doublings */
+    RANDCHAIN_N_DISTS
+};
+
+struct randchain_rng {
+    uint64_t state;
+};
+
+void randchain_seed(struct randchain_rng *r, uint64_t seed);
+uint64_t randchain_next(struct randchain_rng *r);
+/* Uniform in 0..bound-1 (bound > 0). */
+uint64_t randchain_below(struct randchain_rng *r, uint64_t bound);
+
+const char *randchain_dist_name(enum randchain_dist d);
+
+/* A new profile of n stages (caller frees with remat_profile_free).
+ * full = 0: only out_bytes and input_bytes are random, the rest at their
+ * documented defaults; full = 1: saved/tmp/param bytes and times random too.
+ * Returns NULL when out of memory. */
+struct remat_profile *randchain_profile(uint64_t seed, size_t n, enum randchain_dist dist,
+                                        int full);
+
+#endif

@@ -1,4 +1,9 @@
-/* mintime.h - min-time schedules under a byte budget, and the frontier. */
+/* mintime.h - min-time schedules under a byte budget, and the frontier.
+ *
+ * The dynamic program is Rotor's table over persistent multi-level schedules
+ * (docs/min-time.md), with the `traced` accounting of docs/memory-model.md
+ * folded in exactly: a table cell (i, l, m) is the least time to back-propagate
+ * stages i..l when x_{i-1} and δ_l are live and m memory units are free. */
 #ifndef REMAT_MINTIME_H
 #define REMAT_MINTIME_H
 #include "remat_private.h"
@@ -14,4 +19,54 @@ int remat__solve_min_time(const struct remat_profile *p, const struct remat_opti
  * onto nested torch.utils.checkpoint calls, as plan JSON's "nested_segments".
  * Returns: new reference, or NULL when out of memory. */
 json_t *remat__nested_segments_json(const struct remat_profile *p, const struct remat_plan *plan);
+
+/* ------------------------------------------------------------------------
+ * The table, shared by the solver, the frontier, the bench and the tests.
+ */
+
+#define REMAT_MT_DEFAULT_SLOTS 500
+#define REMAT_MT_MAX_SLOTS 100000
+#define REMAT_MT_MAX_STAGES 2000
+/* The most table memory one fill may take. */
+#define REMAT_MT_MAX_TABLE_BYTES (INT64_C(512) << 20)
+
+struct remat__mt; /* one filled table; opaque */
+
+/* Fills the table for a profile and a budget (traced bytes, weights and the
+ * input included) divided into `slots` units (0 = the default).  prune = 0
+ * fills the whole Rotor table (every m for every cell, no floors), for the
+ * bench and for tests that compare both.  On success *out is new (free with
+ * remat__mt_free).  A budget below the weights and the input is
+ * REMAT_EINFEASIBLE. */
+int remat__mt_fill(const struct remat_profile *p, int64_t budget_bytes, size_t slots, int prune,
+                   struct remat__mt **out, struct remat_error *err);
+void remat__mt_free(struct remat__mt *t);
+
+/* The top index of the table (free units at the budget) and the unit. */
+size_t remat__mt_top(const struct remat__mt *t);
+int64_t remat__mt_unit(const struct remat__mt *t);
+/* The budget, in traced bytes, that m free units stand for. */
+int64_t remat__mt_budget_at(const struct remat__mt *t, size_t m);
+/* Bytes the table's arrays take. */
+size_t remat__mt_table_bytes(const struct remat__mt *t);
+/* Least time to run the whole chain with m free units (m <= top); HUGE_VAL
+ * when nothing fits. */
+double remat__mt_time(const struct remat__mt *t, size_t m);
+/* The schedule behind remat__mt_time(t, m), appended to *out (initialised by
+ * the caller).  Only for tables filled with prune != 0. */
+int remat__mt_schedule(const struct remat__mt *t, size_t m, struct remat_schedule *out);
+
+/* The least traced peak of any persistent schedule (exact, in bytes, no
+ * discretisation) and, when sched is not NULL, one schedule reaching it (the
+ * fastest among those this recursion considers).  Returns REMAT_OK or
+ * negative. */
+int remat__mt_min_peak(const struct remat_profile *p, int64_t *peak_bytes,
+                       struct remat_schedule *sched, struct remat_error *err);
+
+/* Fills every field of a min-time plan from a schedule, which it takes over
+ * (schedule is left empty): simulates it, finds whether it is single-level
+ * and its checkpoints.  Returns REMAT_OK or negative. */
+int remat__mt_plan_from_schedule(const struct remat_profile *p, struct remat_schedule *schedule,
+                                 int64_t budget_bytes, struct remat_plan *plan,
+                                 struct remat_error *err);
 #endif

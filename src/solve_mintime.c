@@ -1,18 +1,1054 @@
-/* solve_mintime.c - placeholder until the min-time solver lands. */
+/*
+ * solve_mintime.c - the fastest persistent multi-level schedule under a byte
+ * budget (Rotor's dynamic program with the `traced` accounting folded in).
+ *
+ * A cell (i, l) of the table stands for the sub-problem "back-propagate
+ * stages i..l, given that x_{i-1} and δ_l are live (δ_n is made by LOSS inside
+ * the cell (n+1, n))".  Its value at m is the least time when m units of
+ * memory are free at entry.  Two options (docs/min-time.md gives the byte
+ * accounting of every op, derived from docs/memory-model.md):
+ *
+ *   chain:  F_all(i), cell (i+1, l) with m - x̄_i free, B(i);
+ *   leaf j: F_ck(i), F_∅(i+1) .. F_∅(j-1), cell (j, l) with m - x_{j-1} free,
+ *           then cell (i, j-1) with m + [l<n] x_l - x_{j-1} - Σ_{j..l} p free
+ *           (δ_l is gone, δ_{j-1} and the weight gradients of j..l are live).
+ *
+ * The unit u rounds every amount the program subtracts from the free memory
+ * up and every amount it gives back down, and every op's own peak is checked
+ * in bytes against m·u, so m·u never exceeds the true free memory: a schedule
+ * the table says fits does fit in the simulator (the re-simulation in
+ * remat__mt_plan_from_schedule checks it again).
+ *
+ * Pruning: per cell a floor lo (below it nothing fits) and a saturation point
+ * sat (from it on the plain chain fits and nothing is faster), both computed
+ * first in O(n^3) integer steps; only [lo, min(sat, S+1)) is stored and
+ * filled.
+ */
+#include <math.h>
+#include <stdint.h>
+
 #include "mintime.h"
+
+struct remat__mt {
+    size_t n;
+    int32_t S;    /* top index: free units at the budget */
+    int64_t unit; /* bytes per unit */
+    int64_t base; /* W + x_0: live before the first op */
+    int prune;
+    /* Stage data, 1-based; x[0] is the input. */
+    const int64_t *x, *xb, *ft, *bt;
+    const double *tf, *tb;
+    const int64_t *pp; /* pp[k] = Σ_{1..k} p */
+    int64_t *buf_i64;
+    double *buf_f64;
+    /* Cells (i, l) with 1 <= i <= l + 1, l in 1..n, at i * (n + 1) + l. */
+    int32_t *lo, *hi, *sat;
+    double *cv; /* the value from hi on */
+    double *ca; /* time of the plain chain F_all .. B over i..l */
+    size_t *off;
+    double *tab;
+    size_t tab_len;
+};
+
+static size_t cell(const struct remat__mt *t, size_t i, size_t l)
+{
+    return i * (t->n + 1) + l;
+}
+
+/* ceil(v / u) clamped to [0, S + 1]: the units an amount occupies. */
+static int32_t up(const struct remat__mt *t, int64_t v)
+{
+    if (v <= 0)
+        return 0;
+    int64_t q = v / t->unit + (v % t->unit != 0);
+    return q > (int64_t)t->S + 1 ? t->S + 1 : (int32_t)q;
+}
+
+/* floor(v / u) clamped to [-(S + 2), S + 2]: the units an amount gives back. */
+static int32_t down(const struct remat__mt *t, int64_t v)
+{
+    int64_t q = v / t->unit;
+    if (v % t->unit != 0 && v < 0)
+        q--;
+    int64_t lim = (int64_t)t->S + 2;
+    return q > lim ? (int32_t)lim : q < -lim ? (int32_t)-lim : (int32_t)q;
+}
+
+static int32_t max32(int32_t a, int32_t b)
+{
+    return a > b ? a : b;
+}
+
+static int32_t min32(int32_t a, int32_t b)
+{
+    return a < b ? a : b;
+}
+
+/* Bytes live at B(i)'s peak above the entry of the chain option of (i, l):
+ * x̄_i, δ_i, the weight gradients of i..l, δ_{i-1} and b_i, less δ_l. */
+static int64_t chain_bwd_bytes(const struct remat__mt *t, size_t i, size_t l)
+{
+    int64_t v = t->xb[i] + t->x[i] + (t->pp[l] - t->pp[i - 1]) + t->bt[i];
+    if (i > 1)
+        v += t->x[i - 1];
+    if (l < t->n)
+        v -= t->x[l];
+    return v;
+}
+
+/* Bytes the leaf option of (i, l) at j gives back before cell (i, j-1):
+ * δ_l, less δ_{j-1} and the weight gradients of j..l. */
+static int64_t leaf_gain_bytes(const struct remat__mt *t, size_t i, size_t j, size_t l)
+{
+    (void)i;
+    int64_t v = -t->x[j - 1] - (t->pp[l] - t->pp[j - 1]);
+    if (l < t->n)
+        v += t->x[l];
+    return v;
+}
+
+/* Peak above entry of F_∅(k) for k > i in a leaf (x_{k-1} and x_k live), and
+ * of F_ck(i) (x_i). */
+static int64_t fwd_bytes(const struct remat__mt *t, size_t i, size_t k)
+{
+    return (k == i ? 0 : t->x[k - 1]) + t->x[k] + t->ft[k];
+}
+
+static double get(const struct remat__mt *t, size_t c, int64_t m)
+{
+    if (m < t->lo[c])
+        return HUGE_VAL;
+    if (m >= t->hi[c])
+        return t->cv[c];
+    return t->tab[t->off[c] + (size_t)(m - t->lo[c])];
+}
+
+void remat__mt_free(struct remat__mt *t)
+{
+    if (t == NULL)
+        return;
+    free(t->buf_i64);
+    free(t->buf_f64);
+    free(t->lo);
+    free(t->hi);
+    free(t->sat);
+    free(t->cv);
+    free(t->ca);
+    free(t->off);
+    free(t->tab);
+    free(t);
+}
+
+/* Copies the stage data into flat 1-based arrays and checks that every sum
+ * the program forms stays far from overflow. */
+static int load_stages(struct remat__mt *t, const struct remat_profile *p, struct remat_error *err)
+{
+    size_t n = p->n_stages;
+    t->n = n;
+    t->buf_i64 = malloc(5 * (n + 2) * sizeof(int64_t));
+    t->buf_f64 = malloc(2 * (n + 2) * sizeof(double));
+    if (t->buf_i64 == NULL || t->buf_f64 == NULL)
+        return remat__error(err, REMAT_ENOMEM, "", "out of memory");
+    int64_t *x = t->buf_i64, *xb = x + (n + 2), *ft = xb + (n + 2), *bt = ft + (n + 2);
+    int64_t *pp = bt + (n + 2);
+    double *tf = t->buf_f64, *tb = tf + (n + 2);
+    /* 2^61 bounds the sum of everything: every amount the program adds
+     * is a sum of distinct fields, so int64 never overflows. */
+    const int64_t cap = INT64_C(1) << 61;
+    int64_t total = p->input_bytes;
+    x[0] = p->input_bytes;
+    xb[0] = ft[0] = bt[0] = pp[0] = 0;
+    tf[0] = tb[0] = 0;
+    for (size_t k = 1; k <= n; k++) {
+        const struct remat_stage *s = &p->stages[k - 1];
+        x[k] = s->out_bytes;
+        xb[k] = s->saved_bytes;
+        ft[k] = s->fwd_tmp_bytes;
+        bt[k] = s->bwd_tmp_bytes;
+        pp[k] = pp[k - 1] + s->param_bytes;
+        tf[k] = s->fwd_ms;
+        tb[k] = s->bwd_ms;
+        int64_t add[5] = {x[k], xb[k], ft[k], bt[k], 2 * s->param_bytes};
+        for (int a = 0; a < 5; a++) {
+            if (add[a] < 0 || add[a] > cap || total > cap - add[a])
+                return remat__error(err, REMAT_ELIMIT, "", "byte sizes add up past 2^61");
+            total += add[a];
+        }
+    }
+    x[n + 1] = xb[n + 1] = ft[n + 1] = bt[n + 1] = 0;
+    pp[n + 1] = pp[n];
+    tf[n + 1] = tb[n + 1] = 0;
+    t->x = x;
+    t->xb = xb;
+    t->ft = ft;
+    t->bt = bt;
+    t->pp = pp;
+    t->tf = tf;
+    t->tb = tb;
+    return REMAT_OK;
+}
+
+/* First pass: the floor and the saturation point of every cell, in units,
+ * by the same recurrence the fill uses (so they are exactly where its values
+ * stop being infinite and start being the plain chain's time). */
+static void floors(struct remat__mt *t)
+{
+    size_t n = t->n;
+    int32_t S1 = t->S + 1;
+    for (size_t l = 1; l <= n; l++) {
+        size_t pc = cell(t, l + 1, l);
+        t->lo[pc] = t->sat[pc] = l == n ? up(t, t->x[n]) : 0;
+        t->ca[pc] = 0;
+        for (size_t i = l; i >= 1; i--) {
+            size_t c = cell(t, i, l), q = cell(t, i + 1, l);
+            int32_t a = up(t, t->xb[i]);
+            int32_t own = max32(up(t, t->xb[i] + t->ft[i]), up(t, chain_bwd_bytes(t, i, l)));
+            int32_t lo = max32(own, min32(a + t->lo[q], S1));
+            int32_t sat = max32(own, min32(a + t->sat[q], S1));
+            t->ca[c] = (t->tf[i] + t->ca[q]) + t->tb[i];
+            int64_t maxd = fwd_bytes(t, i, i);
+            for (size_t j = i + 1; j <= l && lo > 0; j++) {
+                if (j > i + 1)
+                    maxd = maxd > fwd_bytes(t, i, j - 1) ? maxd : fwd_bytes(t, i, j - 1);
+                int32_t fd = up(t, maxd);
+                if (fd > t->S)
+                    break; /* the forward run only grows with j */
+                int32_t need_a = up(t, t->x[j - 1]) + t->lo[cell(t, j, l)];
+                int32_t lob = t->lo[cell(t, i, j - 1)];
+                int32_t need_b = lob > t->S ? S1 : lob - down(t, leaf_gain_bytes(t, i, j, l));
+                int32_t tj = max32(fd, max32(need_a, need_b));
+                lo = min32(lo, tj);
+            }
+            lo = min32(max32(lo, 0), S1);
+            t->lo[c] = lo;
+            t->sat[c] = sat < lo ? lo : sat;
+        }
+    }
+}
+
+/* Relaxes T[m] for m in [ms, me) with (c + A(m - ka)) + B(m + kb), where A
+ * reads array A[m - ka] below bA and the constant cva from bA on, and B
+ * likewise with bB.  The four loops are the four combinations, each a plain
+ * loop the compiler can vectorise. */
+static void relax(double *T, int32_t ms, int32_t me, double c, const double *A, int32_t ka,
+                  int32_t bA, double cva, const double *B, int32_t kb, int32_t bB, double cvb)
+{
+    int32_t m = ms;
+    while (m < me) {
+        int inA = m < bA, inB = m < bB;
+        int32_t end = me;
+        if (inA && bA < end)
+            end = bA;
+        if (inB && bB < end)
+            end = bB;
+        if (inA && inB) {
+            for (int32_t k = m; k < end; k++) {
+                double v = (c + A[k - ka]) + B[k + kb];
+                T[k] = v < T[k] ? v : T[k];
+            }
+        } else if (inA) {
+            for (int32_t k = m; k < end; k++) {
+                double v = (c + A[k - ka]) + cvb;
+                T[k] = v < T[k] ? v : T[k];
+            }
+        } else if (inB) {
+            for (int32_t k = m; k < end; k++) {
+                double v = (c + cva) + B[k + kb];
+                T[k] = v < T[k] ? v : T[k];
+            }
+        } else {
+            double v = (c + cva) + cvb;
+            for (int32_t k = m; k < end; k++)
+                T[k] = v < T[k] ? v : T[k];
+        }
+        m = end;
+    }
+}
+
+/* Base pointer of a cell's stored values such that P[m] is the value at m
+ * for lo <= m < hi.  Formed as an index offset to stay inside the array. */
+static const double *cell_vals(const struct remat__mt *t, size_t c)
+{
+    return t->tab + t->off[c];
+}
+
+static void fill_pruned(struct remat__mt *t)
+{
+    size_t n = t->n;
+    int32_t S = t->S;
+    for (size_t l = 1; l <= n; l++) {
+        size_t pc = cell(t, l + 1, l);
+        t->hi[pc] = t->lo[pc];
+        t->cv[pc] = t->lo[pc] > S ? HUGE_VAL : 0.0;
+        for (size_t i = l; i >= 1; i--) {
+            size_t c = cell(t, i, l), q = cell(t, i + 1, l);
+            int32_t lo = t->lo[c], hi = t->hi[c];
+            double *T = t->tab + t->off[c];
+            int32_t me = hi - lo; /* T is indexed from lo */
+            for (int32_t k = 0; k < me; k++)
+                T[k] = HUGE_VAL;
+            if (me > 0) {
+                /* chain: (tf_i + cell(i+1, l)[m - a]) + tb_i */
+                int32_t a = up(t, t->xb[i]);
+                int32_t ms =
+                    max32(lo, max32(up(t, t->xb[i] + t->ft[i]), up(t, chain_bwd_bytes(t, i, l))));
+                ms = max32(ms, t->lo[q] + a);
+                if (ms < hi)
+                    relax(T, ms - lo, me, t->tf[i], cell_vals(t, q), a + t->lo[q] - lo,
+                          t->hi[q] + a - lo, t->cv[q], NULL, 0, INT32_MIN, t->tb[i]);
+                double cf = t->tf[i];
+                int64_t maxd = fwd_bytes(t, i, i);
+                for (size_t j = i + 1; j <= l; j++) {
+                    if (j > i + 1) {
+                        int64_t d = fwd_bytes(t, i, j - 1);
+                        maxd = maxd > d ? maxd : d;
+                        cf += t->tf[j - 1];
+                    }
+                    int32_t fd = up(t, maxd);
+                    if (fd > S)
+                        break;
+                    size_t ca = cell(t, j, l), cb = cell(t, i, j - 1);
+                    int32_t aj = up(t, t->x[j - 1]);
+                    int32_t dj = down(t, leaf_gain_bytes(t, i, j, l));
+                    if (t->lo[cb] > S || t->lo[ca] > S)
+                        continue;
+                    int32_t s0 = max32(max32(lo, fd), max32(t->lo[ca] + aj, t->lo[cb] - dj));
+                    if (s0 >= hi)
+                        continue;
+                    /* A at m - aj (array below hi[ca] + aj); B at min(m + dj, S)
+                     * (array below min(hi[cb], S) - dj, where index S is
+                     * cv[cb] either way). */
+                    int32_t bB = min32(t->hi[cb], S) - dj;
+                    relax(T, s0 - lo, me, cf, cell_vals(t, ca), aj + t->lo[ca] - lo,
+                          t->hi[ca] + aj - lo, t->cv[ca], cell_vals(t, cb), dj - t->lo[cb] + lo,
+                          bB - lo, t->cv[cb]);
+                }
+            }
+            if (lo > S)
+                t->cv[c] = HUGE_VAL;
+            else if (t->sat[c] <= S)
+                t->cv[c] = t->ca[c];
+            else
+                t->cv[c] = T[S - lo];
+        }
+    }
+}
+
+/* Rotor's fill, unpruned: every m of every cell, every option checked per m.
+ * Kept for the bench (what pruning buys) and for the tests (both agree). */
+static void fill_full(struct remat__mt *t)
+{
+    size_t n = t->n;
+    int32_t S = t->S;
+    for (size_t l = 1; l <= n; l++) {
+        size_t pc = cell(t, l + 1, l);
+        t->hi[pc] = t->lo[pc];
+        t->cv[pc] = t->lo[pc] > S ? HUGE_VAL : 0.0;
+        for (size_t i = l; i >= 1; i--) {
+            size_t c = cell(t, i, l), q = cell(t, i + 1, l);
+            double *T = t->tab + t->off[c];
+            int32_t a = up(t, t->xb[i]);
+            int32_t own = max32(up(t, t->xb[i] + t->ft[i]), up(t, chain_bwd_bytes(t, i, l)));
+            for (int32_t m = 0; m <= S; m++) {
+                double best = HUGE_VAL;
+                if (m >= own && m - a >= 0)
+                    best = (t->tf[i] + get(t, q, m - a)) + t->tb[i];
+                double cf = t->tf[i];
+                int64_t maxd = fwd_bytes(t, i, i);
+                for (size_t j = i + 1; j <= l; j++) {
+                    if (j > i + 1) {
+                        int64_t d = fwd_bytes(t, i, j - 1);
+                        maxd = maxd > d ? maxd : d;
+                        cf += t->tf[j - 1];
+                    }
+                    if (up(t, maxd) > m)
+                        continue;
+                    int32_t aj = up(t, t->x[j - 1]);
+                    int64_t mb = (int64_t)m + down(t, leaf_gain_bytes(t, i, j, l));
+                    if (m - aj < 0 || mb < 0)
+                        continue;
+                    double v = (cf + get(t, cell(t, j, l), m - aj)) +
+                               get(t, cell(t, i, j - 1), mb > S ? S : mb);
+                    if (v < best)
+                        best = v;
+                }
+                T[m] = best;
+            }
+            t->cv[c] = T[S];
+        }
+    }
+}
+
+int remat__mt_fill(const struct remat_profile *p, int64_t budget_bytes, size_t slots, int prune,
+                   struct remat__mt **out, struct remat_error *err)
+{
+    *out = NULL;
+    if (slots == 0)
+        slots = REMAT_MT_DEFAULT_SLOTS;
+    if (slots > REMAT_MT_MAX_SLOTS)
+        return remat__error(err, REMAT_ELIMIT, "/mem_slots", "mem_slots is over %d",
+                            REMAT_MT_MAX_SLOTS);
+    if (p->n_stages > REMAT_MT_MAX_STAGES)
+        return remat__error(err, REMAT_ELIMIT, "/stages", "min-time takes at most %d stages",
+                            REMAT_MT_MAX_STAGES);
+    struct remat__mt *t = calloc(1, sizeof *t);
+    if (t == NULL)
+        return remat__error(err, REMAT_ENOMEM, "", "out of memory");
+    int rc = load_stages(t, p, err);
+    if (rc != REMAT_OK) {
+        remat__mt_free(t);
+        return rc;
+    }
+    t->base = t->pp[p->n_stages] + t->x[0];
+    t->prune = prune;
+    int64_t avail = budget_bytes - t->base;
+    if (avail < 0) {
+        remat__mt_free(t);
+        return remat__error(err, REMAT_EINFEASIBLE, "/budget_bytes",
+                            "the budget is below the weights and the input");
+    }
+    t->unit = avail / (int64_t)slots + (avail % (int64_t)slots != 0);
+    if (t->unit < 1)
+        t->unit = 1;
+    t->S = (int32_t)(avail / t->unit);
+    size_t n = t->n, ncell = (n + 2) * (n + 1);
+    t->lo = malloc(ncell * sizeof(int32_t));
+    t->hi = malloc(ncell * sizeof(int32_t));
+    t->sat = malloc(ncell * sizeof(int32_t));
+    t->cv = malloc(ncell * sizeof(double));
+    t->ca = malloc(ncell * sizeof(double));
+    t->off = malloc(ncell * sizeof(size_t));
+    if (!t->lo || !t->hi || !t->sat || !t->cv || !t->ca || !t->off) {
+        remat__mt_free(t);
+        return remat__error(err, REMAT_ENOMEM, "", "out of memory");
+    }
+    floors(t);
+    /* Lay out the stored ranges. */
+    size_t len = 0;
+    for (size_t l = 1; l <= n; l++) {
+        for (size_t i = 1; i <= l; i++) {
+            size_t c = cell(t, i, l);
+            if (!prune) {
+                t->lo[c] = 0;
+                t->hi[c] = t->S + 1;
+            } else {
+                t->hi[c] = min32(t->sat[c], t->S + 1);
+                if (t->hi[c] < t->lo[c])
+                    t->hi[c] = t->lo[c];
+            }
+            t->off[c] = len;
+            len += (size_t)(t->hi[c] - t->lo[c]);
+        }
+    }
+    if (len > (size_t)(REMAT_MT_MAX_TABLE_BYTES / (int64_t)sizeof(double))) {
+        remat__mt_free(t);
+        return remat__error(err, REMAT_ELIMIT, "/mem_slots", "the table would take over %lld MiB",
+                            (long long)(REMAT_MT_MAX_TABLE_BYTES >> 20));
+    }
+    t->tab_len = len;
+    t->tab = malloc((len ? len : 1) * sizeof(double));
+    if (t->tab == NULL) {
+        remat__mt_free(t);
+        return remat__error(err, REMAT_ENOMEM, "", "out of memory");
+    }
+    if (prune)
+        fill_pruned(t);
+    else
+        fill_full(t);
+    *out = t;
+    return REMAT_OK;
+}
+
+size_t remat__mt_top(const struct remat__mt *t)
+{
+    return (size_t)t->S;
+}
+
+int64_t remat__mt_unit(const struct remat__mt *t)
+{
+    return t->unit;
+}
+
+int64_t remat__mt_budget_at(const struct remat__mt *t, size_t m)
+{
+    return t->base + (int64_t)m * t->unit;
+}
+
+size_t remat__mt_table_bytes(const struct remat__mt *t)
+{
+    size_t ncell = (t->n + 2) * (t->n + 1);
+    return t->tab_len * sizeof(double) +
+           ncell * (3 * sizeof(int32_t) + 2 * sizeof(double) + sizeof(size_t));
+}
+
+double remat__mt_time(const struct remat__mt *t, size_t m)
+{
+    if (m > (size_t)t->S)
+        m = (size_t)t->S;
+    return get(t, cell(t, 1, t->n), (int64_t)m);
+}
+
+static int push_chain_all(const struct remat__mt *t, size_t i, size_t l, struct remat_schedule *s)
+{
+    int rc = REMAT_OK;
+    for (size_t k = i; k <= l && rc == REMAT_OK; k++)
+        rc = remat_schedule_push(s, REMAT_OP_F_ALL, (uint32_t)k);
+    if (rc == REMAT_OK && l == t->n)
+        rc = remat_schedule_push(s, REMAT_OP_LOSS, (uint32_t)t->n);
+    for (size_t k = l; k >= i && rc == REMAT_OK; k--)
+        rc = remat_schedule_push(s, REMAT_OP_B, (uint32_t)k);
+    return rc;
+}
+
+/* Rebuilds the choice the fill made at (i, l, m) by evaluating the options
+ * with the same expressions in the same order (so the same doubles), then
+ * emits the ops and recurses. */
+static int rebuild(const struct remat__mt *t, size_t i, size_t l, int32_t m,
+                   struct remat_schedule *s)
+{
+    if (i == l + 1)
+        return l == t->n ? remat_schedule_push(s, REMAT_OP_LOSS, (uint32_t)l) : REMAT_OK;
+    size_t c = cell(t, i, l), q = cell(t, i + 1, l);
+    if (m >= t->sat[c])
+        return push_chain_all(t, i, l, s);
+    if (m < t->lo[c])
+        return REMAT_EINVAL;
+    int32_t S = t->S;
+    double best = HUGE_VAL;
+    size_t choice = 0; /* 0 = chain, else j */
+    int32_t a = up(t, t->xb[i]);
+    int32_t own = max32(up(t, t->xb[i] + t->ft[i]), up(t, chain_bwd_bytes(t, i, l)));
+    if (m >= own && m - a >= 0)
+        best = (t->tf[i] + get(t, q, m - a)) + t->tb[i];
+    double cf = t->tf[i];
+    int64_t maxd = fwd_bytes(t, i, i);
+    for (size_t j = i + 1; j <= l; j++) {
+        if (j > i + 1) {
+            int64_t d = fwd_bytes(t, i, j - 1);
+            maxd = maxd > d ? maxd : d;
+            cf += t->tf[j - 1];
+        }
+        if (up(t, maxd) > m)
+            break;
+        int32_t aj = up(t, t->x[j - 1]);
+        int64_t mb = (int64_t)m + down(t, leaf_gain_bytes(t, i, j, l));
+        if (m - aj < 0 || mb < 0)
+            continue;
+        double v =
+            (cf + get(t, cell(t, j, l), m - aj)) + get(t, cell(t, i, j - 1), mb > S ? S : mb);
+        if (v < best) {
+            best = v;
+            choice = j;
+        }
+    }
+    if (best == HUGE_VAL)
+        return REMAT_EINVAL;
+    int rc;
+    if (choice == 0) {
+        rc = remat_schedule_push(s, REMAT_OP_F_ALL, (uint32_t)i);
+        if (rc == REMAT_OK)
+            rc = rebuild(t, i + 1, l, m - a, s);
+        if (rc == REMAT_OK)
+            rc = remat_schedule_push(s, REMAT_OP_B, (uint32_t)i);
+        return rc;
+    }
+    size_t j = choice;
+    rc = remat_schedule_push(s, REMAT_OP_F_CK, (uint32_t)i);
+    for (size_t k = i + 1; k < j && rc == REMAT_OK; k++)
+        rc = remat_schedule_push(s, REMAT_OP_F_NONE, (uint32_t)k);
+    if (rc == REMAT_OK)
+        rc = rebuild(t, j, l, m - up(t, t->x[j - 1]), s);
+    int64_t mb = (int64_t)m + down(t, leaf_gain_bytes(t, i, j, l));
+    if (rc == REMAT_OK)
+        rc = rebuild(t, i, j - 1, (int32_t)(mb > S ? S : mb), s);
+    return rc;
+}
+
+int remat__mt_schedule(const struct remat__mt *t, size_t m, struct remat_schedule *out)
+{
+    if (!t->prune)
+        return REMAT_EUNSUPPORTED;
+    if (m > (size_t)t->S)
+        m = (size_t)t->S;
+    if (remat__mt_time(t, m) == HUGE_VAL)
+        return REMAT_EINFEASIBLE;
+    return rebuild(t, 1, t->n, (int32_t)m, out);
+}
+
+/* ------------------------------------------------------------------------
+ * The least peak over persistent schedules, exact in bytes.
+ */
+
+struct need_dp {
+    struct remat__mt t; /* only the stage data is used */
+    int64_t *need;      /* per cell: least free bytes at entry */
+    double *time;       /* time of the schedule reaching it */
+    int32_t *choice;    /* 0 = chain, else j */
+};
+
+static int need_rebuild(const struct need_dp *d, size_t i, size_t l, struct remat_schedule *s)
+{
+    const struct remat__mt *t = &d->t;
+    if (i == l + 1)
+        return l == t->n ? remat_schedule_push(s, REMAT_OP_LOSS, (uint32_t)l) : REMAT_OK;
+    size_t j = (size_t)d->choice[cell(t, i, l)];
+    int rc;
+    if (j == 0) {
+        rc = remat_schedule_push(s, REMAT_OP_F_ALL, (uint32_t)i);
+        if (rc == REMAT_OK)
+            rc = need_rebuild(d, i + 1, l, s);
+        if (rc == REMAT_OK)
+            rc = remat_schedule_push(s, REMAT_OP_B, (uint32_t)i);
+        return rc;
+    }
+    rc = remat_schedule_push(s, REMAT_OP_F_CK, (uint32_t)i);
+    for (size_t k = i + 1; k < j && rc == REMAT_OK; k++)
+        rc = remat_schedule_push(s, REMAT_OP_F_NONE, (uint32_t)k);
+    if (rc == REMAT_OK)
+        rc = need_rebuild(d, j, l, s);
+    if (rc == REMAT_OK)
+        rc = need_rebuild(d, i, j - 1, s);
+    return rc;
+}
+
+int remat__mt_min_peak(const struct remat_profile *p, int64_t *peak_bytes,
+                       struct remat_schedule *sched, struct remat_error *err)
+{
+    if (p->n_stages > REMAT_MT_MAX_STAGES)
+        return remat__error(err, REMAT_ELIMIT, "/stages", "min-time takes at most %d stages",
+                            REMAT_MT_MAX_STAGES);
+    struct need_dp d;
+    memset(&d, 0, sizeof d);
+    struct remat__mt *t = &d.t;
+    int rc = load_stages(t, p, err);
+    size_t n = p->n_stages, ncell = (n + 2) * (n + 1);
+    if (rc == REMAT_OK) {
+        d.need = malloc(ncell * sizeof(int64_t));
+        d.time = malloc(ncell * sizeof(double));
+        d.choice = malloc(ncell * sizeof(int32_t));
+        if (!d.need || !d.time || !d.choice)
+            rc = remat__error(err, REMAT_ENOMEM, "", "out of memory");
+    }
+    if (rc == REMAT_OK) {
+        for (size_t l = 1; l <= n; l++) {
+            size_t pc = cell(t, l + 1, l);
+            d.need[pc] = l == n ? t->x[n] : 0;
+            d.time[pc] = 0;
+            for (size_t i = l; i >= 1; i--) {
+                size_t c = cell(t, i, l), q = cell(t, i + 1, l);
+                int64_t best = t->xb[i] + t->ft[i];
+                if (t->xb[i] + d.need[q] > best)
+                    best = t->xb[i] + d.need[q];
+                if (chain_bwd_bytes(t, i, l) > best)
+                    best = chain_bwd_bytes(t, i, l);
+                double bt = (t->tf[i] + d.time[q]) + t->tb[i];
+                int32_t bc = 0;
+                double cf = t->tf[i];
+                int64_t maxd = fwd_bytes(t, i, i);
+                for (size_t j = i + 1; j <= l; j++) {
+                    if (j > i + 1) {
+                        int64_t f = fwd_bytes(t, i, j - 1);
+                        maxd = maxd > f ? maxd : f;
+                        cf += t->tf[j - 1];
+                    }
+                    if (maxd > best)
+                        break;
+                    int64_t v = maxd;
+                    size_t ca = cell(t, j, l), cb = cell(t, i, j - 1);
+                    if (t->x[j - 1] + d.need[ca] > v)
+                        v = t->x[j - 1] + d.need[ca];
+                    if (d.need[cb] - leaf_gain_bytes(t, i, j, l) > v)
+                        v = d.need[cb] - leaf_gain_bytes(t, i, j, l);
+                    double tv = (cf + d.time[ca]) + d.time[cb];
+                    if (v < best || (v == best && tv < bt)) {
+                        best = v;
+                        bt = tv;
+                        bc = (int32_t)j;
+                    }
+                }
+                d.need[c] = best < 0 ? 0 : best;
+                d.time[c] = bt;
+                d.choice[c] = bc;
+            }
+        }
+        int64_t top = d.need[cell(t, 1, n)];
+        *peak_bytes = t->pp[n] + t->x[0] + top;
+        if (sched != NULL) {
+            rc = need_rebuild(&d, 1, n, sched);
+            if (rc != REMAT_OK)
+                rc = remat__error(err, rc, "", "out of memory");
+        }
+    }
+    free(d.need);
+    free(d.time);
+    free(d.choice);
+    free(t->buf_i64);
+    free(t->buf_f64);
+    return rc;
+}
+
+/* ------------------------------------------------------------------------
+ * Plans
+ */
+
+/* Sets plan->checkpoints and single_level = 1 when the schedule is exactly
+ * the single-level schedule of some checkpoint set: the candidates are the
+ * inputs kept by F_ck (stage 1's input x_0 is not a checkpoint). */
+static int find_single_level(const struct remat_profile *p, struct remat_plan *plan,
+                             struct remat_error *err)
+{
+    size_t n = p->n_stages;
+    const struct remat_schedule *s = &plan->schedule;
+    unsigned char *mark = calloc(n + 1, 1);
+    size_t *cks = malloc((n + 1) * sizeof(size_t));
+    if (mark == NULL || cks == NULL) {
+        free(mark);
+        free(cks);
+        return remat__error(err, REMAT_ENOMEM, "", "out of memory");
+    }
+    for (size_t k = 0; k < s->n_ops; k++)
+        if (s->ops[k].kind == REMAT_OP_F_CK && s->ops[k].stage >= 2 && s->ops[k].stage <= n)
+            mark[s->ops[k].stage - 1] = 1;
+    size_t nc = 0;
+    for (size_t c = 1; c < n; c++)
+        if (mark[c])
+            cks[nc++] = c;
+    free(mark);
+    struct remat_schedule ref;
+    remat_schedule_init(&ref);
+    int rc = remat_schedule_from_checkpoints(p, cks, nc, &ref, err);
+    if (rc != REMAT_OK) {
+        free(cks);
+        return rc;
+    }
+    int same = ref.n_ops == s->n_ops;
+    for (size_t k = 0; same && k < s->n_ops; k++)
+        same = ref.ops[k].kind == s->ops[k].kind && ref.ops[k].stage == s->ops[k].stage;
+    remat_schedule_clear(&ref);
+    if (same) {
+        plan->single_level = 1;
+        plan->n_checkpoints = nc;
+        plan->checkpoints = cks;
+    } else {
+        plan->single_level = 0;
+        plan->n_checkpoints = 0;
+        plan->checkpoints = NULL;
+        free(cks);
+    }
+    return REMAT_OK;
+}
+
+int remat__mt_plan_from_schedule(const struct remat_profile *p, struct remat_schedule *schedule,
+                                 int64_t budget_bytes, struct remat_plan *plan,
+                                 struct remat_error *err)
+{
+    memset(plan, 0, sizeof *plan);
+    plan->algorithm = REMAT_ALG_MIN_TIME;
+    plan->n_stages = p->n_stages;
+    plan->schedule = *schedule;
+    remat_schedule_init(schedule);
+    plan->budget_bytes = budget_bytes;
+    struct remat_sim sim;
+    memset(&sim, 0, sizeof sim);
+    int rc = remat_simulate(p, REMAT_MODEL_TRACED, &plan->schedule, 0, &sim, err);
+    if (rc != REMAT_OK) {
+        remat_plan_clear(plan);
+        return rc;
+    }
+    plan->peak_bytes = sim.peak_bytes;
+    plan->total_ms = sim.total_ms;
+    plan->recompute_ms = sim.recompute_ms;
+    remat_sim_clear(&sim);
+    plan->objective_model = REMAT_MODEL_TRACED;
+    plan->objective_value = plan->peak_bytes;
+    size_t none = 0;
+    memset(&sim, 0, sizeof sim);
+    rc = remat_simulate_checkpoints(p, REMAT_MODEL_TRACED, &none, 0, 0, &sim, err);
+    if (rc != REMAT_OK) {
+        remat_plan_clear(plan);
+        return rc;
+    }
+    plan->store_all_peak_bytes = sim.peak_bytes;
+    remat_sim_clear(&sim);
+    rc = find_single_level(p, plan, err);
+    if (rc != REMAT_OK) {
+        remat_plan_clear(plan);
+        return rc;
+    }
+    return REMAT_OK;
+}
+
+static int store_all_schedule(const struct remat_profile *p, struct remat_schedule *s,
+                              struct remat_error *err)
+{
+    size_t none = 0;
+    return remat_schedule_from_checkpoints(p, &none, 0, s, err);
+}
+
+static int report_model(const struct remat_profile *p, const struct remat_options *opts,
+                        struct remat_plan *plan, struct remat_error *err)
+{
+    if (!opts->has_model || opts->model == REMAT_MODEL_TRACED)
+        return REMAT_OK;
+    struct remat_sim sim;
+    memset(&sim, 0, sizeof sim);
+    int rc;
+    if (opts->model == REMAT_MODEL_SUM) {
+        if (!plan->single_level)
+            return remat__error(err, REMAT_EUNSUPPORTED, "/model",
+                                "the sum model is defined on checkpoint sets, and this "
+                                "min-time schedule is nested");
+        size_t none = 0;
+        rc = remat_simulate_checkpoints(p, REMAT_MODEL_SUM,
+                                        plan->n_checkpoints ? plan->checkpoints : &none,
+                                        plan->n_checkpoints, 0, &sim, err);
+    } else {
+        rc = remat_simulate(p, opts->model, &plan->schedule, 0, &sim, err);
+    }
+    if (rc != REMAT_OK)
+        return rc;
+    plan->objective_model = opts->model;
+    plan->objective_value = sim.peak_bytes;
+    remat_sim_clear(&sim);
+    return REMAT_OK;
+}
 
 int remat__solve_min_time(const struct remat_profile *p, const struct remat_options *opts,
                           struct remat_plan *plan, struct remat_error *err)
 {
-    (void)p;
-    (void)opts;
-    (void)plan;
-    return remat__error(err, REMAT_EUNSUPPORTED, "", "min-time is not built yet");
+    memset(plan, 0, sizeof *plan);
+    int64_t budget = opts->budget_bytes;
+    if (budget < 0)
+        return remat__error(err, REMAT_EINVAL, "/budget_bytes", "budget_bytes is negative");
+    if (opts->mem_slots > REMAT_MT_MAX_SLOTS)
+        return remat__error(err, REMAT_ELIMIT, "/mem_slots", "mem_slots is over %d",
+                            REMAT_MT_MAX_SLOTS);
+    struct remat_schedule least, best;
+    remat_schedule_init(&least);
+    remat_schedule_init(&best);
+    int64_t least_peak = 0;
+    int rc = remat__mt_min_peak(p, &least_peak, &least, err);
+    if (rc != REMAT_OK)
+        goto out;
+    if (budget != 0 && budget < least_peak) {
+        plan->min_budget_bytes = least_peak;
+        rc = remat__error(err, REMAT_EINFEASIBLE, "/budget_bytes",
+                          "no schedule fits in %lld bytes; the least budget that fits is %lld",
+                          (long long)budget, (long long)least_peak);
+        goto out;
+    }
+    /* Store-all is the fastest schedule there is: when it fits, it is the
+     * answer, and the table is only needed below its peak. */
+    struct remat_sim sim;
+    memset(&sim, 0, sizeof sim);
+    rc = store_all_schedule(p, &best, err);
+    if (rc == REMAT_OK)
+        rc = remat_simulate(p, REMAT_MODEL_TRACED, &best, 0, &sim, err);
+    if (rc != REMAT_OK)
+        goto out;
+    int64_t sa_peak = sim.peak_bytes;
+    remat_sim_clear(&sim);
+    if (budget != 0 && budget < sa_peak) {
+        remat_schedule_clear(&best);
+        struct remat__mt *t = NULL;
+        rc = remat__mt_fill(p, budget, opts->mem_slots, 1, &t, err);
+        if (rc != REMAT_OK)
+            goto out;
+        size_t top = remat__mt_top(t);
+        if (remat__mt_time(t, top) != HUGE_VAL) {
+            rc = remat__mt_schedule(t, top, &best);
+            if (rc != REMAT_OK)
+                rc = remat__error(err, rc, "", "rebuilding the schedule failed");
+        }
+        remat__mt_free(t);
+        if (rc != REMAT_OK)
+            goto out;
+        /* The least-peak schedule fits whenever the budget is feasible; it
+         * wins when the units' rounding hid every faster schedule. */
+        double tb = HUGE_VAL, tl = HUGE_VAL;
+        if (best.n_ops > 0) {
+            rc = remat_simulate(p, REMAT_MODEL_TRACED, &best, 0, &sim, err);
+            if (rc != REMAT_OK)
+                goto out;
+            tb = sim.total_ms;
+            remat_sim_clear(&sim);
+        }
+        rc = remat_simulate(p, REMAT_MODEL_TRACED, &least, 0, &sim, err);
+        if (rc != REMAT_OK)
+            goto out;
+        tl = sim.total_ms;
+        remat_sim_clear(&sim);
+        if (tl < tb) {
+            remat_schedule_clear(&best);
+            best = least;
+            remat_schedule_init(&least);
+        }
+    }
+    rc = remat__mt_plan_from_schedule(p, &best, budget, plan, err);
+    if (rc == REMAT_OK && budget != 0 && plan->peak_bytes > budget) {
+        /* Cannot happen (see the comment at the top); kept as a guard so that
+         * a broken invariant is an error, never a plan over budget. */
+        remat_plan_clear(plan);
+        rc = remat__error(err, REMAT_EINVAL, "", "internal error: schedule over budget");
+    }
+    if (rc == REMAT_OK)
+        rc = report_model(p, opts, plan, err);
+    if (rc != REMAT_OK && rc != REMAT_EINFEASIBLE)
+        remat_plan_clear(plan);
+out:
+    remat_schedule_clear(&least);
+    remat_schedule_clear(&best);
+    return rc;
+}
+
+/* ------------------------------------------------------------------------
+ * The nested segment description (docs/min-time.md, "Applying a plan").
+ *
+ * A persistent schedule of the cell (i, l) is a list of items over i..l: a
+ * stage run with grad (F_all .. B, the chain option) or a checkpointed
+ * segment [i, j-1] (F_ck, F_∅ .. in the forward; its own list, recomputed
+ * with grad, in the backward).  Their ops come as the forward parts left to
+ * right, then the backward parts right to left, so the parser walks forward
+ * pushing items and then pops them, parsing each segment's inner list.
+ */
+
+struct seg_parser {
+    const struct remat_schedule *s;
+    size_t n, pos;
+};
+
+static const struct remat_op *peek(const struct seg_parser *sp)
+{
+    return sp->pos < sp->s->n_ops ? &sp->s->ops[sp->pos] : NULL;
+}
+
+static int expect(struct seg_parser *sp, int kind, size_t stage)
+{
+    const struct remat_op *o = peek(sp);
+    if (o == NULL || o->kind != kind || o->stage != stage)
+        return -1;
+    sp->pos++;
+    return 0;
+}
+
+static json_t *seg_item(size_t first, size_t last, int checkpoint)
+{
+    return json_pack("{s:[I,I],s:b}", "stages", (json_int_t)first, (json_int_t)last, "checkpoint",
+                     checkpoint);
+}
+
+/* Parses the list of cell (i, l) into arr.  Returns 0, -1 when the schedule
+ * is not of this shape, -2 when out of memory. */
+static int parse_list(struct seg_parser *sp, size_t i, size_t l, json_t *arr)
+{
+    size_t first = i, depth = 0;
+    /* Forward parts. */
+    size_t *stack = malloc((l - i + 2) * 2 * sizeof(size_t));
+    if (stack == NULL)
+        return -2;
+    int rc = 0;
+    while (i <= l) {
+        const struct remat_op *o = peek(sp);
+        if (o == NULL || o->stage != i) {
+            rc = -1;
+            break;
+        }
+        if (o->kind == REMAT_OP_F_ALL) {
+            sp->pos++;
+            stack[2 * depth] = i;
+            stack[2 * depth + 1] = i;
+            depth++;
+            i++;
+        } else if (o->kind == REMAT_OP_F_CK) {
+            sp->pos++;
+            size_t j = i + 1;
+            while (j <= l && expect(sp, REMAT_OP_F_NONE, j) == 0)
+                j++;
+            if (j > l) {
+                rc = -1;
+                break;
+            }
+            stack[2 * depth] = i;
+            stack[2 * depth + 1] = j - 1 + (l + 1); /* tagged: a segment [i, j-1] */
+            depth++;
+            i = j;
+        } else {
+            rc = -1;
+            break;
+        }
+    }
+    if (rc == 0 && l == sp->n && expect(sp, REMAT_OP_LOSS, sp->n) != 0)
+        rc = -1;
+    /* Items in order, then the backward parts right to left. */
+    json_t **items = NULL;
+    if (rc == 0 && depth > 0) {
+        items = calloc(depth, sizeof(json_t *));
+        if (items == NULL)
+            rc = -2;
+    }
+    for (size_t k = depth; rc == 0 && k-- > 0;) {
+        size_t a = stack[2 * k], tag = stack[2 * k + 1];
+        if (tag <= l) {
+            if (expect(sp, REMAT_OP_B, a) != 0) {
+                rc = -1;
+                break;
+            }
+            items[k] = seg_item(a, a, 0);
+            if (items[k] == NULL)
+                rc = -2;
+        } else {
+            size_t e = tag - (l + 1);
+            json_t *inner = json_array();
+            items[k] = seg_item(a, e, 1);
+            if (inner == NULL || items[k] == NULL ||
+                json_object_set_new(items[k], "inner", inner) != 0) {
+                rc = -2;
+                break;
+            }
+            rc = parse_list(sp, a, e, inner);
+        }
+    }
+    /* Merge runs of stages kept with grad into one item. */
+    for (size_t k = 0; rc == 0 && k < depth; k++) {
+        json_t *it = items[k];
+        if (json_is_true(json_object_get(it, "checkpoint"))) {
+            if (json_array_append(arr, it) != 0)
+                rc = -2;
+            continue;
+        }
+        size_t e = k;
+        while (e + 1 < depth && !json_is_true(json_object_get(items[e + 1], "checkpoint")))
+            e++;
+        json_t *run = seg_item(stack[2 * k], stack[2 * e], 0);
+        if (run == NULL || json_array_append_new(arr, run) != 0)
+            rc = -2;
+        k = e;
+    }
+    if (items != NULL)
+        for (size_t k = 0; k < depth; k++)
+            json_decref(items[k]);
+    free(items);
+    free(stack);
+    (void)first;
+    return rc;
 }
 
 json_t *remat__nested_segments_json(const struct remat_profile *p, const struct remat_plan *plan)
 {
-    (void)p;
-    (void)plan;
-    return json_array();
+    json_t *arr = json_array();
+    if (arr == NULL)
+        return NULL;
+    struct seg_parser sp = {&plan->schedule, p->n_stages, 0};
+    int rc = p->n_stages > 0 ? parse_list(&sp, 1, p->n_stages, arr) : -1;
+    if (rc == 0 && sp.pos != plan->schedule.n_ops)
+        rc = -1;
+    if (rc == -2) {
+        json_decref(arr);
+        return NULL;
+    }
+    if (rc == -1) {
+        /* Not a persistent schedule: there is no nesting to describe. */
+        json_array_clear(arr);
+    }
+    return arr;
 }

@@ -1,1 +1,7 @@
-# (filled in by its part's work)
+# The min-time solver and the frontier: against every persistent schedule of
+# tiny chains (generated inside the test, each simulated), and the CLI.
+check_PROGRAMS += tests/test_mintime
+TESTS += tests/test_mintime
+tests_test_mintime_SOURCES = tests/test_mintime.c
+tests_test_mintime_CFLAGS = $(AM_CFLAGS) $(JANSSON_CFLAGS) $(CMOCKA_CFLAGS)
+tests_test_mintime_LDADD = src/libremat_core.la $(CMOCKA_LIBS) $(JANSSON_LIBS) -lm

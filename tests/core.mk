@@ -14,3 +14,9 @@ TESTS += tests/test_simulate
 tests_test_simulate_SOURCES = tests/test_simulate.c
 tests_test_simulate_CFLAGS = $(CORE_TEST_CFLAGS)
 tests_test_simulate_LDADD = $(CORE_TEST_LDADD)
+
+check_PROGRAMS += tests/test_solve
+TESTS += tests/test_solve
+tests_test_solve_SOURCES = tests/test_solve.c
+tests_test_solve_CFLAGS = $(CORE_TEST_CFLAGS)
+tests_test_solve_LDADD = $(CORE_TEST_LDADD)

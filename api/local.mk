@@ -1,1 +1,39 @@
-# (filled in by its part's work)
+# rematd, the HTTP planning service: one api/route_*.c per route (tmux
+# style), each exporting one const struct remat_route; http.c holds the
+# table.  openapi.yaml is embedded at build time as a generated C array.
+bin_PROGRAMS += api/rematd
+api_rematd_SOURCES = \
+	api/rematd.h api/main.c api/config.c api/http.c api/util.c api/store.c \
+	api/metrics.c api/svg.c api/supervise.c \
+	api/plan_common.h api/plan_common.c api/jobs_common.h api/jobs_common.c \
+	api/worker_common.h api/worker_common.c \
+	api/route_healthz.c api/route_readyz.c api/route_openapi.c api/route_metrics.c \
+	api/route_models.c api/route_plans_create.c api/route_plans_get.c \
+	api/route_plans_timeline.c api/route_profiles_create.c api/route_profiles_get.c \
+	api/route_validations_create.c api/route_validations_get.c api/route_worker_lease.c \
+	api/route_worker_heartbeat.c api/route_worker_complete.c api/route_worker_fail.c \
+	api/route_worker_release.c
+nodist_api_rematd_SOURCES = api/openapi.c
+api_rematd_CPPFLAGS = $(AM_CPPFLAGS) -DREMAT_BINDIR='"$(bindir)"'
+api_rematd_CFLAGS = $(AM_CFLAGS) $(MHD_CFLAGS) $(JANSSON_CFLAGS) $(SQLITE_CFLAGS) -pthread
+# The static convenience library: ./api/rematd in the build tree is the
+# real program (no libtool wrapper), which the kill -9 test relies on.
+api_rematd_LDADD = src/libremat_core.la $(MHD_LIBS) $(JANSSON_LIBS) $(SQLITE_LIBS) -lm -lpthread
+CLEANFILES += api/openapi.c api/openapi.c.tmp
+
+# The contract, as bytes in the binary: GET /openapi.yaml serves it even
+# when rematd runs from the build tree with nothing installed.
+api/openapi.c: $(top_srcdir)/openapi.yaml
+	$(AM_V_GEN)$(MKDIR_P) api && { \
+	  echo '/* Generated from openapi.yaml by make; do not edit. */'; \
+	  echo '#include <stddef.h>'; \
+	  echo 'const unsigned char rematd_openapi_yaml[] = {'; \
+	  od -An -v -tx1 $(top_srcdir)/openapi.yaml | sed -e 's/ *\([0-9a-f][0-9a-f]\)/0x\1,/g'; \
+	  echo '0x00};'; \
+	  echo 'const size_t rematd_openapi_yaml_len = sizeof rematd_openapi_yaml - 1;'; \
+	} > $@.tmp && mv $@.tmp $@
+
+EXTRA_DIST += api/bench-http.sh api/bench-plan.lua
+BENCH_TARGETS += bench-http
+bench-http: api/rematd
+	$(SHELL) $(top_srcdir)/api/bench-http.sh $(builddir)/api/rematd $(top_srcdir)

@@ -1,0 +1,580 @@
+/*
+ * http.c - what every request has in common: the route table and matching
+ * (404, 405 with Allow), bearer auth, reading the body under its limit (413
+ * from Content-Length before the body is read, or at the end for chunked
+ * bodies), content type (415), JSON parsing (400), problem+json answers,
+ * Idempotency-Key replay, the per-request log line and metrics.
+ *
+ * Each request owns one struct rematd_request, created on the first call of
+ * the access handler and freed in one place, rematd_completed (MHD's
+ * NOTIFY_COMPLETED), whether or not the request finished.
+ */
+#include "config.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "rematd.h"
+
+extern const struct remat_route route_healthz, route_readyz, route_openapi, route_metrics,
+    route_models, route_plans_create, route_plans_get, route_plans_timeline,
+    route_profiles_create, route_profiles_get, route_validations_create, route_validations_get,
+    route_worker_lease, route_worker_heartbeat, route_worker_complete, route_worker_fail,
+    route_worker_release;
+
+const struct remat_route *const rematd_routes[] = {
+    &route_healthz,          &route_readyz,          &route_openapi,
+    &route_metrics,          &route_models,          &route_plans_create,
+    &route_plans_get,        &route_plans_timeline,  &route_profiles_create,
+    &route_profiles_get,     &route_validations_create, &route_validations_get,
+    &route_worker_lease,     &route_worker_heartbeat, &route_worker_complete,
+    &route_worker_fail,      &route_worker_release,
+};
+const size_t rematd_n_routes = sizeof rematd_routes / sizeof rematd_routes[0];
+
+/* Problem types: the slug after /problems/ and its fixed title (RFC 9457:
+ * the title is the same for every occurrence of a type). */
+static const struct {
+    const char *slug, *title;
+} problem_titles[] = {
+    {"not-found", "Not found"},
+    {"method-not-allowed", "Method not allowed"},
+    {"unauthorized", "Unauthorized"},
+    {"body-too-large", "Request body too large"},
+    {"unsupported-media-type", "Unsupported media type"},
+    {"invalid-json", "Malformed JSON"},
+    {"json-too-deep", "JSON nested too deeply"},
+    {"validation", "Invalid field"},
+    {"limit-exceeded", "Limit exceeded"},
+    {"invalid-idempotency-key", "Invalid Idempotency-Key"},
+    {"idempotency-key-reused", "Idempotency-Key reused with a different body"},
+    {"idempotency-key-in-use", "Idempotency-Key in use"},
+    {"unsupported", "Not supported"},
+    {"infeasible", "No plan fits the budget"},
+    {"job-not-ready", "Job not done"},
+    {"lease-conflict", "Lease not held"},
+    {"unavailable", "Service unavailable"},
+    {"internal", "Internal error"},
+};
+
+static const char *problem_title(const char *slug)
+{
+    for (size_t i = 0; i < sizeof problem_titles / sizeof problem_titles[0]; i++)
+        if (strcmp(problem_titles[i].slug, slug) == 0)
+            return problem_titles[i].title;
+    return "Error";
+}
+
+/* JSON depth allowed in request bodies: far below jansson's 2048, deep
+ * enough for every document remat accepts (layer lists nest "sequential"). */
+#define MAX_JSON_DEPTH 32
+
+static void rq_free(struct rematd_request *r)
+{
+    free(r->body);
+    for (int i = 0; i < r->n_headers; i++) {
+        free(r->header_name[i]);
+        free(r->header_value[i]);
+    }
+    json_decref(r->json);
+    if (r->plan_write) {
+        free(r->plan_write->options);
+        free(r->plan_write->body);
+        free(r->plan_write);
+    }
+    free(r->problem_type);
+    free(r);
+}
+
+void rq_header(struct rematd_request *r, const char *name, const char *value)
+{
+    if (r->n_headers >= RQ_MAX_HEADERS)
+        return;
+    r->header_name[r->n_headers] = strdup(name);
+    r->header_value[r->n_headers] = strdup(value);
+    r->n_headers++;
+}
+
+const char *rq_header_in(struct rematd_request *r, const char *name)
+{
+    return MHD_lookup_connection_value(r->conn, MHD_HEADER_KIND, name);
+}
+
+const char *rq_query(struct rematd_request *r, const char *name)
+{
+    return MHD_lookup_connection_value(r->conn, MHD_GET_ARGUMENT_KIND, name);
+}
+
+static void queue(struct rematd_request *r, int status, struct MHD_Response *resp,
+                  const char *content_type)
+{
+    if (!resp) {
+        r->responded = 1;
+        r->status = 500;
+        return;
+    }
+    if (content_type)
+        MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, content_type);
+    MHD_add_response_header(resp, "X-Request-Id", r->request_id);
+    for (int i = 0; i < r->n_headers; i++)
+        if (r->header_name[i] && r->header_value[i])
+            MHD_add_response_header(resp, r->header_name[i], r->header_value[i]);
+    MHD_queue_response(r->conn, (unsigned)status, resp);
+    MHD_destroy_response(resp);
+    r->responded = 1;
+    r->status = status;
+}
+
+void rq_text(struct rematd_request *r, int status, const char *content_type, char *buf,
+             size_t len, int persistent)
+{
+    struct MHD_Response *resp;
+    if (persistent)
+        resp = MHD_create_response_from_buffer(len, buf, MHD_RESPMEM_PERSISTENT);
+    else
+        resp = MHD_create_response_from_buffer_with_free_callback(len, buf, &free);
+    if (!resp && !persistent)
+        free(buf);
+    queue(r, status, resp, content_type);
+}
+
+static void send_json(struct rematd_request *r, int status, json_t *body, const char *ctype)
+{
+    char *s = body ? json_dumps(body, JSON_COMPACT) : NULL;
+    json_decref(body);
+    if (!s) {
+        static char oom[] = "{\"type\":\"/problems/internal\",\"title\":\"Internal error\","
+                            "\"status\":500,\"detail\":\"out of memory\"}";
+        rq_text(r, 500, "application/problem+json", oom, sizeof oom - 1, 1);
+        return;
+    }
+    rq_text(r, status, ctype, s, strlen(s), 0);
+}
+
+void rq_json(struct rematd_request *r, int status, json_t *body)
+{
+    send_json(r, status, body, "application/json");
+}
+
+void rq_problem_json(struct rematd_request *r, int status, const char *slug,
+                     const char *pointer, json_t *extra, const char *detail)
+{
+    char type[96];
+    snprintf(type, sizeof type, "/problems/%s", slug);
+    json_t *p = json_pack("{s:s, s:s, s:i, s:s, s:s, s:s}", "type", type, "title",
+                          problem_title(slug), "status", status, "detail", detail, "instance",
+                          r->path, "request_id", r->request_id);
+    if (p && pointer && *pointer)
+        json_object_set_new(p, "pointer", json_string(pointer));
+    if (p && extra)
+        json_object_update(p, extra);
+    json_decref(extra);
+    free(r->problem_type);
+    r->problem_type = strdup(type);
+    send_json(r, status, p, "application/problem+json");
+}
+
+void rq_problem(struct rematd_request *r, int status, const char *slug, const char *pointer,
+                const char *fmt, ...)
+{
+    char detail[512];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(detail, sizeof detail, fmt, ap);
+    va_end(ap);
+    rq_problem_json(r, status, slug, pointer, NULL, detail);
+}
+
+void rq_suspend(struct rematd_request *r)
+{
+    r->suspended = 1;
+    MHD_suspend_connection(r->conn);
+}
+
+void rq_resume(struct rematd_request *r)
+{
+    MHD_resume_connection(r->conn);
+}
+
+/* Matches path against a pattern segment by segment; {id} takes one
+ * segment, which is copied to id_out (validated later, so that a bad id is a
+ * 404 on a route that exists). */
+static int match(const char *pattern, const char *path, char *id_out, size_t id_cap)
+{
+    const char *p = pattern, *s = path;
+    while (*p && *s) {
+        if (strncmp(p, "{id}", 4) == 0) {
+            const char *e = strchr(s, '/');
+            size_t n = e ? (size_t)(e - s) : strlen(s);
+            if (n == 0)
+                return 0;
+            size_t c = n < id_cap - 1 ? n : id_cap - 1;
+            memcpy(id_out, s, c);
+            id_out[c] = '\0';
+            if (n >= id_cap - 1)
+                id_out[0] = 'X'; /* too long: fails the id check */
+            s += n;
+            p += 4;
+            continue;
+        }
+        if (*p != *s)
+            return 0;
+        p++;
+        s++;
+    }
+    return *p == '\0' && *s == '\0';
+}
+
+static int token_ok(const char *header, const char *token)
+{
+    if (!header || strncasecmp(header, "Bearer ", 7) != 0)
+        return 0;
+    const char *t = header + 7;
+    size_t a = strlen(t), b = strlen(token);
+    /* Compare every byte whatever the first mismatch, so the time does not
+     * tell an attacker how much of a guess was right. */
+    unsigned char diff = (unsigned char)(a != b);
+    for (size_t i = 0; i < b; i++)
+        diff |= (unsigned char)(t[i < a ? i : 0] ^ token[i]);
+    return diff == 0;
+}
+
+static int json_content_type(const char *ct)
+{
+    if (!ct)
+        return 0;
+    while (*ct == ' ')
+        ct++;
+    size_t n = strcspn(ct, "; ");
+    if (n == 16 && strncasecmp(ct, "application/json", 16) == 0)
+        return 1;
+    /* application/<anything>+json, e.g. problem+json or merge-patch+json. */
+    if (n > 17 && strncasecmp(ct, "application/", 12) == 0 &&
+        strncasecmp(ct + n - 5, "+json", 5) == 0)
+        return 1;
+    return 0;
+}
+
+static void set_request_id(struct rematd_request *r)
+{
+    const char *in = rq_header_in(r, "X-Request-Id");
+    if (in) {
+        size_t n = strlen(in);
+        int ok = n > 0 && n < sizeof r->request_id;
+        for (size_t i = 0; ok && i < n; i++)
+            ok = (in[i] >= '0' && in[i] <= '9') || (in[i] >= 'a' && in[i] <= 'z') ||
+                 (in[i] >= 'A' && in[i] <= 'Z') || in[i] == '-' || in[i] == '_' || in[i] == '.';
+        if (ok) {
+            memcpy(r->request_id, in, n + 1);
+            return;
+        }
+    }
+    char id[REMATD_ID_LEN + 1];
+    rematd_new_id(id);
+    memcpy(r->request_id, id, 16);
+    r->request_id[16] = '\0';
+}
+
+/* The first call: route, auth, limits and content type.  Returns 1 when it
+ * has answered. */
+static int begin(struct rematd_request *r, const char *url, const char *method)
+{
+    struct rematd_server *srv = r->srv;
+    snprintf(r->method, sizeof r->method, "%s", method);
+    if (strlen(url) >= sizeof r->path) {
+        snprintf(r->path, sizeof r->path, "%.200s...", url);
+        rq_problem(r, 404, "not-found", NULL, "no resource at this path");
+        return 1;
+    }
+    snprintf(r->path, sizeof r->path, "%s", url);
+    const char *m = strcmp(method, "HEAD") == 0 ? "GET" : method;
+    char allow[64] = "";
+    int path_matched = 0;
+    r->route_index = -1;
+    for (size_t i = 0; i < rematd_n_routes; i++) {
+        char id[REMATD_ID_LEN + 2];
+        if (!match(rematd_routes[i]->pattern, url, id, sizeof id))
+            continue;
+        path_matched = 1;
+        if (strcmp(rematd_routes[i]->method, m) != 0) {
+            if (!strstr(allow, rematd_routes[i]->method)) {
+                size_t l = strlen(allow);
+                snprintf(allow + l, sizeof allow - l, "%s%s", l ? ", " : "",
+                         rematd_routes[i]->method);
+                if (strcmp(rematd_routes[i]->method, "GET") == 0) {
+                    l = strlen(allow);
+                    snprintf(allow + l, sizeof allow - l, ", HEAD");
+                }
+            }
+            continue;
+        }
+        r->route = rematd_routes[i];
+        r->route_index = (int)i;
+        if (strstr(r->route->pattern, "{id}")) {
+            if (!rematd_is_id(id)) {
+                rq_problem(r, 404, "not-found", NULL,
+                           "ids are 32 lowercase hexadecimal characters");
+                return 1;
+            }
+            memcpy(r->id, id, REMATD_ID_LEN + 1);
+        }
+        break;
+    }
+    if (!r->route) {
+        if (path_matched) {
+            rq_header(r, "Allow", allow);
+            rq_problem(r, 405, "method-not-allowed", NULL, "%s is not allowed here; allowed: %s",
+                       method, allow);
+        } else {
+            rq_problem(r, 404, "not-found", NULL, "no resource at this path");
+        }
+        return 1;
+    }
+    const struct remat_route *rt = r->route;
+    if (rt->auth != AUTH_NONE) {
+        const char *tok = srv->cfg.token;
+        if (rt->auth == AUTH_WORKER && srv->cfg.worker_token[0])
+            tok = srv->cfg.worker_token;
+        if (tok[0] && !token_ok(rq_header_in(r, MHD_HTTP_HEADER_AUTHORIZATION), tok)) {
+            rq_header(r, "WWW-Authenticate", "Bearer realm=\"remat\"");
+            rq_problem(r, 401, "unauthorized", NULL,
+                       rq_header_in(r, MHD_HTTP_HEADER_AUTHORIZATION)
+                           ? "the bearer token is not valid for this route"
+                           : "this route needs Authorization: Bearer <token>");
+            return 1;
+        }
+    }
+    r->body_limit = rt->body_limit ? rt->body_limit : srv->cfg.max_body_bytes;
+    const char *cl = rq_header_in(r, MHD_HTTP_HEADER_CONTENT_LENGTH);
+    if (cl) {
+        char *end;
+        unsigned long long n = strtoull(cl, &end, 10);
+        if (end == cl || *end || n > r->body_limit) {
+            rq_problem(r, 413, "body-too-large", NULL,
+                       "the body is larger than the limit of %zu bytes", r->body_limit);
+            return 1;
+        }
+        if (n > 0) {
+            r->body_cap = (size_t)n + 1;
+            r->body = malloc(r->body_cap);
+            if (!r->body)
+                r->body_cap = 0;
+        }
+    }
+    if (strcmp(rt->method, "POST") == 0 &&
+        !json_content_type(rq_header_in(r, MHD_HTTP_HEADER_CONTENT_TYPE))) {
+        rq_problem(r, 415, "unsupported-media-type", NULL,
+                   "send the body as Content-Type: application/json");
+        return 1;
+    }
+    return 0;
+}
+
+static void append(struct rematd_request *r, const char *data, size_t n)
+{
+    if (r->body_too_large)
+        return;
+    if (n > r->body_limit - r->body_len) {
+        /* Keep reading and discarding: MHD cannot answer while the body is
+         * arriving, so the 413 goes out at the end. */
+        r->body_too_large = 1;
+        free(r->body);
+        r->body = NULL;
+        r->body_len = r->body_cap = 0;
+        return;
+    }
+    if (r->body_len + n + 1 > r->body_cap) {
+        size_t cap = r->body_cap ? r->body_cap : 4096;
+        while (cap < r->body_len + n + 1)
+            cap *= 2; /* geometric growth: appends stay linear overall */
+        if (cap > r->body_limit + 1)
+            cap = r->body_limit + 1;
+        char *nb = realloc(r->body, cap);
+        if (!nb) {
+            r->body_too_large = 1;
+            return;
+        }
+        r->body = nb;
+        r->body_cap = cap;
+    }
+    memcpy(r->body + r->body_len, data, n);
+    r->body_len += n;
+    r->body[r->body_len] = '\0';
+}
+
+json_t *rq_body_json(struct rematd_request *r)
+{
+    if (r->body_len == 0) {
+        rq_problem(r, 400, "invalid-json", NULL, "the body is empty; a JSON object is expected");
+        return NULL;
+    }
+    json_error_t e;
+    json_t *j = json_loadb(r->body, r->body_len, JSON_REJECT_DUPLICATES, &e);
+    if (!j) {
+        if (json_error_code(&e) == json_error_stack_overflow) {
+            rq_problem(r, 400, "json-too-deep", NULL, "nesting deeper than %d levels",
+                       MAX_JSON_DEPTH);
+            return NULL;
+        }
+        rq_problem(r, 400, "invalid-json", NULL, "line %d, column %d: %s", e.line, e.column,
+                   e.text);
+        return NULL;
+    }
+    if (!json_is_object(j)) {
+        json_decref(j);
+        rq_problem(r, 400, "invalid-json", "", "the body must be a JSON object");
+        return NULL;
+    }
+    if (rematd_json_depth(j, MAX_JSON_DEPTH + 1) > MAX_JSON_DEPTH) {
+        json_decref(j);
+        rq_problem(r, 400, "json-too-deep", NULL, "nesting deeper than %d levels",
+                   MAX_JSON_DEPTH);
+        return NULL;
+    }
+    r->json = j;
+    return j;
+}
+
+int rq_reject_unknown(struct rematd_request *r, json_t *obj, const char *prefix,
+                      const char *const *allowed)
+{
+    const char *k;
+    json_t *v;
+    json_object_foreach(obj, k, v)
+    {
+        int ok = 0;
+        for (size_t i = 0; allowed[i]; i++)
+            if (strcmp(allowed[i], k) == 0)
+                ok = 1;
+        if (!ok) {
+            char ptr[160];
+            /* JSON pointer escaping (RFC 6901) is skipped for brevity of the
+             * detail; odd keys are cut to printable length. */
+            snprintf(ptr, sizeof ptr, "%s/%.100s", prefix, k);
+            rq_problem(r, 400, "validation", ptr, "unknown field '%.100s'", k);
+            return -1;
+        }
+    }
+    return 0;
+}
+
+int rq_idempotency_check(struct rematd_request *r)
+{
+    const char *key = rq_header_in(r, "Idempotency-Key");
+    if (!key)
+        return 0;
+    size_t n = strlen(key);
+    int ok = n >= 1 && n <= 255;
+    for (size_t i = 0; ok && i < n; i++)
+        ok = key[i] > 32 && key[i] < 127;
+    if (!ok) {
+        rq_problem(r, 400, "invalid-idempotency-key", NULL,
+                   "Idempotency-Key must be 1 to 255 visible ASCII characters");
+        return 1;
+    }
+    r->idem_key = key;
+    rematd_sha256_hex(r->body ? r->body : "", r->body_len, r->body_hash);
+    struct rematd_idem rec;
+    int got = rematd_store_idem_get(r->srv->store, r->route->name, key, &rec);
+    if (got < 0) {
+        rq_problem(r, 503, "unavailable", NULL, "the store did not answer");
+        return 1;
+    }
+    if (got == 0)
+        return 0;
+    if (strcmp(rec.body_hash, r->body_hash) != 0) {
+        rq_problem(r, 422, "idempotency-key-reused", NULL,
+                   "this Idempotency-Key was first used with a different body");
+    } else {
+        if (rec.location && *rec.location)
+            rq_header(r, "Location", rec.location);
+        rq_header(r, "Idempotent-Replayed", "true");
+        char *b = rec.body;
+        rec.body = NULL;
+        rq_text(r, rec.status, "application/json", b, strlen(b), 0);
+    }
+    rematd_idem_clear(&rec);
+    return 1;
+}
+
+static void dispatch(struct rematd_request *r)
+{
+    if (r->body_too_large) {
+        rq_problem(r, 413, "body-too-large", NULL, "the body is larger than the limit of %zu bytes",
+                   r->body_limit);
+        return;
+    }
+    if (r->route->idempotent && rq_idempotency_check(r))
+        return;
+    if (r->route->handler(r) == SUSPENDED)
+        return;
+    if (!r->responded)
+        rq_problem(r, 500, "internal", NULL, "the handler gave no answer");
+}
+
+enum MHD_Result rematd_access(void *cls, struct MHD_Connection *c, const char *url,
+                              const char *method, const char *version, const char *upload_data,
+                              size_t *upload_data_size, void **req_cls)
+{
+    struct rematd_request *r = *req_cls;
+    if (!r) {
+        r = calloc(1, sizeof *r);
+        if (!r)
+            return MHD_NO;
+        r->srv = cls;
+        r->conn = c;
+        r->t0 = rematd_mono();
+        *req_cls = r;
+        atomic_fetch_add(&r->srv->in_flight, 1);
+        set_request_id(r);
+        begin(r, url, method);
+        return MHD_YES;
+    }
+    if (r->responded) {
+        *upload_data_size = 0;
+        return MHD_YES;
+    }
+    if (*upload_data_size) {
+        append(r, upload_data, *upload_data_size);
+        *upload_data_size = 0;
+        return MHD_YES;
+    }
+    if (r->suspended) {
+        r->suspended = 0;
+        if (r->route->resumed)
+            r->route->resumed(r);
+        if (!r->responded)
+            rq_problem(r, 500, "internal", NULL, "the handler gave no answer");
+        return MHD_YES;
+    }
+    dispatch(r);
+    return MHD_YES;
+}
+
+void rematd_completed(void *cls, struct MHD_Connection *c, void **req_cls,
+                      enum MHD_RequestTerminationCode toe)
+{
+    struct rematd_request *r = *req_cls;
+    if (!r)
+        return;
+    *req_cls = NULL;
+    double dur = rematd_mono() - r->t0;
+    int status = r->responded ? r->status : 0;
+    rematd_metrics_observe(r->route_index, status, dur);
+    json_t *f = json_pack("{s:s, s:s, s:s, s:s, s:i, s:f}", "request_id", r->request_id,
+                          "method", r->method, "path", r->path, "route",
+                          r->route ? r->route->name : "unmatched", "status", status, "dur_ms",
+                          dur * 1000.0);
+    if (f && r->problem_type)
+        json_object_set_new(f, "problem", json_string(r->problem_type));
+    if (f && toe != MHD_REQUEST_TERMINATED_COMPLETED_OK)
+        json_object_set_new(f, "terminated", json_integer(toe));
+    if (f && r->id[0])
+        json_object_set_new(f, "id", json_string(r->id));
+    rematd_log(status >= 500 || status == 0 ? "error" : "info", "request", f);
+    atomic_fetch_sub(&r->srv->in_flight, 1);
+    rq_free(r);
+}

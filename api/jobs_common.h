@@ -1,0 +1,16 @@
+/* jobs_common.h - shared by the profile and validation routes. */
+#ifndef REMATD_JOBS_COMMON_H
+#define REMATD_JOBS_COMMON_H
+
+#include "rematd.h"
+
+/* "cpu", "cuda" or "cuda:N". */
+int rematd_device_ok(const char *device);
+/* Stores a queued job with spec (stolen) and answers 202 + Location, or a
+ * replay when the Idempotency-Key was taken meanwhile. */
+void rematd_queue_job(struct rematd_request *r, const char *kind, json_t *spec,
+                      const char *location_fmt);
+/* GET of a job of one kind. */
+enum rematd_handled rematd_get_job(struct rematd_request *r, const char *kind);
+
+#endif

@@ -1,0 +1,134 @@
+/* metrics.c - the Prometheus text exposition (format 0.0.4), written by
+ * hand: requests by route and status, a latency histogram by route, jobs
+ * by state (read from the store when scraped) and plans by algorithm.
+ * Counters are process-wide atomics; rematd runs one server per process. */
+#include "config.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "rematd.h"
+
+#define MAX_ROUTES 32
+#define N_BUCKETS 12
+static const double bucket_le[N_BUCKETS] = {0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005,
+                                            0.01,   0.025,   0.05,   0.1,   0.5,    2.5};
+
+/* Route slot MAX_ROUTES - 1 holds unmatched paths; status codes 100..599. */
+static atomic_ulong requests[MAX_ROUTES][600];
+static atomic_ulong buckets[MAX_ROUTES][N_BUCKETS + 1];
+static atomic_ulong dur_sum_us[MAX_ROUTES];
+
+static int slot(int route_index)
+{
+    return route_index < 0 || route_index >= MAX_ROUTES - 1 ? MAX_ROUTES - 1 : route_index;
+}
+
+void rematd_metrics_observe(int route_index, int status, double seconds)
+{
+    int r = slot(route_index);
+    if (status < 100 || status > 599)
+        status = 0;
+    atomic_fetch_add_explicit(&requests[r][status], 1, memory_order_relaxed);
+    int b = 0;
+    while (b < N_BUCKETS && seconds > bucket_le[b])
+        b++;
+    atomic_fetch_add_explicit(&buckets[r][b], 1, memory_order_relaxed);
+    atomic_fetch_add_explicit(&dur_sum_us[r], (unsigned long)(seconds * 1e6),
+                              memory_order_relaxed);
+}
+
+struct out {
+    char *buf;
+    size_t len, cap;
+};
+
+static void put(struct out *o, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void put(struct out *o, const char *fmt, ...)
+{
+    for (;;) {
+        va_list ap;
+        va_start(ap, fmt);
+        int n = vsnprintf(o->buf ? o->buf + o->len : NULL, o->buf ? o->cap - o->len : 0, fmt, ap);
+        va_end(ap);
+        if (n < 0)
+            return;
+        if (o->buf && o->len + (size_t)n < o->cap) {
+            o->len += (size_t)n;
+            return;
+        }
+        size_t cap = o->cap ? o->cap * 2 : 8192;
+        while (cap < o->len + (size_t)n + 1)
+            cap *= 2;
+        char *nb = realloc(o->buf, cap);
+        if (!nb)
+            return;
+        o->buf = nb;
+        o->cap = cap;
+    }
+}
+
+static const char *route_name(int r)
+{
+    return r < (int)rematd_n_routes && r < MAX_ROUTES - 1 ? rematd_routes[r]->name : "unmatched";
+}
+
+char *rematd_metrics_render(struct rematd_server *srv, size_t *len)
+{
+    struct out o = {0};
+    put(&o, "# HELP remat_http_requests_total HTTP requests answered, by route and status.\n"
+            "# TYPE remat_http_requests_total counter\n");
+    for (int r = 0; r < MAX_ROUTES; r++) {
+        for (int s = 0; s < 600; s++) {
+            unsigned long n = atomic_load_explicit(&requests[r][s], memory_order_relaxed);
+            if (n)
+                put(&o, "remat_http_requests_total{route=\"%s\",code=\"%d\"} %lu\n",
+                    route_name(r), s, n);
+        }
+    }
+    put(&o, "# HELP remat_http_request_duration_seconds Time from the request's headers to its "
+            "completion.\n# TYPE remat_http_request_duration_seconds histogram\n");
+    for (int r = 0; r < MAX_ROUTES; r++) {
+        unsigned long cum = 0, counts[N_BUCKETS + 1];
+        for (int b = 0; b <= N_BUCKETS; b++)
+            counts[b] = atomic_load_explicit(&buckets[r][b], memory_order_relaxed);
+        unsigned long total = 0;
+        for (int b = 0; b <= N_BUCKETS; b++)
+            total += counts[b];
+        if (!total)
+            continue;
+        for (int b = 0; b < N_BUCKETS; b++) {
+            cum += counts[b];
+            put(&o, "remat_http_request_duration_seconds_bucket{route=\"%s\",le=\"%g\"} %lu\n",
+                route_name(r), bucket_le[b], cum);
+        }
+        put(&o, "remat_http_request_duration_seconds_bucket{route=\"%s\",le=\"+Inf\"} %lu\n",
+            route_name(r), total);
+        put(&o, "remat_http_request_duration_seconds_sum{route=\"%s\"} %.6f\n", route_name(r),
+            atomic_load_explicit(&dur_sum_us[r], memory_order_relaxed) / 1e6);
+        put(&o, "remat_http_request_duration_seconds_count{route=\"%s\"} %lu\n", route_name(r),
+            total);
+    }
+    put(&o, "# HELP remat_jobs Jobs in the store, by state.\n# TYPE remat_jobs gauge\n");
+    json_t *jc = rematd_store_job_counts(srv->store);
+    const char *k;
+    json_t *v;
+    json_object_foreach(jc, k, v)
+    {
+        put(&o, "remat_jobs{state=\"%s\"} %lld\n", k, (long long)json_integer_value(v));
+    }
+    json_decref(jc);
+    put(&o, "# HELP remat_plans_created_total Plans created since start, by algorithm.\n"
+            "# TYPE remat_plans_created_total counter\n");
+    for (int a = 0; a < REMAT_ALG_COUNT; a++)
+        put(&o, "remat_plans_created_total{algorithm=\"%s\"} %ld\n",
+            remat_algorithm_name((enum remat_algorithm)a),
+            atomic_load(&srv->plans_by_algorithm[a]));
+    put(&o, "# HELP remat_in_flight_requests Requests being handled now.\n"
+            "# TYPE remat_in_flight_requests gauge\nremat_in_flight_requests %ld\n",
+        atomic_load(&srv->in_flight));
+    *len = o.len;
+    return o.buf;
+}

@@ -1,0 +1,18 @@
+/* plan_common.h - shared by the plan, timeline and validation routes. */
+#ifndef REMATD_PLAN_COMMON_H
+#define REMATD_PLAN_COMMON_H
+
+#include "rematd.h"
+
+/* Reads {profile | profile_id, algorithm, segments, budget_bytes, model,
+ * mem_slots}.  Returns 0 with *profile (new) and *options_json (new: the
+ * normalised options), or -1 after answering the problem. */
+int rematd_plan_request(struct rematd_request *r, json_t *body, struct remat_profile **profile,
+                        struct remat_options *opts, json_t **options_json);
+/* The done profile job's result as a profile (new), or NULL after answering. */
+struct remat_profile *rematd_profile_by_id(struct rematd_request *r, const char *id,
+                                           const char *pointer);
+void rematd_answer_remat_error(struct rematd_request *r, int rc, const struct remat_error *err,
+                               const struct remat_plan *plan);
+
+#endif

@@ -1,0 +1,15 @@
+/* GET /healthz: liveness.  200 while the process and its event loop answer;
+ * it depends on nothing else, so a slow store never restarts the pod. */
+#include "config.h"
+
+#include "rematd.h"
+
+static enum rematd_handled healthz(struct rematd_request *r)
+{
+    static char ok[] = "{\"status\":\"ok\"}";
+    rq_text(r, 200, "application/json", ok, sizeof ok - 1, 1);
+    return HANDLED;
+}
+
+const struct remat_route route_healthz = {
+    .method = "GET", .pattern = "/healthz", .name = "healthz", .handler = healthz};

@@ -1,0 +1,28 @@
+/* GET /v1/plans/{id}: a stored plan, exactly as it was first answered. */
+#include "config.h"
+
+#include <string.h>
+
+#include "rematd.h"
+
+static enum rematd_handled get(struct rematd_request *r)
+{
+    char *body;
+    int got = rematd_store_get_plan(r->srv->store, r->id, &body, NULL, NULL);
+    if (got < 0) {
+        rq_problem(r, 503, "unavailable", NULL, "the store did not answer");
+        return HANDLED;
+    }
+    if (got == 0) {
+        rq_problem(r, 404, "not-found", NULL, "no plan with id %s", r->id);
+        return HANDLED;
+    }
+    rq_text(r, 200, "application/json", body, strlen(body), 0);
+    return HANDLED;
+}
+
+const struct remat_route route_plans_get = {.method = "GET",
+                                            .pattern = "/v1/plans/{id}",
+                                            .name = "plans_get",
+                                            .auth = AUTH_CLIENT,
+                                            .handler = get};

@@ -1,0 +1,280 @@
+/*
+ * POST /v1/profiles: queue a profiling job (jobs-protocol.md).  The body is
+ * a zoo model name or a JSON layer list, with batch size, input shape,
+ * dtype and device; rematd checks it, fills the defaults and stores the
+ * normalised spec, which is what the worker receives.  202 + Location.
+ */
+#include "config.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#include "jobs_common.h"
+
+static const char *const fields[] = {"model",  "layers", "model_options", "batch_size",
+                                     "input_shape", "dtype", "device", "warmup", "repeats",
+                                     NULL};
+
+/* Fields each layer type may carry, besides "type" and "name". */
+static const struct {
+    const char *type;
+    const char *ints[5]; /* positive or zero integers */
+    int bias, p, variant, output_size, layers;
+} layer_types[] = {
+    {"conv2d", {"out_channels", "kernel_size", "stride", "padding", "groups"}, 1, 0, 0, 0, 0},
+    {"batchnorm2d", {0}, 0, 0, 0, 0, 0},
+    {"relu", {0}, 0, 0, 0, 0, 0},
+    {"flatten", {0}, 0, 0, 0, 0, 0},
+    {"dropout", {0}, 0, 1, 0, 0, 0},
+    {"maxpool2d", {"kernel_size", "stride", "padding"}, 0, 0, 0, 0, 0},
+    {"avgpool2d", {"kernel_size", "stride", "padding"}, 0, 0, 0, 0, 0},
+    {"adaptive_avgpool2d", {0}, 0, 0, 0, 1, 0},
+    {"linear", {"out_features"}, 1, 0, 0, 0, 0},
+    {"residual_block", {"planes", "stride"}, 0, 0, 1, 0, 0},
+    {"transformer_block", {"d_model", "heads"}, 0, 0, 0, 0, 0},
+    {"sequential", {0}, 0, 0, 0, 0, 1},
+};
+
+static int check_layers(struct rematd_request *r, json_t *layers, const char *prefix,
+                        size_t max);
+
+static int check_layer(struct rematd_request *r, json_t *l, const char *ptr)
+{
+    char p[256];
+    if (!json_is_object(l)) {
+        rq_problem(r, 400, "validation", ptr, "a layer is an object with a type");
+        return -1;
+    }
+    json_t *t = json_object_get(l, "type");
+    size_t k;
+    for (k = 0; k < sizeof layer_types / sizeof layer_types[0]; k++)
+        if (json_is_string(t) && strcmp(json_string_value(t), layer_types[k].type) == 0)
+            break;
+    if (k == sizeof layer_types / sizeof layer_types[0]) {
+        snprintf(p, sizeof p, "%.150s/type", ptr);
+        rq_problem(r, 400, "validation", p, "unknown layer type");
+        return -1;
+    }
+    const char *key;
+    json_t *v;
+    json_object_foreach(l, key, v)
+    {
+        snprintf(p, sizeof p, "%.150s/%.60s", ptr, key);
+        if (strcmp(key, "type") == 0)
+            continue;
+        if (strcmp(key, "name") == 0) {
+            if (!json_is_string(v) || strlen(json_string_value(v)) >= REMAT_MAX_NAME) {
+                rq_problem(r, 400, "validation", p, "name must be a string under %d bytes",
+                           REMAT_MAX_NAME);
+                return -1;
+            }
+            continue;
+        }
+        int known = 0;
+        for (int i = 0; i < 5 && layer_types[k].ints[i]; i++)
+            if (strcmp(key, layer_types[k].ints[i]) == 0) {
+                known = 1;
+                if (!json_is_integer(v) || json_integer_value(v) < 0 ||
+                    json_integer_value(v) > (1 << 20)) {
+                    rq_problem(r, 400, "validation", p, "%s must be an integer in 0..%d", key,
+                               1 << 20);
+                    return -1;
+                }
+            }
+        if (known)
+            continue;
+        if (layer_types[k].bias && strcmp(key, "bias") == 0) {
+            if (!json_is_boolean(v)) {
+                rq_problem(r, 400, "validation", p, "bias must be true or false");
+                return -1;
+            }
+        } else if (layer_types[k].p && strcmp(key, "p") == 0) {
+            if (!json_is_number(v) || json_number_value(v) < 0 || json_number_value(v) > 1) {
+                rq_problem(r, 400, "validation", p, "p must be a number in 0..1");
+                return -1;
+            }
+        } else if (layer_types[k].variant && strcmp(key, "variant") == 0) {
+            const char *s = json_string_value(v);
+            if (!s || (strcmp(s, "basic") != 0 && strcmp(s, "bottleneck") != 0)) {
+                rq_problem(r, 400, "validation", p, "variant must be basic or bottleneck");
+                return -1;
+            }
+        } else if (layer_types[k].output_size && strcmp(key, "output_size") == 0) {
+            if (!json_is_array(v) || json_array_size(v) != 2 ||
+                !json_is_integer(json_array_get(v, 0)) || !json_is_integer(json_array_get(v, 1)) ||
+                json_integer_value(json_array_get(v, 0)) < 1 ||
+                json_integer_value(json_array_get(v, 1)) < 1) {
+                rq_problem(r, 400, "validation", p, "output_size must be [h, w], both >= 1");
+                return -1;
+            }
+        } else if (layer_types[k].layers && strcmp(key, "layers") == 0) {
+            if (check_layers(r, v, p, 1000) < 0)
+                return -1;
+        } else {
+            rq_problem(r, 400, "validation", p, "unknown field for a %s layer", layer_types[k].type);
+            return -1;
+        }
+    }
+    return 0;
+}
+
+static int check_layers(struct rematd_request *r, json_t *layers, const char *prefix, size_t max)
+{
+    if (!json_is_array(layers) || json_array_size(layers) == 0) {
+        rq_problem(r, 400, "validation", prefix, "layers must be a non-empty array");
+        return -1;
+    }
+    if (json_array_size(layers) > max) {
+        rq_problem(r, 400, "limit-exceeded", prefix, "%zu layers; at most %zu",
+                   json_array_size(layers), max);
+        return -1;
+    }
+    size_t i;
+    json_t *l;
+    json_array_foreach(layers, i, l)
+    {
+        char p[180];
+        snprintf(p, sizeof p, "%.150s/%zu", prefix, i);
+        if (check_layer(r, l, p) < 0)
+            return -1;
+    }
+    return 0;
+}
+
+static int get_int(struct rematd_request *r, json_t *body, const char *name, json_int_t lo,
+                   json_int_t hi, json_int_t dflt, json_t *spec)
+{
+    json_t *v = json_object_get(body, name);
+    json_int_t x = dflt;
+    if (v) {
+        char p[64];
+        snprintf(p, sizeof p, "/%s", name);
+        if (!json_is_integer(v) || json_integer_value(v) < lo || json_integer_value(v) > hi) {
+            rq_problem(r, 400, "validation", p, "%s must be an integer in %lld..%lld", name,
+                       (long long)lo, (long long)hi);
+            return -1;
+        }
+        x = json_integer_value(v);
+    }
+    json_object_set_new(spec, name, json_integer(x));
+    return 0;
+}
+
+static json_t *normalise(struct rematd_request *r, json_t *body)
+{
+    if (rq_reject_unknown(r, body, "", fields) < 0)
+        return NULL;
+    json_t *spec = json_object();
+    json_t *model = json_object_get(body, "model");
+    json_t *layers = json_object_get(body, "layers");
+    if ((model != NULL) == (layers != NULL)) {
+        rq_problem(r, 400, "validation", model ? "/layers" : "/model",
+                   "give exactly one of model (a zoo name) and layers");
+        goto bad;
+    }
+    int is_gpt = 0;
+    if (model) {
+        if (!json_is_string(model) || !rematd_zoo_has(json_string_value(model))) {
+            rq_problem(r, 400, "validation", "/model",
+                       "model must be a zoo name from GET /v1/models");
+            goto bad;
+        }
+        is_gpt = strcmp(json_string_value(model), "gpt") == 0;
+        json_object_set(spec, "model", model);
+    } else {
+        if (check_layers(r, layers, "/layers", r->srv->cfg.max_stages) < 0)
+            goto bad;
+        json_object_set(spec, "layers", layers);
+    }
+    json_t *mo = json_object_get(body, "model_options");
+    if (mo) {
+        static const char *const mo_fields[] = {"d_model", "heads", "layers", "seq_len",
+                                                "vocab", NULL};
+        if (!is_gpt || !json_is_object(mo)) {
+            rq_problem(r, 400, "validation", "/model_options",
+                       "model_options is an object, and only for model gpt");
+            goto bad;
+        }
+        if (rq_reject_unknown(r, mo, "/model_options", mo_fields) < 0)
+            goto bad;
+        const char *k;
+        json_t *v;
+        json_object_foreach(mo, k, v)
+        {
+            if (!json_is_integer(v) || json_integer_value(v) < 1 ||
+                json_integer_value(v) > (1 << 20)) {
+                char p[64];
+                snprintf(p, sizeof p, "/model_options/%s", k);
+                rq_problem(r, 400, "validation", p, "%s must be an integer in 1..%d", k, 1 << 20);
+                goto bad;
+            }
+        }
+        json_object_set(spec, "model_options", mo);
+    }
+    if (get_int(r, body, "batch_size", 1, 1 << 16, 1, spec) < 0)
+        goto bad;
+    json_t *shape = json_object_get(body, "input_shape");
+    if (shape) {
+        size_t i;
+        json_t *d;
+        int ok = json_is_array(shape) && json_array_size(shape) >= 1 && json_array_size(shape) <= 4;
+        json_array_foreach(shape, i, d) ok = ok && json_is_integer(d) &&
+                                             json_integer_value(d) >= 1 &&
+                                             json_integer_value(d) <= (1 << 20);
+        if (!ok) {
+            rq_problem(r, 400, "validation", "/input_shape",
+                       "input_shape is 1 to 4 positive integers, batch dimension excluded");
+            goto bad;
+        }
+        json_object_set(spec, "input_shape", shape);
+    } else if (layers) {
+        rq_problem(r, 400, "validation", "/input_shape", "a layer list needs input_shape");
+        goto bad;
+    } else if (is_gpt) {
+        json_t *sl = mo ? json_object_get(mo, "seq_len") : NULL;
+        json_object_set_new(spec, "input_shape",
+                            json_pack("[I]", sl ? json_integer_value(sl) : (json_int_t)512));
+    } else {
+        json_object_set_new(spec, "input_shape", json_pack("[i,i,i]", 3, 224, 224));
+    }
+    json_t *dt = json_object_get(body, "dtype");
+    const char *dtype = dt ? json_string_value(dt) : "fp32";
+    if (!dtype || (strcmp(dtype, "fp32") && strcmp(dtype, "fp16") && strcmp(dtype, "bf16"))) {
+        rq_problem(r, 400, "validation", "/dtype", "dtype must be fp32, fp16 or bf16");
+        goto bad;
+    }
+    json_object_set_new(spec, "dtype", json_string(dtype));
+    json_t *dev = json_object_get(body, "device");
+    const char *device = dev ? json_string_value(dev) : "cuda";
+    if (!rematd_device_ok(device)) {
+        rq_problem(r, 400, "validation", "/device", "device must be cpu, cuda or cuda:N");
+        goto bad;
+    }
+    json_object_set_new(spec, "device", json_string(device));
+    if (get_int(r, body, "warmup", 0, 100, 2, spec) < 0 ||
+        get_int(r, body, "repeats", 1, 1000, 5, spec) < 0)
+        goto bad;
+    return spec;
+bad:
+    json_decref(spec);
+    return NULL;
+}
+
+static enum rematd_handled create(struct rematd_request *r)
+{
+    json_t *body = rq_body_json(r);
+    if (!body)
+        return HANDLED;
+    json_t *spec = normalise(r, body);
+    if (!spec)
+        return HANDLED;
+    rematd_queue_job(r, "profile", spec, "/v1/profiles/%s");
+    return HANDLED;
+}
+
+const struct remat_route route_profiles_create = {.method = "POST",
+                                                  .pattern = "/v1/profiles",
+                                                  .name = "profiles_create",
+                                                  .auth = AUTH_CLIENT,
+                                                  .idempotent = 1,
+                                                  .handler = create};

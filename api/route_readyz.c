@@ -1,0 +1,22 @@
+/* GET /readyz: readiness.  200 when the store answers and the server is not
+ * draining; 503 from SIGTERM on, so the load balancer stops sending. */
+#include "config.h"
+
+#include "rematd.h"
+
+static enum rematd_handled readyz(struct rematd_request *r)
+{
+    if (atomic_load(&r->srv->draining)) {
+        rq_problem(r, 503, "unavailable", NULL, "shutting down");
+        return HANDLED;
+    }
+    if (!rematd_store_ready(r->srv->store)) {
+        rq_problem(r, 503, "unavailable", NULL, "the store does not answer");
+        return HANDLED;
+    }
+    rq_json(r, 200, json_pack("{s:s, s:{s:s}}", "status", "ready", "checks", "store", "ok"));
+    return HANDLED;
+}
+
+const struct remat_route route_readyz = {
+    .method = "GET", .pattern = "/readyz", .name = "readyz", .handler = readyz};

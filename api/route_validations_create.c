@@ -1,0 +1,184 @@
+/*
+ * POST /v1/validations: queue a job that runs a plan on a device and
+ * measures its peak against the prediction.  The body names a done profile
+ * job and the plan: a stored plan_id, an explicit checkpoint list, or an
+ * algorithm (with its options) solved here.  rematd builds the worker's
+ * spec from the profile job (jobs-protocol.md).
+ */
+#include "config.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "jobs_common.h"
+#include "plan_common.h"
+
+static const char *const fields[] = {"profile_id", "plan_id",   "checkpoints", "algorithm",
+                                     "segments",   "budget_bytes", "model",    "mem_slots",
+                                     "repeats",    NULL};
+
+/* The single-level plan of an explicit checkpoint list, as plan JSON. */
+static json_t *plan_of_checkpoints(struct rematd_request *r, const struct remat_profile *p,
+                                   json_t *list)
+{
+    size_t n = json_array_size(list);
+    if (!json_is_array(list) || n >= p->n_stages) {
+        rq_problem(r, 400, "validation", "/checkpoints",
+                   "checkpoints is an array of at most n-1 stage indices");
+        return NULL;
+    }
+    struct remat_plan plan;
+    memset(&plan, 0, sizeof plan);
+    plan.checkpoints = calloc(n ? n : 1, sizeof *plan.checkpoints);
+    if (!plan.checkpoints) {
+        rq_problem(r, 500, "internal", NULL, "out of memory");
+        return NULL;
+    }
+    for (size_t i = 0; i < n; i++) {
+        json_t *v = json_array_get(list, i);
+        if (!json_is_integer(v) || json_integer_value(v) < 1 ||
+            json_integer_value(v) >= (json_int_t)p->n_stages) {
+            char ptr[48];
+            snprintf(ptr, sizeof ptr, "/checkpoints/%zu", i);
+            rq_problem(r, 400, "validation", ptr, "a checkpoint is a stage index in 1..%zu",
+                       p->n_stages - 1);
+            free(plan.checkpoints);
+            return NULL;
+        }
+        plan.checkpoints[i] = (size_t)json_integer_value(v);
+    }
+    plan.algorithm = REMAT_ALG_STORE_ALL;
+    plan.n_stages = p->n_stages;
+    plan.n_checkpoints = n;
+    plan.single_level = 1;
+    plan.objective_model = REMAT_MODEL_TRACED;
+    remat_schedule_init(&plan.schedule);
+    struct remat_error err = {0};
+    struct remat_sim sim = {0}, base = {0};
+    int rc = remat_schedule_from_checkpoints(p, plan.checkpoints, n, &plan.schedule, &err);
+    if (rc == REMAT_OK)
+        rc = remat_simulate(p, REMAT_MODEL_TRACED, &plan.schedule, 0, &sim, &err);
+    if (rc == REMAT_OK)
+        rc = remat_simulate_checkpoints(p, REMAT_MODEL_TRACED, NULL, 0, 0, &base, &err);
+    if (rc != REMAT_OK) {
+        if (strncmp(err.pointer, "/checkpoints", 12) != 0 && !err.pointer[0])
+            snprintf(err.pointer, sizeof err.pointer, "/checkpoints");
+        rematd_answer_remat_error(r, rc, &err, NULL);
+        remat_plan_clear(&plan);
+        return NULL;
+    }
+    plan.objective_value = plan.peak_bytes = sim.peak_bytes;
+    plan.store_all_peak_bytes = base.peak_bytes;
+    plan.recompute_ms = sim.recompute_ms;
+    plan.total_ms = sim.total_ms;
+    remat_sim_clear(&sim);
+    remat_sim_clear(&base);
+    json_t *j = remat_plan_to_json(p, &plan);
+    remat_plan_clear(&plan);
+    if (j)
+        json_object_set_new(j, "algorithm", json_string("checkpoints"));
+    return j;
+}
+
+static enum rematd_handled create(struct rematd_request *r)
+{
+    json_t *body = rq_body_json(r);
+    if (!body)
+        return HANDLED;
+    if (rq_reject_unknown(r, body, "", fields) < 0)
+        return HANDLED;
+    json_t *pid = json_object_get(body, "profile_id");
+    if (!json_is_string(pid)) {
+        rq_problem(r, 400, "validation", "/profile_id", "profile_id (a done profile job) is needed");
+        return HANDLED;
+    }
+    json_t *rep = json_object_get(body, "repeats");
+    if (rep && (!json_is_integer(rep) || json_integer_value(rep) < 1 ||
+                json_integer_value(rep) > 1000)) {
+        rq_problem(r, 400, "validation", "/repeats", "repeats must be an integer in 1..1000");
+        return HANDLED;
+    }
+    json_t *plan_id = json_object_get(body, "plan_id");
+    json_t *cks = json_object_get(body, "checkpoints");
+    if (plan_id && cks) {
+        rq_problem(r, 400, "validation", "/checkpoints", "give plan_id or checkpoints, not both");
+        return HANDLED;
+    }
+    char status[16];
+    json_t *model_spec, *result;
+    const char *id = json_string_value(pid);
+    if (!rematd_is_id(id)) {
+        rq_problem(r, 400, "validation", "/profile_id", "ids are 32 lowercase hexadecimal characters");
+        return HANDLED;
+    }
+    struct remat_profile *profile = rematd_profile_by_id(r, id, "/profile_id");
+    if (!profile)
+        return HANDLED;
+    if (rematd_store_job_result(r->srv->store, id, "profile", status, &model_spec, &result) <= 0) {
+        remat_profile_free(profile);
+        rq_problem(r, 503, "unavailable", NULL, "the store did not answer");
+        return HANDLED;
+    }
+    json_t *plan = NULL;
+    if (plan_id) {
+        char *pbody = NULL;
+        int got = json_is_string(plan_id) && rematd_is_id(json_string_value(plan_id))
+                      ? rematd_store_get_plan(r->srv->store, json_string_value(plan_id), &pbody,
+                                              NULL, NULL)
+                      : 0;
+        if (got <= 0)
+            rq_problem(r, 404, "not-found", "/plan_id", "no plan with this id");
+        else
+            plan = json_loads(pbody, 0, NULL);
+        free(pbody);
+    } else if (cks) {
+        plan = plan_of_checkpoints(r, profile, cks);
+    } else {
+        /* Solve here with the request's algorithm options. */
+        json_t *sub = json_deep_copy(body);
+        json_object_del(sub, "repeats");
+        struct remat_profile *p2 = NULL;
+        struct remat_options opts;
+        json_t *oj = NULL;
+        if (rematd_plan_request(r, sub, &p2, &opts, &oj) == 0) {
+            struct remat_plan pl;
+            memset(&pl, 0, sizeof pl);
+            struct remat_error err = {0};
+            int rc = remat_solve(p2, &opts, &pl, &err);
+            if (rc == REMAT_OK)
+                plan = remat_plan_to_json(p2, &pl);
+            else
+                rematd_answer_remat_error(r, rc, &err, &pl);
+            remat_plan_clear(&pl);
+        }
+        remat_profile_free(p2);
+        json_decref(oj);
+        json_decref(sub);
+    }
+    remat_profile_free(profile);
+    if (!plan) {
+        json_decref(model_spec);
+        json_decref(result);
+        if (!r->responded)
+            rq_problem(r, 500, "internal", NULL, "out of memory");
+        return HANDLED;
+    }
+    json_t *device = json_object_get(model_spec, "device");
+    json_t *spec = json_pack("{s:o, s:o, s:o, s:O, s:I}", "model_spec", model_spec, "profile",
+                             result, "plan", plan, "device", device ? device : json_null(),
+                             "repeats", rep ? json_integer_value(rep) : (json_int_t)3);
+    if (!spec) {
+        rq_problem(r, 500, "internal", NULL, "out of memory");
+        return HANDLED;
+    }
+    rematd_queue_job(r, "validation", spec, "/v1/validations/%s");
+    return HANDLED;
+}
+
+const struct remat_route route_validations_create = {.method = "POST",
+                                                     .pattern = "/v1/validations",
+                                                     .name = "validations_create",
+                                                     .auth = AUTH_CLIENT,
+                                                     .idempotent = 1,
+                                                     .handler = create};

@@ -1,0 +1,22 @@
+/* POST /v1/worker/jobs/{id}/release: a worker shutting down gives its job
+ * back; the attempt is not counted. */
+#include "config.h"
+
+#include "worker_common.h"
+
+static enum rematd_handled release(struct rematd_request *r)
+{
+    static const char *const fields[] = {"lease_id", NULL};
+    const char *lease_id = rematd_worker_body(r, fields);
+    if (!lease_id)
+        return HANDLED;
+    int rc = rematd_store_release(r->srv->store, r->id, lease_id);
+    rematd_worker_answer(r, rc, NULL);
+    return HANDLED;
+}
+
+const struct remat_route route_worker_release = {.method = "POST",
+                                                 .pattern = "/v1/worker/jobs/{id}/release",
+                                                 .name = "worker_release",
+                                                 .auth = AUTH_WORKER,
+                                                 .handler = release};

@@ -1,11 +1,35 @@
-/* minpeak.h - the min-peak solver (least traced peak over checkpoint sets). */
+/* minpeak.h - the min-peak solver (least traced peak over checkpoint sets).
+ *
+ * Both functions solve the same problem exactly and return the same plan;
+ * docs/min-peak.md derives the recurrence, proves the fast algorithm and
+ * states what the tie-breaking guarantees. */
 #ifndef REMAT_MINPEAK_H
 #define REMAT_MINPEAK_H
 #include "remat_private.h"
 
 /* Fills plan->checkpoints / n_checkpoints and plan->objective_value (the
  * traced peak) for the plan of least traced peak, ties broken as
- * docs/memory-model.md says.  solve.c fills the rest of the plan. */
+ * docs/min-peak.md says.  solve.c fills the rest of the plan.
+ * plan->checkpoints is new (malloc; NULL when there are none).
+ * Returns REMAT_OK, REMAT_ENOMEM, or REMAT_ELIMIT when the profile's byte
+ * counts add up to more than 2^58 (64-bit arithmetic could overflow). */
 int remat__solve_min_peak(const struct remat_profile *p, struct remat_plan *plan,
                           struct remat_error *err);
+
+/* The O(n^2) suffix dynamic program the fast solver is tested against: the
+ * same contract, the same plan. */
+int remat__min_peak_ref(const struct remat_profile *p, struct remat_plan *plan,
+                        struct remat_error *err);
+
+enum remat__minpeak_method {
+    REMAT__MINPEAK_AUTO = 0, /* the quadratic program for small chains, else the tree */
+    REMAT__MINPEAK_REF = 1,  /* the quadratic program */
+    REMAT__MINPEAK_TREE = 2  /* the tree at every size (it falls back to the quadratic
+                                program when some saved_bytes < out_bytes) */
+};
+
+/* Either of the above with the method chosen, so that the tests can run the
+ * tree on small chains. */
+int remat__min_peak_with(const struct remat_profile *p, enum remat__minpeak_method method,
+                         struct remat_plan *plan, struct remat_error *err);
 #endif

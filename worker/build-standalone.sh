@@ -1,0 +1,62 @@
+#!/bin/sh
+# Builds remat-worker and cli/remat without configure, for a machine that has
+# a libtorch (a PyTorch wheel's torch/ folder, with CUDA) but none of the
+# Debian development packages: the GPU machine of docs/accuracy.md.
+#
+#   worker/build-standalone.sh OUTDIR TORCH_DIR [HEADER_DIR]
+#
+# HEADER_DIR holds jansson.h and curl/ when the system lacks them; the
+# libraries themselves are linked by soname (JANSSON_LIBS, CURL_LIBS override).
+# The same decisions as m4/remat_torch.m4 are made by compiling small tests.
+set -e
+top=$(cd "$(dirname "$0")/.." && pwd)
+out=$1
+torch=$2
+hdr=${3:-}
+[ -n "$out" ] && [ -d "$torch/include" ] || { echo "usage: $0 OUTDIR TORCH_DIR [HEADER_DIR]" >&2; exit 2; }
+mkdir -p "$out"
+CXX=${CXX:-g++}
+CC=${CC:-gcc}
+JANSSON_LIBS=${JANSSON_LIBS:--l:libjansson.so.4}
+CURL_LIBS=${CURL_LIBS:--l:libcurl.so.4}
+extra=
+[ -n "$hdr" ] && extra="-isystem $hdr"
+cuda=${CUDA_HOME:-/usr/local/cuda}
+tflags="-std=c++17 -isystem $torch/include -isystem $torch/include/torch/csrc/api/include $extra"
+tlibs="-L$torch/lib -Wl,-rpath,$torch/lib -ltorch -ltorch_cpu -lc10"
+
+try() { # compile-test: flags, then a program on stdin
+    printf '%s\n' "$(cat)" >"$out/t.cpp"
+    $CXX $tflags "$@" -fsyntax-only "$out/t.cpp" 2>/dev/null
+}
+defs=
+abi=$(python3 -c 'import torch; print(int(torch._C._GLIBCXX_USE_CXX11_ABI))' 2>/dev/null || echo 1)
+defs="$defs -D_GLIBCXX_USE_CXX11_ABI=$abi"
+if try <<'EOF'
+#include <c10/core/Allocator.h>
+struct A : c10::Allocator { c10::DataPtr allocate(size_t) const override { return {}; } };
+EOF
+then defs="$defs -DREMAT_TORCH_ALLOCATE_CONST=1"; fi
+if try <<'EOF'
+#include <c10/core/Allocator.h>
+void f() { auto m = &c10::Allocator::copy_data; (void)m; }
+EOF
+then defs="$defs -DREMAT_TORCH_HAS_COPY_DATA=1"; fi
+if [ -f "$torch/lib/libtorch_cuda.so" ] && try -isystem "$cuda/include" <<'EOF'
+#include <c10/cuda/CUDACachingAllocator.h>
+void f() { auto s = c10::cuda::CUDACachingAllocator::getDeviceStats(0); (void)s; }
+EOF
+then
+    defs="$defs -DREMAT_TORCH_CUDA=1 -isystem $cuda/include"
+    tlibs="$tlibs -Wl,--no-as-needed -ltorch_cuda -lc10_cuda -Wl,--as-needed"
+fi
+echo "build-standalone: $defs"
+cflags="-std=c11 -D_POSIX_C_SOURCE=200809L -D_DEFAULT_SOURCE -O2 -g -Wall -Wno-unused-parameter $extra"
+$CXX $tflags $defs -O2 -g -Wall -Wno-unused-parameter -c "$top/worker/shim.cpp" -o "$out/shim.o" &
+$CC $cflags -c "$top/worker/main.c" -o "$out/main.o"
+# libremat and the CLI, to compute plans on the measured profile.
+( $CC $cflags -I"$top/src" -I"$top/cli" -o "$out/remat" "$top"/src/*.c "$top"/cli/*.c \
+      $JANSSON_LIBS -lm || echo "build-standalone: cli/remat not built" ) &
+wait
+$CXX -o "$out/remat-worker" "$out/main.o" "$out/shim.o" $tlibs $CURL_LIBS $JANSSON_LIBS -lpthread
+echo "build-standalone: $out/remat-worker"

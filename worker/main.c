@@ -1,0 +1,463 @@
+/*
+ * main.c - remat-worker: leases profiling and validation jobs from rematd and
+ * runs them on one device through the libtorch shim (shim.h).
+ *
+ * The protocol is the one in docs/worker.md (lease, heartbeat, complete,
+ * fail, release).  The shim runs on the main thread; a second thread renews
+ * the lease every lease_seconds/3 with the latest per-stage progress, so a
+ * long stage never lets the lease lapse.  A stale lease (409) or SIGTERM
+ * makes the shim stop at its next step: on SIGTERM the job is released
+ * (given back without counting an attempt) and the worker exits 0.
+ *
+ * One process serves many jobs: libtorch takes most of a second to load.
+ *
+ * Local modes for tests and for machines without rematd:
+ *   remat-worker --profile-local SPEC.json            prints the profile
+ *   remat-worker --validate-local SPEC.json PLAN.json prints the validation
+ */
+#ifdef HAVE_CONFIG_H
+#include "config.h"
+#endif
+
+#include <errno.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <curl/curl.h>
+#include <jansson.h>
+
+#include "shim.h"
+
+#define MAX_REPLY_BYTES (16 * 1024 * 1024)
+
+static volatile sig_atomic_t stopping;
+
+static void on_signal(int sig)
+{
+    (void)sig;
+    stopping = 1;
+}
+
+struct worker {
+    const char *server; /* base URL, no trailing slash needed */
+    const char *token;  /* NULL: none */
+    const char *device;
+    char id[128];
+};
+
+/* What the heartbeat thread reports and what it found out. */
+struct job_state {
+    const struct worker *w;
+    char job_id[64];
+    char lease_id[128];
+    int lease_seconds;
+    pthread_mutex_t lock;
+    pthread_cond_t wake;
+    int done;      /* the job has finished: the heartbeat thread returns */
+    int lost;      /* a heartbeat said 409: the job is not ours any more */
+    int stage, stages;
+    const char *phase;
+};
+
+static void logf_(const char *fmt, ...)
+{
+    char ts[32];
+    time_t now = time(NULL);
+    struct tm tm;
+    gmtime_r(&now, &tm);
+    strftime(ts, sizeof ts, "%Y-%m-%dT%H:%M:%SZ", &tm);
+    fprintf(stderr, "%s remat-worker: ", ts);
+    va_list ap;
+    va_start(ap, fmt);
+    vfprintf(stderr, fmt, ap);
+    va_end(ap);
+    fputc('\n', stderr);
+}
+
+/* ---- HTTP ---- */
+
+struct buf {
+    char *data;
+    size_t len;
+    int over;
+};
+
+static size_t on_body(char *ptr, size_t size, size_t nmemb, void *user)
+{
+    struct buf *b = user;
+    size_t n = size * nmemb;
+    if (b->over || b->len + n > MAX_REPLY_BYTES) {
+        b->over = 1;
+        return 0;
+    }
+    char *p = realloc(b->data, b->len + n + 1);
+    if (p == NULL)
+        return 0;
+    memcpy(p + b->len, ptr, n);
+    b->len += n;
+    p[b->len] = '\0';
+    b->data = p;
+    return n;
+}
+
+/* POSTs body (not stolen) to server+path.  Returns the HTTP status, or -1
+ * when no answer came; *reply (may be NULL) gets the parsed JSON reply or
+ * NULL. */
+static long post(const struct worker *w, const char *path, const json_t *body, json_t **reply)
+{
+    if (reply != NULL)
+        *reply = NULL;
+    char *text = json_dumps(body, JSON_COMPACT);
+    if (text == NULL)
+        return -1;
+    char url[1024];
+    size_t sl = strlen(w->server);
+    snprintf(url, sizeof url, "%.*s%s", (int)(sl > 0 && w->server[sl - 1] == '/' ? sl - 1 : sl),
+             w->server, path);
+    CURL *c = curl_easy_init();
+    if (c == NULL) {
+        free(text);
+        return -1;
+    }
+    struct curl_slist *h = curl_slist_append(NULL, "Content-Type: application/json");
+    char auth[512];
+    if (w->token != NULL && w->token[0] != '\0') {
+        snprintf(auth, sizeof auth, "Authorization: Bearer %s", w->token);
+        h = curl_slist_append(h, auth);
+    }
+    struct buf b = {0};
+    curl_easy_setopt(c, CURLOPT_URL, url);
+    curl_easy_setopt(c, CURLOPT_HTTPHEADER, h);
+    curl_easy_setopt(c, CURLOPT_POSTFIELDS, text);
+    curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_body);
+    curl_easy_setopt(c, CURLOPT_WRITEDATA, &b);
+    curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT, 5L);
+    curl_easy_setopt(c, CURLOPT_TIMEOUT, 30L);
+    curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
+    long status = -1;
+    CURLcode rc = curl_easy_perform(c);
+    if (rc == CURLE_OK)
+        curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &status);
+    else
+        logf_("POST %s: %s", path, curl_easy_strerror(rc));
+    if (reply != NULL && b.data != NULL && status >= 200 && status < 300)
+        *reply = json_loadb(b.data, b.len, 0, NULL);
+    curl_slist_free_all(h);
+    curl_easy_cleanup(c);
+    free(b.data);
+    free(text);
+    return status;
+}
+
+/* ---- heartbeats ---- */
+
+static void *heartbeat_main(void *arg)
+{
+    struct job_state *js = arg;
+    char path[160];
+    snprintf(path, sizeof path, "/v1/worker/jobs/%s/heartbeat", js->job_id);
+    pthread_mutex_lock(&js->lock);
+    while (!js->done) {
+        int every = js->lease_seconds / 3 > 0 ? js->lease_seconds / 3 : 1;
+        struct timespec until;
+        clock_gettime(CLOCK_REALTIME, &until);
+        until.tv_sec += every;
+        while (!js->done && pthread_cond_timedwait(&js->wake, &js->lock, &until) != ETIMEDOUT)
+            ;
+        if (js->done)
+            break;
+        json_t *body =
+            json_pack("{s:s, s:{s:i, s:i, s:s}}", "lease_id", js->lease_id, "progress", "stage",
+                      js->stage, "stages", js->stages, "phase", js->phase);
+        pthread_mutex_unlock(&js->lock);
+        json_t *reply = NULL;
+        long st = body != NULL ? post(js->w, path, body, &reply) : -1;
+        json_decref(body);
+        pthread_mutex_lock(&js->lock);
+        if (st == 409 || st == 404) {
+            js->lost = 1;
+            logf_("job %s: heartbeat answered %ld: abandoning it", js->job_id, st);
+        } else if (st == 200) {
+            const json_t *ls = json_object_get(reply, "lease_seconds");
+            if (json_is_integer(ls) && json_integer_value(ls) > 0 && json_integer_value(ls) < 86400)
+                js->lease_seconds = (int)json_integer_value(ls);
+        }
+        json_decref(reply);
+    }
+    pthread_mutex_unlock(&js->lock);
+    return NULL;
+}
+
+static int on_progress(void *ctx, int stage, int stages, const char *phase)
+{
+    struct job_state *js = ctx;
+    if (js == NULL)
+        return stopping ? 1 : 0;
+    pthread_mutex_lock(&js->lock);
+    js->stage = stage;
+    js->stages = stages;
+    js->phase = phase;
+    int stop = js->lost || stopping;
+    pthread_mutex_unlock(&js->lock);
+    return stop;
+}
+
+/* ---- jobs ---- */
+
+static void finish(const struct worker *w, struct job_state *js, const char *verb, json_t *body)
+{
+    char path[160];
+    snprintf(path, sizeof path, "/v1/worker/jobs/%s/%s", js->job_id, verb);
+    json_object_set_new(body, "lease_id", json_string(js->lease_id));
+    /* A lost answer would leave the job to its lease's expiry: try a few times. */
+    for (int attempt = 0; attempt < 3; attempt++) {
+        long st = post(w, path, body, NULL);
+        if (st == 200 || st == 204) {
+            logf_("job %s: %s", js->job_id, verb);
+            break;
+        }
+        if (st == 409 || st == 404) {
+            logf_("job %s: %s answered %ld (the lease is stale)", js->job_id, verb, st);
+            break;
+        }
+        sleep(1);
+    }
+    json_decref(body);
+}
+
+static void run_job(const struct worker *w, json_t *lease)
+{
+    struct job_state js;
+    memset(&js, 0, sizeof js);
+    js.w = w;
+    const char *job_id = json_string_value(json_object_get(lease, "job_id"));
+    const char *lease_id = json_string_value(json_object_get(lease, "lease_id"));
+    const char *kind = json_string_value(json_object_get(lease, "kind"));
+    const json_t *spec = json_object_get(lease, "spec");
+    const json_t *ls = json_object_get(lease, "lease_seconds");
+    if (job_id == NULL || lease_id == NULL || kind == NULL || strlen(job_id) >= sizeof js.job_id ||
+        strlen(lease_id) >= sizeof js.lease_id) {
+        logf_("a lease without job_id, lease_id or kind: ignored");
+        return;
+    }
+    snprintf(js.job_id, sizeof js.job_id, "%s", job_id);
+    snprintf(js.lease_id, sizeof js.lease_id, "%s", lease_id);
+    js.lease_seconds = json_is_integer(ls) && json_integer_value(ls) > 0 &&
+                               json_integer_value(ls) < 86400
+                           ? (int)json_integer_value(ls)
+                           : 30;
+    js.phase = "building";
+    pthread_mutex_init(&js.lock, NULL);
+    pthread_cond_init(&js.wake, NULL);
+    logf_("job %s: leased (%s, lease %d s)", js.job_id, kind, js.lease_seconds);
+
+    pthread_t hb;
+    int hb_ok = pthread_create(&hb, NULL, heartbeat_main, &js) == 0;
+    struct rw_failure why;
+    memset(&why, 0, sizeof why);
+    json_t *result = NULL;
+    if (strcmp(kind, "profile") == 0)
+        result = rw_profile(spec, on_progress, &js, &why);
+    else if (strcmp(kind, "validation") == 0)
+        result = rw_validate(spec, on_progress, &js, &why);
+    else
+        snprintf(why.reason, sizeof why.reason, "this worker does not run %s jobs", kind);
+
+    pthread_mutex_lock(&js.lock);
+    js.done = 1;
+    pthread_cond_signal(&js.wake);
+    pthread_mutex_unlock(&js.lock);
+    if (hb_ok)
+        pthread_join(hb, NULL);
+
+    if (js.lost) {
+        logf_("job %s: dropped (lease lost)", js.job_id);
+        json_decref(result);
+    } else if (result != NULL) {
+        finish(w, &js, "complete", json_pack("{s:o}", "result", result));
+    } else if (why.abandoned || stopping) {
+        finish(w, &js, "release", json_object());
+    } else {
+        logf_("job %s: failed: %s", js.job_id, why.reason);
+        finish(w, &js, "fail",
+               json_pack("{s:s, s:b}", "reason", why.reason, "retryable", why.retryable));
+    }
+    pthread_cond_destroy(&js.wake);
+    pthread_mutex_destroy(&js.lock);
+}
+
+static void nap_ms(long ms)
+{
+    struct timespec t = {ms / 1000, (ms % 1000) * 1000000L};
+    nanosleep(&t, NULL); /* a signal cuts it short, as it should */
+}
+
+static int serve(const struct worker *w, int once)
+{
+    const char *kinds_dev = w->device;
+    json_t *req = json_pack("{s:s, s:[s,s], s:[s]}", "worker_id", w->id, "kinds", "profile",
+                            "validation", "devices", kinds_dev);
+    long backoff = 100;
+    logf_("serving %s on %s as %s", w->server, w->device, w->id);
+    while (!stopping) {
+        json_t *lease = NULL;
+        long st = post(w, "/v1/worker/lease", req, &lease);
+        if (st == 200 && lease != NULL) {
+            backoff = 100;
+            run_job(w, lease);
+            json_decref(lease);
+            if (once)
+                break;
+            continue;
+        }
+        json_decref(lease);
+        if (st != 204 && st != -1)
+            logf_("lease answered %ld", st);
+        nap_ms(backoff);
+        backoff = backoff * 2 > 1000 ? 1000 : backoff * 2;
+    }
+    json_decref(req);
+    logf_("stopped");
+    return 0;
+}
+
+/* ---- local modes ---- */
+
+static json_t *load(const char *path)
+{
+    json_error_t e;
+    json_t *j = json_load_file(path, 0, &e);
+    if (j == NULL)
+        fprintf(stderr, "remat-worker: %s:%d:%d: %s\n", path, e.line, e.column, e.text);
+    return j;
+}
+
+static int print_or_fail(json_t *result, const struct rw_failure *why)
+{
+    if (result == NULL) {
+        fprintf(stderr, "remat-worker: %s\n", why->reason);
+        return 1;
+    }
+    json_dumpf(result, stdout, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
+    fputc('\n', stdout);
+    json_decref(result);
+    return 0;
+}
+
+static void usage(FILE *f)
+{
+    fputs("usage: remat-worker --server URL [--token T] [--device cpu|cuda:N] [--id NAME] [--once]\n"
+          "       remat-worker --profile-local SPEC.json [--device D]\n"
+          "       remat-worker --validate-local SPEC.json PLAN.json [--repeats N] [--device D]\n"
+          "options: --cpu-limit BYTES  fail CPU jobs as out of memory past this many live bytes\n"
+          "env: REMAT_SERVER, REMAT_WORKER_TOKEN, REMAT_DEVICE, REMAT_CPU_LIMIT_BYTES\n",
+          f);
+}
+
+int main(int argc, char **argv)
+{
+    struct worker w = {0};
+    w.server = getenv("REMAT_SERVER");
+    w.token = getenv("REMAT_WORKER_TOKEN");
+    w.device = getenv("REMAT_DEVICE") != NULL ? getenv("REMAT_DEVICE") : "cpu";
+    const char *id = NULL, *profile_spec = NULL, *validate_spec = NULL, *validate_plan = NULL;
+    const char *limit_env = getenv("REMAT_CPU_LIMIT_BYTES");
+    long long cpu_limit = limit_env != NULL ? atoll(limit_env) : -1;
+    int once = 0, repeats = 0;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        int more = i + 1 < argc;
+        if (strcmp(a, "--server") == 0 && more)
+            w.server = argv[++i];
+        else if (strcmp(a, "--token") == 0 && more)
+            w.token = argv[++i];
+        else if (strcmp(a, "--device") == 0 && more)
+            w.device = argv[++i];
+        else if (strcmp(a, "--id") == 0 && more)
+            id = argv[++i];
+        else if (strcmp(a, "--once") == 0)
+            once = 1;
+        else if (strcmp(a, "--cpu-limit") == 0 && more)
+            cpu_limit = atoll(argv[++i]);
+        else if (strcmp(a, "--repeats") == 0 && more)
+            repeats = atoi(argv[++i]);
+        else if (strcmp(a, "--profile-local") == 0 && more)
+            profile_spec = argv[++i];
+        else if (strcmp(a, "--validate-local") == 0 && i + 2 < argc) {
+            validate_spec = argv[++i];
+            validate_plan = argv[++i];
+        } else if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
+            usage(stdout);
+            return 0;
+        } else {
+            usage(stderr);
+            return 2;
+        }
+    }
+    if (profile_spec == NULL && validate_spec == NULL && (w.server == NULL || w.server[0] == '\0')) {
+        usage(stderr);
+        return 2;
+    }
+    if (cpu_limit < 0) {
+        /* By default a CPU job may use 80% of the machine, so that a model too
+         * large for it fails as out of memory instead of meeting the OOM killer. */
+        long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+        cpu_limit = pages > 0 && page > 0 ? (long long)pages * page / 10 * 8 : 0;
+    }
+    if (id != NULL)
+        snprintf(w.id, sizeof w.id, "%s", id);
+    else {
+        char host[64] = "worker";
+        gethostname(host, sizeof host - 1);
+        snprintf(w.id, sizeof w.id, "%s-%ld", host, (long)getpid());
+    }
+
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_signal;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGTERM, &sa, NULL);
+    sigaction(SIGINT, &sa, NULL);
+
+    struct rw_failure why;
+    memset(&why, 0, sizeof why);
+    if (rw_open(w.device, cpu_limit, &why) != 0) {
+        fprintf(stderr, "remat-worker: %s\n", why.reason);
+        return 1;
+    }
+    if (profile_spec != NULL) {
+        json_t *spec = load(profile_spec);
+        if (spec == NULL)
+            return 1;
+        int rc = print_or_fail(rw_profile(spec, on_progress, NULL, &why), &why);
+        json_decref(spec);
+        return rc;
+    }
+    if (validate_spec != NULL) {
+        json_t *spec = load(validate_spec), *plan = load(validate_plan);
+        if (spec == NULL || plan == NULL) {
+            json_decref(spec);
+            json_decref(plan);
+            return 1;
+        }
+        json_t *job = json_pack("{s:o, s:o}", "model_spec", spec, "plan", plan);
+        if (repeats > 0)
+            json_object_set_new(job, "repeats", json_integer(repeats));
+        int rc = print_or_fail(rw_validate(job, on_progress, NULL, &why), &why);
+        json_decref(job);
+        return rc;
+    }
+    if (curl_global_init(CURL_GLOBAL_DEFAULT) != 0) {
+        fprintf(stderr, "remat-worker: curl_global_init failed\n");
+        return 1;
+    }
+    int rc = serve(&w, once);
+    curl_global_cleanup();
+    return rc;
+}

@@ -1,0 +1,58 @@
+/*
+ * shim.h - the worker's C view of its libtorch shim (worker/shim.cpp).
+ *
+ * The C main loop (worker/main.c) speaks HTTP and JSON; everything that
+ * touches libtorch sits behind these few calls, so that no C++ type and no
+ * exception crosses into C.  JSON goes in and out as jansson values.
+ *
+ * A call that fails returns NULL and fills struct rw_failure: a one-line
+ * reason for the job's "reason" field, and whether trying again elsewhere
+ * could help (an out-of-memory on this device could; a shape error could not).
+ */
+#ifndef REMAT_WORKER_SHIM_H
+#define REMAT_WORKER_SHIM_H
+
+#include <stddef.h>
+
+#include <jansson.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+struct rw_failure {
+    int retryable;     /* nonzero: another attempt (elsewhere, later) might succeed */
+    int abandoned;     /* nonzero: stopped because the progress callback asked it to */
+    char reason[512];  /* one line, no newline */
+};
+
+/* Called between steps with the stage being worked on (1..stages) and the
+ * phase ("building", "measuring", "validating").  Returns nonzero to make
+ * the running call stop at once (lease lost, SIGTERM): the call then fails
+ * with rw_failure.abandoned set. */
+typedef int (*rw_progress_fn)(void *ctx, int stage, int stages, const char *phase);
+
+/* Opens a device: "cpu" or "cuda:N".  On cpu it installs the counting
+ * allocator that every CPU measurement reads; cpu_limit_bytes (0 = none)
+ * makes any allocation past that many live bytes fail as an out-of-memory.
+ * Returns 0, or -1 with why filled.  Call once per process. */
+int rw_open(const char *device, long long cpu_limit_bytes, struct rw_failure *why);
+
+/* A description of the open device, for the profile's metadata: new object
+ * {"device", "driver", "libtorch"}. */
+json_t *rw_device_info(void);
+
+/* Measures every stage of the model a profile job's spec describes
+ * (docs/worker.md).  Returns: new remat.profile/v1 object, or NULL. */
+json_t *rw_profile(const json_t *spec, rw_progress_fn progress, void *ctx, struct rw_failure *why);
+
+/* Runs a plan for real: a validation job's spec {model_spec, plan,
+ * repeats}.  Returns: new result object (jobs-protocol.md), or NULL. */
+json_t *rw_validate(const json_t *spec, rw_progress_fn progress, void *ctx,
+                    struct rw_failure *why);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* REMAT_WORKER_SHIM_H */

@@ -1,0 +1,73 @@
+#!/bin/sh
+# make bench-http: start rematd on a free loopback port with a temporary
+# data directory, drive POST /v1/plans (a 50-stage profile, default
+# algorithm) and GET /healthz with wrk, 64 connections for 10 s each, and
+# print requests/s, p50 and p99 of both and their ratio.
+# Usage: bench-http.sh PATH/TO/rematd SRCDIR   (env: BENCH_SECONDS, BENCH_CONNECTIONS,
+#        BENCH_ALGORITHM to pass an algorithm, BENCH_THREADS for rematd --threads)
+set -e
+rematd=$1
+srcdir=${2:-.}
+secs=${BENCH_SECONDS:-10}
+conns=${BENCH_CONNECTIONS:-64}
+command -v wrk >/dev/null || { echo "bench-http: wrk is not installed (apt-get install wrk)"; exit 1; }
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/remat-bench.XXXXXX")
+pid=
+cleanup() { [ -n "$pid" ] && kill "$pid" 2>/dev/null; wait 2>/dev/null; rm -rf "$tmp"; }
+trap cleanup EXIT INT TERM
+
+# The profile: 50 stages of a convolutional-network-like shape.
+{
+    printf '{'
+    [ -n "$BENCH_ALGORITHM" ] && printf '"algorithm":"%s",' "$BENCH_ALGORITHM"
+    printf '"profile":{"format":"remat.profile/v1","input_bytes":19267584,"stages":['
+    i=1
+    while [ $i -le 50 ]; do
+        out=$(( (i % 7 + 1) * 3211264 ))
+        [ $i -gt 1 ] && printf ','
+        printf '{"name":"layer%d","out_bytes":%d,"saved_bytes":%d,"fwd_tmp_bytes":%d,"bwd_tmp_bytes":%d,"param_bytes":%d,"fwd_ms":%d.%d,"bwd_ms":%d.%d}' \
+            $i $out $((out * 2)) $((out / 2)) $out $(( (i % 5) * 147456 )) $((i % 3)) $((i % 10)) $((i % 4 + 1)) $((i % 7))
+        i=$((i + 1))
+    done
+    printf ']}}'
+} > "$tmp/body.json"
+
+"$rematd" --listen 127.0.0.1:0 --data-dir "$tmp/data" --port-file "$tmp/port" \
+    ${BENCH_THREADS:+--threads $BENCH_THREADS} 2>"$tmp/rematd.log" &
+pid=$!
+i=0
+while [ ! -s "$tmp/port" ]; do
+    i=$((i + 1)); [ $i -gt 100 ] && { echo "rematd did not start:"; cat "$tmp/rematd.log"; exit 1; }
+    sleep 0.05
+done
+port=$(cat "$tmp/port")
+base="http://127.0.0.1:$port"
+code=$(curl -s -o "$tmp/first.json" -w '%{http_code}' -H 'Content-Type: application/json' \
+    --data-binary @"$tmp/body.json" "$base/v1/plans")
+[ "$code" = 201 ] || { echo "POST /v1/plans answered $code:"; cat "$tmp/first.json"; exit 1; }
+
+run() { # name url [script]
+    if [ -n "$3" ]; then
+        REMAT_BENCH_BODY="$tmp/body.json" wrk -t2 -c"$conns" -d"${secs}s" --latency -s "$3" "$2" > "$tmp/$1.txt"
+    else
+        wrk -t2 -c"$conns" -d"${secs}s" --latency "$2" > "$tmp/$1.txt"
+    fi
+}
+# wrk prints latencies as 1.23ms / 456.00us / 1.02s; convert to ms.
+to_ms() { awk '{v=$1; if (v ~ /us$/) {sub(/us$/,"",v); v=v/1000} else if (v ~ /ms$/) {sub(/ms$/,"",v)} else if (v ~ /s$/) {sub(/s$/,"",v); v=v*1000}; printf "%.3f", v}'; }
+pct() { awk -v p="$2" '$1 == p {print $2}' "$tmp/$1.txt" | to_ms; }
+rps() { awk '/^Requests\/sec:/ {printf "%.0f", $2}' "$tmp/$1.txt"; }
+errs() { awk '/Non-2xx or 3xx responses:/ {print $5} /Socket errors/ {print}' "$tmp/$1.txt"; }
+
+run plans "$base/v1/plans" "$srcdir/api/bench-plan.lua"
+run healthz "$base/healthz"
+
+printf '%-22s %12s %10s %10s\n' "endpoint" "requests/s" "p50 ms" "p99 ms"
+printf '%-22s %12s %10s %10s\n' "POST /v1/plans" "$(rps plans)" "$(pct plans 50%)" "$(pct plans 99%)"
+printf '%-22s %12s %10s %10s\n' "GET /healthz" "$(rps healthz)" "$(pct healthz 50%)" "$(pct healthz 99%)"
+awk -v a="$(rps plans)" -v b="$(rps healthz)" 'BEGIN {printf "plans/healthz ratio: %.2f\n", a / b}'
+e=$(errs plans)$(errs healthz)
+[ -z "$e" ] || echo "errors: $e"
+echo "($secs s each, $conns connections, wrk -t2, 50-stage profile, ${BENCH_ALGORITHM:-default (min-peak)} algorithm, $(nproc) cores)"
+n=$(curl -s "$base/metrics" | awk '/^remat_plans_created_total/ {s += $2} END {print s}')
+echo "plans stored: $n"

@@ -13,13 +13,21 @@
 
 #include "plan_common.h"
 
-/* The last request body this thread hashed: clients repeating one profile
- * (schedulers polling, load tests) skip the SHA-256.  Kept under a
- * pthread key so that its destructor frees it when an MHD thread ends. */
+/* The last request this thread answered: its body, the body's SHA-256 and
+ * the plan it gave (the JSON text without its closing brace, before id,
+ * created_at and links are appended).  Solvers are deterministic and a
+ * profile_id names an immutable done profile, so a byte-identical body gets
+ * the same plan: clients repeating a request (schedulers polling, retries)
+ * skip parsing, solving and serialising.  Kept under a pthread key so that
+ * its destructor frees it when an MHD thread ends. */
 struct hash_cache {
     char *body;
     size_t len;
     char hash[65];
+    char *plan; /* NULL until a plan was made for body */
+    size_t plan_len;
+    enum remat_algorithm algorithm;
+    char *options;
 };
 static pthread_key_t cache_key;
 static pthread_once_t cache_once = PTHREAD_ONCE_INIT;
@@ -28,6 +36,8 @@ static void cache_free(void *p)
 {
     struct hash_cache *c = p;
     free(c->body);
+    free(c->plan);
+    free(c->options);
     free(c);
 }
 
@@ -60,10 +70,60 @@ static void body_hash(struct rematd_request *r, char out[65])
     if (copy) {
         memcpy(copy, r->body, r->body_len);
         free(c->body);
+        free(c->plan);
+        free(c->options);
+        c->plan = c->options = NULL;
         c->body = copy;
         c->len = r->body_len;
         memcpy(c->hash, out, 65);
     }
+}
+
+static struct hash_cache *cache_hit(struct rematd_request *r)
+{
+    pthread_once(&cache_once, cache_init);
+    struct hash_cache *c = pthread_getspecific(cache_key);
+    if (c && c->plan && c->len == r->body_len && memcmp(c->body, r->body, c->len) == 0)
+        return c;
+    return NULL;
+}
+
+/* Remembers the plan made for the body body_hash() last saw. */
+static void cache_store(struct rematd_request *r, const char *plan, size_t len,
+                        enum remat_algorithm a, const char *options)
+{
+    struct hash_cache *c = pthread_getspecific(cache_key);
+    if (!c || c->len != r->body_len || memcmp(c->body, r->body, c->len) != 0)
+        return;
+    free(c->plan);
+    free(c->options);
+    c->plan = malloc(len);
+    c->options = strdup(options);
+    if (!c->plan || !c->options) {
+        free(c->plan);
+        free(c->options);
+        c->plan = c->options = NULL;
+        return;
+    }
+    memcpy(c->plan, plan, len);
+    c->plan_len = len;
+    c->algorithm = a;
+}
+
+/* Appends id, created_at and links to the plan text (which lacks its
+ * closing brace) as the stored and answered body. */
+static char *finish_body(const char *plan, size_t len, const char *id, const char *created_at)
+{
+    size_t cap = len + 256;
+    char *b = malloc(cap);
+    if (!b)
+        return NULL;
+    memcpy(b, plan, len);
+    snprintf(b + len, cap - len,
+             ",\"id\":\"%s\",\"created_at\":\"%s\",\"links\":{\"self\":\"/v1/plans/%s\","
+             "\"timeline\":\"/v1/plans/%s/timeline.svg\"}}",
+             id, created_at, id, id);
+    return b;
 }
 
 static void committed(struct rematd_plan_write *w)
@@ -73,66 +133,72 @@ static void committed(struct rematd_plan_write *w)
 
 static enum rematd_handled create(struct rematd_request *r)
 {
-    json_t *body = rq_body_json(r);
-    if (!body)
-        return HANDLED;
-    struct remat_profile *profile;
-    struct remat_options opts;
-    json_t *options;
-    if (rematd_plan_request(r, body, &profile, &opts, &options) < 0)
-        return HANDLED;
-    struct remat_plan plan;
-    memset(&plan, 0, sizeof plan);
-    struct remat_error err = {0};
-    int rc = remat_solve(profile, &opts, &plan, &err);
-    if (rc != REMAT_OK) {
-        rematd_answer_remat_error(r, rc, &err, &plan);
-        remat_plan_clear(&plan);
-        remat_profile_free(profile);
-        json_decref(options);
-        return HANDLED;
-    }
-    json_t *pj = remat_plan_to_json(profile, &plan);
-    remat_plan_clear(&plan);
-    remat_profile_free(profile);
     struct rematd_plan_write *w = calloc(1, sizeof *w);
-    if (!pj || !w) {
-        free(w);
-        json_decref(pj);
-        json_decref(options);
+    if (!w) {
         rq_problem(r, 500, "internal", NULL, "out of memory");
         return HANDLED;
     }
     r->plan_write = w;
     rematd_new_id(w->id);
     rematd_rfc3339(rematd_now(), w->created_at);
-    char self[64], timeline[80];
-    snprintf(self, sizeof self, "/v1/plans/%s", w->id);
-    snprintf(timeline, sizeof timeline, "/v1/plans/%s/timeline.svg", w->id);
-    json_object_set_new(pj, "id", json_string(w->id));
-    json_object_set_new(pj, "created_at", json_string(w->created_at));
-    json_t *pid = json_object_get(options, "profile_id");
-    if (pid)
-        json_object_set(pj, "profile_id", pid);
-    json_object_set_new(pj, "links", json_pack("{s:s, s:s}", "self", self, "timeline", timeline));
-    w->body = json_dumps(pj, JSON_COMPACT);
-    w->options = json_dumps(options, JSON_COMPACT);
-    json_decref(pj);
-    json_decref(options);
+    enum remat_algorithm alg;
+    struct hash_cache *hit = cache_hit(r);
+    if (hit) {
+        w->body = finish_body(hit->plan, hit->plan_len, w->id, w->created_at);
+        w->options = strdup(hit->options);
+        alg = hit->algorithm;
+        memcpy(w->body_hash, hit->hash, 65);
+    } else {
+        json_t *body = rq_body_json(r);
+        if (!body)
+            return HANDLED;
+        struct remat_profile *profile;
+        struct remat_options opts;
+        json_t *options;
+        if (rematd_plan_request(r, body, &profile, &opts, &options) < 0)
+            return HANDLED;
+        struct remat_plan plan;
+        memset(&plan, 0, sizeof plan);
+        struct remat_error err = {0};
+        int rc = remat_solve(profile, &opts, &plan, &err);
+        if (rc != REMAT_OK) {
+            rematd_answer_remat_error(r, rc, &err, &plan);
+            remat_plan_clear(&plan);
+            remat_profile_free(profile);
+            json_decref(options);
+            return HANDLED;
+        }
+        json_t *pj = remat_plan_to_json(profile, &plan);
+        remat_plan_clear(&plan);
+        remat_profile_free(profile);
+        json_t *pid = json_object_get(options, "profile_id");
+        if (pj && pid)
+            json_object_set(pj, "profile_id", pid);
+        char *text = pj ? json_dumps(pj, JSON_COMPACT) : NULL;
+        json_decref(pj);
+        w->options = json_dumps(options, JSON_COMPACT);
+        json_decref(options);
+        alg = opts.algorithm;
+        if (text && w->options) {
+            size_t len = strlen(text) - 1; /* drop the closing brace */
+            w->body = finish_body(text, len, w->id, w->created_at);
+            body_hash(r, w->body_hash);
+            cache_store(r, text, len, alg, w->options);
+        }
+        free(text);
+    }
     if (!w->body || !w->options) {
         rq_problem(r, 500, "internal", NULL, "out of memory");
         return HANDLED;
     }
-    w->algorithm = remat_algorithm_name(opts.algorithm);
-    body_hash(r, w->body_hash);
+    w->algorithm = remat_algorithm_name(alg);
     w->request_body = r->body;
     w->request_len = r->body_len;
     w->idem_key = r->idem_key;
     w->idem_scope = r->route->name;
     w->done = committed;
     w->cls = r;
-    int a = (int)opts.algorithm;
-    atomic_fetch_add(&r->srv->plans_by_algorithm[a >= 0 && a < REMAT_ALG_COUNT ? a : REMAT_ALG_COUNT],
+    atomic_fetch_add(&r->srv->plans_by_algorithm[(int)alg < REMAT_ALG_COUNT ? (int)alg : REMAT_ALG_COUNT],
                      1);
     /* Suspend first: the writer may commit and resume before this returns. */
     rq_suspend(r);

@@ -20,3 +20,54 @@ TESTS += tests/test_solve
 tests_test_solve_SOURCES = tests/test_solve.c
 tests_test_solve_CFLAGS = $(CORE_TEST_CFLAGS)
 tests_test_solve_LDADD = $(CORE_TEST_LDADD)
+
+check_PROGRAMS += tests/test_profile
+TESTS += tests/test_profile
+tests_test_profile_SOURCES = tests/test_profile.c
+tests_test_profile_CFLAGS = $(CORE_TEST_CFLAGS)
+tests_test_profile_LDADD = $(CORE_TEST_LDADD)
+
+# Test data and scripts (read through $(top_srcdir), listed for make distcheck).
+EXTRA_DIST += \
+	tests/data/profiles/bad/bad_json.json \
+	tests/data/profiles/bad/bool_input_bytes.json \
+	tests/data/profiles/bad/bwd_tmp_real.json \
+	tests/data/profiles/bad/bytes_over_limit.json \
+	tests/data/profiles/bad/dtype_too_long.json \
+	tests/data/profiles/bad/duplicate_key.json \
+	tests/data/profiles/bad/empty_stages.json \
+	tests/data/profiles/bad/fractional_bytes.json \
+	tests/data/profiles/bad/index.txt \
+	tests/data/profiles/bad/missing_input_bytes.json \
+	tests/data/profiles/bad/missing_out_bytes.json \
+	tests/data/profiles/bad/missing_stages.json \
+	tests/data/profiles/bad/model_not_string.json \
+	tests/data/profiles/bad/name_not_string.json \
+	tests/data/profiles/bad/name_too_long.json \
+	tests/data/profiles/bad/negative_batch_size.json \
+	tests/data/profiles/bad/negative_input_bytes.json \
+	tests/data/profiles/bad/negative_out_bytes.json \
+	tests/data/profiles/bad/negative_time.json \
+	tests/data/profiles/bad/negative_tmp.json \
+	tests/data/profiles/bad/root_not_object.json \
+	tests/data/profiles/bad/saved_below_out.json \
+	tests/data/profiles/bad/stage_not_object.json \
+	tests/data/profiles/bad/stages_not_array.json \
+	tests/data/profiles/bad/string_bytes.json \
+	tests/data/profiles/bad/string_time.json \
+	tests/data/profiles/bad/total_over_limit.json \
+	tests/data/profiles/bad/unknown_format.json \
+	tests/data/profiles/good/full.json \
+	tests/data/profiles/good/t1.json \
+	tests/data/profiles/good/t10.json \
+	tests/data/profiles/good/t2.json \
+	tests/data/profiles/good/t3.json \
+	tests/data/profiles/good/t4.json \
+	tests/data/profiles/good/t5.json \
+	tests/data/profiles/good/t6.json \
+	tests/data/profiles/good/t7.json \
+	tests/data/profiles/good/t8.json \
+	tests/data/profiles/good/t9.json
+
+dist_check_SCRIPTS += tests/cli.sh tests/check-exports.sh tests/check-format.sh
+TESTS += tests/cli.sh tests/check-exports.sh tests/check-format.sh

@@ -1,0 +1,238 @@
+/* test_profile.c - remat.profile/v1: every bad profile under
+ * tests/data/profiles/bad gives the code and JSON pointer its index.txt
+ * line says (also under a caller's prefix), good ones parse with the
+ * documented defaults, and printing then parsing gives the same profile. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include <cmocka.h>
+
+#include "remat_private.h"
+
+static char *read_file(const char *rel, size_t *len)
+{
+    const char *top = getenv("top_srcdir");
+    char path[1024];
+    snprintf(path, sizeof path, "%s/%s", top != NULL ? top : ".", rel);
+    FILE *f = fopen(path, "rb");
+    if (f == NULL)
+        fail_msg("cannot open %s", path);
+    char *buf = NULL;
+    size_t cap = 0;
+    *len = 0;
+    for (;;) {
+        if (*len + 4096 + 1 > cap) {
+            cap = 2 * cap + 8192;
+            buf = realloc(buf, cap);
+            assert_non_null(buf);
+        }
+        size_t got = fread(buf + *len, 1, 4096, f);
+        *len += got;
+        if (got == 0)
+            break;
+    }
+    fclose(f);
+    buf[*len] = '\0';
+    return buf;
+}
+
+static int code_of(const char *name)
+{
+    if (strcmp(name, "EINVAL") == 0)
+        return REMAT_EINVAL;
+    if (strcmp(name, "ELIMIT") == 0)
+        return REMAT_ELIMIT;
+    fail_msg("unknown code %s in index.txt", name);
+    return 0;
+}
+
+static void bad_profiles(void **state)
+{
+    (void)state;
+    size_t len;
+    char *index = read_file("tests/data/profiles/bad/index.txt", &len);
+    size_t cases = 0;
+    for (char *line = strtok(index, "\n"); line != NULL; line = strtok(NULL, "\n")) {
+        if (line[0] == '#' || line[0] == '\0')
+            continue;
+        char name[128], code[16], pointer[128];
+        assert_int_equal(sscanf(line, "%127s %15s %127s", name, code, pointer), 3);
+        if (strcmp(pointer, "-") == 0)
+            pointer[0] = '\0';
+        char rel[256];
+        snprintf(rel, sizeof rel, "tests/data/profiles/bad/%s.json", name);
+        size_t n;
+        char *text = read_file(rel, &n);
+        struct remat_error err;
+        memset(&err, 0, sizeof err);
+        struct remat_profile *p = remat_profile_loadb(text, n, &err);
+        if (p != NULL)
+            fail_msg("%s: parsed, but should fail", name);
+        if (err.code != code_of(code) || strcmp(err.pointer, pointer) != 0)
+            fail_msg("%s: got %d at '%s' (%s), want %s at '%s'", name, err.code, err.pointer,
+                     err.message, code, pointer);
+        assert_true(strlen(err.message) > 0);
+        assert_null(strchr(err.message, '\n'));
+        /* The same under a caller's prefix, when the text is JSON at all. */
+        json_t *root = json_loadb(text, n, JSON_REJECT_DUPLICATES, NULL);
+        if (root != NULL) {
+            struct remat_error err2;
+            assert_null(remat_profile_from_json(root, "/profile", &err2));
+            char want[160];
+            snprintf(want, sizeof want, "/profile%s", pointer);
+            assert_int_equal(err2.code, err.code);
+            assert_string_equal(err2.pointer, want);
+            json_decref(root);
+        }
+        free(text);
+        cases++;
+    }
+    free(index);
+    assert_true(cases >= 25);
+}
+
+static void defaults(void **state)
+{
+    (void)state;
+    const char *text = "{\"input_bytes\": 7, \"stages\": [{\"name\": \"conv1\", \"out_bytes\": 5},"
+                       " {\"out_bytes\": 0}], \"model\": \"vgg19\", \"batch_size\": 64}";
+    struct remat_error err;
+    struct remat_profile *p = remat_profile_loadb(text, strlen(text), &err);
+    assert_non_null(p);
+    assert_int_equal(p->n_stages, 2);
+    assert_int_equal(p->input_bytes, 7);
+    assert_string_equal(p->stages[0].name, "conv1");
+    assert_string_equal(p->stages[1].name, "");
+    assert_int_equal(p->stages[0].saved_bytes, 5);
+    assert_int_equal(p->stages[0].fwd_tmp_bytes, 0);
+    assert_int_equal(p->stages[0].bwd_tmp_bytes, 0);
+    assert_int_equal(p->stages[0].param_bytes, 0);
+    assert_true(p->stages[0].fwd_ms == 1.0);
+    assert_true(p->stages[0].bwd_ms == 2.0);
+    assert_string_equal(p->model, "vgg19");
+    assert_null(p->dtype);
+    assert_int_equal(p->batch_size, 64);
+    assert_int_equal(remat_profile_validate(p, NULL), 0);
+    remat_profile_free(p);
+}
+
+static void round_trip(void **state)
+{
+    (void)state;
+    size_t n;
+    char *text = read_file("tests/data/profiles/good/full.json", &n);
+    struct remat_error err;
+    struct remat_profile *p = remat_profile_loadb(text, n, &err);
+    if (p == NULL)
+        fail_msg("full.json: %s: %s", err.pointer, err.message);
+    json_t *j = remat_profile_to_json(p);
+    assert_non_null(j);
+    struct remat_profile *q = remat_profile_from_json(j, NULL, &err);
+    assert_non_null(q);
+    assert_int_equal(q->n_stages, p->n_stages);
+    assert_int_equal(q->input_bytes, p->input_bytes);
+    for (size_t i = 0; i < p->n_stages; i++) {
+        const struct remat_stage *a = &p->stages[i], *b = &q->stages[i];
+        assert_string_equal(a->name, b->name);
+        assert_int_equal(a->out_bytes, b->out_bytes);
+        assert_int_equal(a->saved_bytes, b->saved_bytes);
+        assert_int_equal(a->fwd_tmp_bytes, b->fwd_tmp_bytes);
+        assert_int_equal(a->bwd_tmp_bytes, b->bwd_tmp_bytes);
+        assert_int_equal(a->param_bytes, b->param_bytes);
+        assert_true(a->fwd_ms == b->fwd_ms);
+        assert_true(a->bwd_ms == b->bwd_ms);
+    }
+    assert_string_equal(q->model, p->model);
+    assert_string_equal(q->dtype, p->dtype);
+    assert_string_equal(q->device, p->device);
+    assert_int_equal(q->batch_size, p->batch_size);
+    json_decref(j);
+    remat_profile_free(q);
+    remat_profile_free(p);
+    free(text);
+}
+
+/* The stage count is checked before anything is allocated for the stages;
+ * the array holds one shared object, so the test itself stays small. */
+static void stage_limit(void **state)
+{
+    (void)state;
+    json_t *stage = json_pack("{s:s, s:i}", "name", "relu", "out_bytes", 3);
+    json_t *stages = json_array();
+    for (size_t i = 0; i < REMAT_MAX_STAGES; i++)
+        assert_int_equal(json_array_append(stages, stage), 0);
+    json_t *root = json_pack("{s:i, s:O}", "input_bytes", 3, "stages", stages);
+    assert_non_null(root);
+    struct remat_error err;
+    struct remat_profile *p = remat_profile_from_json(root, "", &err);
+    assert_non_null(p); /* exactly the limit is fine, names in one arena */
+    assert_int_equal(p->n_stages, REMAT_MAX_STAGES);
+    assert_string_equal(p->stages[REMAT_MAX_STAGES - 1].name, "relu");
+    remat_profile_free(p);
+    assert_int_equal(json_array_append(stages, stage), 0);
+    assert_null(remat_profile_from_json(root, "/profile", &err));
+    assert_int_equal(err.code, REMAT_ELIMIT);
+    assert_string_equal(err.pointer, "/profile/stages");
+    json_decref(root);
+    json_decref(stages);
+    json_decref(stage);
+}
+
+/* validate() checks what the parser checks, for profiles filled by hand. */
+static void validate_by_hand(void **state)
+{
+    (void)state;
+    struct remat_error err;
+    assert_null(remat_profile_new(0, &err));
+    assert_int_equal(err.code, REMAT_EINVAL);
+    assert_null(remat_profile_new(REMAT_MAX_STAGES + 1, &err));
+    assert_int_equal(err.code, REMAT_ELIMIT);
+    struct remat_profile *p = remat_profile_new(3, &err);
+    assert_non_null(p);
+    assert_int_equal(remat_profile_validate(p, &err), 0);
+    p->stages[1].out_bytes = 5; /* saved_bytes is still 0 */
+    assert_int_equal(remat_profile_validate(p, &err), REMAT_EINVAL);
+    assert_string_equal(err.pointer, "/stages/1/saved_bytes");
+    p->stages[1].saved_bytes = 5;
+    p->stages[2].bwd_ms = -1;
+    assert_int_equal(remat_profile_validate(p, &err), REMAT_EINVAL);
+    assert_string_equal(err.pointer, "/stages/2/bwd_ms");
+    p->stages[2].bwd_ms = 1.0 / 0.0;
+    assert_int_equal(remat_profile_validate(p, &err), REMAT_EINVAL);
+    p->stages[2].bwd_ms = 2;
+    p->stages[0].param_bytes = REMAT_MAX_BYTES + 1;
+    assert_int_equal(remat_profile_validate(p, &err), REMAT_ELIMIT);
+    assert_string_equal(err.pointer, "/stages/0/param_bytes");
+    p->stages[0].param_bytes = REMAT_MAX_BYTES / 2;
+    assert_int_equal(remat_profile_validate(p, &err), REMAT_ELIMIT);
+    assert_string_equal(err.pointer, "/stages");
+    p->stages[0].param_bytes = 0;
+    p->input_bytes = -1;
+    assert_int_equal(remat_profile_validate(p, &err), REMAT_EINVAL);
+    assert_string_equal(err.pointer, "/input_bytes");
+    p->input_bytes = 1;
+    /* remat_solve refuses what validate refuses. */
+    p->stages[0].fwd_tmp_bytes = -3;
+    struct remat_options o;
+    remat_options_init(&o);
+    o.algorithm = REMAT_ALG_STORE_ALL;
+    struct remat_plan plan;
+    assert_int_equal(remat_solve(p, &o, &plan, &err), REMAT_EINVAL);
+    assert_string_equal(err.pointer, "/stages/0/fwd_tmp_bytes");
+    remat_profile_free(p);
+    remat_profile_free(NULL);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(bad_profiles),     cmocka_unit_test(defaults),
+        cmocka_unit_test(round_trip),       cmocka_unit_test(stage_limit),
+        cmocka_unit_test(validate_by_hand),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,7 +1,202 @@
-/* bench_mintime.c - placeholder until the min-time benchmarks land. */
+/* bench_mintime.c - min-time and the frontier, timed on one core.
+ *
+ * The chains are synthetic and heterogeneous, CNN-like (flat runs of equal
+ * stages, pooling drops, channel doublings, saved tensors 1-3x the output),
+ * with the budget halfway between the least persistent peak and store-all,
+ * so the activations are about twice what fits, as in the Rotor figures of
+ * ../shared/research/anchors.md §1.  Each row also times the bare table fill
+ * pruned and unpruned (Rotor's full table) in the same process, and reports
+ * the table memory of both. */
+#include <inttypes.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "mintime.h"
 #include "bench.h"
+
+static uint64_t mix(uint64_t *s)
+{
+    uint64_t z = (*s += 0x9E3779B97F4A7C15ull);
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    return z ^ (z >> 31);
+}
+
+static struct remat_profile *cnn_chain(size_t n, uint64_t seed)
+{
+    struct remat_profile *p = remat_profile_new(n, NULL);
+    if (p == NULL)
+        return NULL;
+    uint64_t s = seed;
+    int64_t level = INT64_C(64) << 20; /* 64 MiB activations at the top */
+    p->input_bytes = level / 4;
+    for (size_t i = 0; i < n; i++) {
+        uint64_t roll = mix(&s) % 10;
+        if (roll < 2 && level > (INT64_C(1) << 20))
+            level /= 2;
+        else if (roll == 2 && level < (INT64_C(256) << 20))
+            level += level / 2;
+        struct remat_stage *st = &p->stages[i];
+        st->out_bytes = level;
+        st->saved_bytes = level + (int64_t)(mix(&s) % 3) * level;
+        st->fwd_tmp_bytes = (int64_t)(mix(&s) % 2) * level;
+        st->bwd_tmp_bytes = (int64_t)(mix(&s) % 3) * level;
+        st->param_bytes = (int64_t)(mix(&s) % 8) << 18;
+        st->fwd_ms = 0.5 + (double)(mix(&s) % 40) / 8.0;
+        st->bwd_ms = 2 * st->fwd_ms + (double)(mix(&s) % 8) / 8.0;
+    }
+    return p;
+}
+
+static int cmp_i64(const void *a, const void *b)
+{
+    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+static int64_t median(int64_t *v, int runs)
+{
+    qsort(v, (size_t)runs, sizeof *v, cmp_i64);
+    return v[runs / 2];
+}
+
+static int runs_for(const struct bench_config *cfg, int base)
+{
+    int r = (int)(base * cfg->scale);
+    return r < 1 ? 1 : r;
+}
+
+/* Median ns of one table fill; sets *bytes to its table memory. */
+static int64_t time_fill(const struct remat_profile *p, int64_t budget, size_t slots, int prune,
+                         int runs, size_t *bytes)
+{
+    if (runs < 1)
+        return -1;
+    int64_t *ns = malloc((size_t)runs * sizeof *ns);
+    if (ns == NULL)
+        return -1;
+    for (int r = 0; r < runs; r++) {
+        struct remat__mt *t = NULL;
+        int64_t t0 = bench_now_ns();
+        int rc = remat__mt_fill(p, budget, slots, prune, &t, NULL);
+        ns[r] = bench_now_ns() - t0;
+        if (rc != REMAT_OK) {
+            free(ns);
+            return -1;
+        }
+        *bytes = remat__mt_table_bytes(t);
+        remat__mt_free(t);
+    }
+    int64_t m = median(ns, runs);
+    free(ns);
+    return m;
+}
+
+static void bench_solve(const struct bench_config *cfg, size_t n, size_t slots, int runs,
+                        int full_runs)
+{
+    struct remat_profile *p = cnn_chain(n, 42 + n);
+    if (p == NULL)
+        return;
+    struct remat_plan plan;
+    struct remat_error err;
+    struct remat_options o;
+    remat_options_init(&o);
+    o.algorithm = REMAT_ALG_MIN_TIME;
+    o.budget_bytes = 1;
+    o.mem_slots = slots;
+    remat_solve(p, &o, &plan, &err);
+    int64_t least = plan.min_budget_bytes;
+    o.budget_bytes = INT64_C(1) << 60;
+    if (remat_solve(p, &o, &plan, &err) != REMAT_OK) {
+        fprintf(stderr, "bench_mintime: %s\n", err.message);
+        remat_profile_free(p);
+        return;
+    }
+    int64_t sa = plan.peak_bytes;
+    double sa_ms = plan.total_ms;
+    remat_plan_clear(&plan);
+    o.budget_bytes = least + (sa - least) / 2;
+    int64_t *ns = malloc((size_t)runs * sizeof *ns);
+    double total_ms = 0;
+    int64_t peak = 0;
+    for (int r = 0; ns != NULL && r < runs; r++) {
+        int64_t t0 = bench_now_ns();
+        int rc = remat_solve(p, &o, &plan, &err);
+        ns[r] = bench_now_ns() - t0;
+        if (rc != REMAT_OK) {
+            fprintf(stderr, "bench_mintime: %s\n", err.message);
+            free(ns);
+            remat_profile_free(p);
+            return;
+        }
+        total_ms = plan.total_ms;
+        peak = plan.peak_bytes;
+        remat_plan_clear(&plan);
+    }
+    if (ns == NULL) {
+        remat_profile_free(p);
+        return;
+    }
+    int64_t solve_ns = median(ns, runs);
+    free(ns);
+    size_t pruned_bytes = 0, full_bytes = 0;
+    int64_t fill_ns = time_fill(p, o.budget_bytes, slots, 1, runs, &pruned_bytes);
+    int64_t nofloor_ns = time_fill(p, o.budget_bytes, slots, 2, full_runs, &full_bytes);
+    int64_t rotor_ns = full_runs > 0 && n <= 100
+                           ? time_fill(p, o.budget_bytes, slots, 0, full_runs, &full_bytes)
+                           : -1;
+    char extra[640];
+    snprintf(extra, sizeof extra,
+             "\"slots\": %zu, \"budget_bytes\": %" PRId64 ", \"peak_bytes\": %" PRId64
+             ", \"total_ms\": %.3f, \"store_all_ms\": %.3f, \"table_bytes\": %zu, "
+             "\"fill_ns\": %" PRId64 ", \"unpruned_fill_ns\": %" PRId64
+             ", \"rotor_loop_fill_ns\": %" PRId64 ", \"unpruned_table_bytes\": %zu",
+             slots, o.budget_bytes, peak, total_ms, sa_ms, pruned_bytes, fill_ns, nofloor_ns,
+             rotor_ns, full_bytes);
+    bench_report(cfg, "min-time", n, solve_ns, runs, extra);
+    if (!cfg->json)
+        printf("    S=%zu: table %.2f MiB (unpruned %.2f MiB); fill %.3f ms (same loops "
+               "unpruned %.3f ms; Rotor's per-m loop %.3f ms)\n",
+               slots, (double)pruned_bytes / 1048576.0, (double)full_bytes / 1048576.0,
+               (double)fill_ns / 1e6, (double)nofloor_ns / 1e6, (double)rotor_ns / 1e6);
+    remat_profile_free(p);
+}
+
+static void bench_frontier(const struct bench_config *cfg, size_t n, size_t slots, int runs)
+{
+    struct remat_profile *p = cnn_chain(n, 42 + n);
+    if (p == NULL)
+        return;
+    int64_t *ns = malloc((size_t)runs * sizeof *ns);
+    size_t points = 0;
+    for (int r = 0; ns != NULL && r < runs; r++) {
+        struct remat_frontier f;
+        struct remat_error err;
+        int64_t t0 = bench_now_ns();
+        int rc = remat_frontier_compute(p, slots, &f, &err);
+        ns[r] = bench_now_ns() - t0;
+        if (rc != REMAT_OK) {
+            fprintf(stderr, "bench_mintime: %s\n", err.message);
+            break;
+        }
+        points = f.n_points;
+        remat_frontier_clear(&f);
+        if (r == runs - 1) {
+            char extra[128];
+            snprintf(extra, sizeof extra, "\"slots\": %zu, \"points\": %zu", slots, points);
+            bench_report(cfg, "frontier", n, median(ns, runs), runs, extra);
+        }
+    }
+    free(ns);
+    remat_profile_free(p);
+}
 
 void bench_mintime(const struct bench_config *cfg)
 {
-    (void)cfg;
+    bench_solve(cfg, 39, 500, runs_for(cfg, 51), runs_for(cfg, 5));
+    bench_solve(cfg, 200, 500, runs_for(cfg, 11), runs_for(cfg, 3));
+    bench_frontier(cfg, 39, 500, runs_for(cfg, 21));
 }

@@ -1,10 +1,59 @@
-/* cmd_frontier.c - placeholder until `remat frontier` lands. */
+/* cmd_frontier.c - `remat frontier`: every (peak, time) Pareto point of a
+ * profile, from the least-memory schedule to store-all, as JSON. */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
 #include "cli.h"
 
 int remat_cmd_frontier(int argc, char **argv)
 {
-    (void)argc;
-    (void)argv;
-    fprintf(stderr, "remat: frontier is not built yet\n");
-    return 2;
+    const char *path = NULL;
+    size_t slots = 0;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        if (strncmp(a, "--slots", 7) == 0 && (a[7] == '\0' || a[7] == '=')) {
+            const char *v = a[7] == '=' ? a + 8 : (i + 1 < argc ? argv[++i] : NULL);
+            if (v == NULL) {
+                fprintf(stderr, "remat frontier: --slots needs a value\n");
+                return 2;
+            }
+            errno = 0;
+            char *end;
+            unsigned long long x = *v >= '0' && *v <= '9' ? strtoull(v, &end, 10) : 0;
+            if (*v < '0' || *v > '9' || errno != 0 || *end != '\0' || x == 0 || x > 1000000) {
+                fprintf(stderr, "remat frontier: --slots: '%s' is not a count in 1..1000000\n", v);
+                return 2;
+            }
+            slots = (size_t)x;
+        } else if (a[0] == '-' && a[1] != '\0') {
+            fprintf(stderr, "remat frontier: unknown option '%s'\n", a);
+            return 2;
+        } else if (path != NULL) {
+            fprintf(stderr, "remat frontier: one profile only ('%s' and '%s')\n", path, a);
+            return 2;
+        } else {
+            path = a;
+        }
+    }
+    if (path == NULL) {
+        fprintf(stderr, "remat frontier: no profile given (a file, or - for stdin)\n");
+        return 2;
+    }
+    int status = 0;
+    struct remat_profile *p = cli_load_profile(path, &status);
+    if (p == NULL)
+        return status;
+    struct remat_frontier f;
+    struct remat_error err = {0};
+    int rc = remat_frontier_compute(p, slots, &f, &err);
+    if (rc < 0) {
+        status = cli_fail(path, &err);
+        remat_profile_free(p);
+        return status;
+    }
+    status = cli_print_json(remat_frontier_to_json(p, &f));
+    remat_frontier_clear(&f);
+    remat_profile_free(p);
+    return status;
 }

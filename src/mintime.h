@@ -33,9 +33,11 @@ json_t *remat__nested_segments_json(const struct remat_profile *p, const struct 
 struct remat__mt; /* one filled table; opaque */
 
 /* Fills the table for a profile and a budget (traced bytes, weights and the
- * input included) divided into `slots` units (0 = the default).  prune = 0
- * fills the whole Rotor table (every m for every cell, no floors), for the
- * bench and for tests that compare both.  On success *out is new (free with
+ * input included) divided into `slots` units (0 = the default).  prune = 1
+ * is the solver's fill.  For the bench and the tests that compare them:
+ * prune = 0 fills the whole table as Rotor does (every m of every cell, every
+ * option checked per m); prune = 2 runs the solver's loops over every m of
+ * every cell (no floors, no saturation).  On success *out is new (free with
  * remat__mt_free).  A budget below the weights and the input is
  * REMAT_EINFEASIBLE. */
 int remat__mt_fill(const struct remat_profile *p, int64_t budget_bytes, size_t slots, int prune,
@@ -53,7 +55,7 @@ size_t remat__mt_table_bytes(const struct remat__mt *t);
  * when nothing fits. */
 double remat__mt_time(const struct remat__mt *t, size_t m);
 /* The schedule behind remat__mt_time(t, m), appended to *out (initialised by
- * the caller).  Only for tables filled with prune != 0. */
+ * the caller).  Only for tables filled with prune == 1. */
 int remat__mt_schedule(const struct remat__mt *t, size_t m, struct remat_schedule *out);
 
 /* The least traced peak of any persistent schedule (exact, in bytes, no

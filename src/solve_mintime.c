@@ -315,19 +315,40 @@ static void fill_pruned(struct remat__mt *t)
                     int32_t s0 = max32(max32(lo, fd), max32(t->lo[ca] + aj, t->lo[cb] - dj));
                     if (s0 >= hi)
                         continue;
+                    int32_t end = me;
+                    if (t->prune == 1) {
+                        /* The option costs at least its forward run plus both
+                         * parts unconstrained; T only falls with m, so where
+                         * T is already that low the option cannot win, from
+                         * some m on: find it by bisection.  The margin keeps
+                         * rounding from cutting a real improvement. */
+                        double lb = (cf + t->ca[ca]) + t->ca[cb];
+                        double thr = lb - 1e-12 * fabs(lb);
+                        int32_t a0 = s0 - lo, b0 = me;
+                        while (a0 < b0) {
+                            int32_t mid = a0 + (b0 - a0) / 2;
+                            if (T[mid] <= thr)
+                                b0 = mid;
+                            else
+                                a0 = mid + 1;
+                        }
+                        end = a0;
+                        if (end <= s0 - lo)
+                            continue;
+                    }
                     /* A at m - aj (array below hi[ca] + aj); B at min(m + dj, S)
                      * (array below min(hi[cb], S) - dj, where index S is
                      * cv[cb] either way). */
                     int32_t bB = min32(t->hi[cb], S) - dj;
-                    relax(T, s0 - lo, me, cf, cell_vals(t, ca), aj + t->lo[ca] - lo,
+                    relax(T, s0 - lo, end, cf, cell_vals(t, ca), aj + t->lo[ca] - lo,
                           t->hi[ca] + aj - lo, t->cv[ca], cell_vals(t, cb), dj - t->lo[cb] + lo,
                           bB - lo, t->cv[cb]);
                 }
             }
             if (lo > S)
                 t->cv[c] = HUGE_VAL;
-            else if (t->sat[c] <= S)
-                t->cv[c] = t->ca[c];
+            else if (hi <= S)
+                t->cv[c] = t->ca[c]; /* hi is the saturation point */
             else
                 t->cv[c] = T[S - lo];
         }
@@ -428,7 +449,7 @@ int remat__mt_fill(const struct remat_profile *p, int64_t budget_bytes, size_t s
     for (size_t l = 1; l <= n; l++) {
         for (size_t i = 1; i <= l; i++) {
             size_t c = cell(t, i, l);
-            if (!prune) {
+            if (prune != 1) {
                 t->lo[c] = 0;
                 t->hi[c] = t->S + 1;
             } else {
@@ -452,7 +473,7 @@ int remat__mt_fill(const struct remat_profile *p, int64_t budget_bytes, size_t s
         return remat__error(err, REMAT_ENOMEM, "", "out of memory");
     }
     if (prune)
-        fill_pruned(t);
+        fill_pruned(t); /* with prune == 2 every range is [0, S] */
     else
         fill_full(t);
     *out = t;
@@ -566,7 +587,7 @@ static int rebuild(const struct remat__mt *t, size_t i, size_t l, int32_t m,
 
 int remat__mt_schedule(const struct remat__mt *t, size_t m, struct remat_schedule *out)
 {
-    if (!t->prune)
+    if (t->prune != 1)
         return REMAT_EUNSUPPORTED;
     if (m > (size_t)t->S)
         m = (size_t)t->S;

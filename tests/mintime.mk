@@ -5,3 +5,7 @@ TESTS += tests/test_mintime
 tests_test_mintime_SOURCES = tests/test_mintime.c
 tests_test_mintime_CFLAGS = $(AM_CFLAGS) $(JANSSON_CFLAGS) $(CMOCKA_CFLAGS)
 tests_test_mintime_LDADD = src/libremat_core.la $(CMOCKA_LIBS) $(JANSSON_LIBS) -lm
+
+dist_check_SCRIPTS += tests/mintime-cli.sh
+TESTS += tests/mintime-cli.sh
+EXTRA_DIST += tests/data/mintime/nested4.json

@@ -1,0 +1,167 @@
+# lib.sh - shared by the rematd end-to-end tests (sourced).
+#
+# Starts the real rematd on a free loopback port (--listen 127.0.0.1:0, the
+# bound port read back from --port-file) with a temporary data directory,
+# and talks HTTP to it with curl.  Every response is saved; responses of the
+# happy paths are listed in $T/manifest for the openapi.yaml schema check.
+set -u
+: "${top_srcdir:=$(cd "$(dirname "$0")/../.." && pwd)}"
+: "${top_builddir:=$top_srcdir}"
+REMATD=${REMATD:-$top_builddir/api/rematd}
+PYTHON=${PYTHON:-python3}
+T=$(mktemp -d "${TMPDIR:-/tmp}/remat-api-test.XXXXXX")
+N=0
+FAILS=0
+CHECKS=0
+PID=
+trap 'stop_rematd_kill; rm -rf "$T"' EXIT
+trap 'exit 1' INT TERM
+
+fail() {
+    FAILS=$((FAILS + 1))
+    echo "FAIL: $*"
+}
+ok() {
+    CHECKS=$((CHECKS + 1))
+}
+
+# start_rematd [flags...]: starts rematd with $T/data, sets PORT, BASE, PID.
+start_rematd() {
+    rm -f "$T/port"
+    "$REMATD" --listen 127.0.0.1:0 --data-dir "$T/data" --port-file "$T/port" "$@" \
+        2>>"$T/rematd.log" &
+    PID=$!
+    i=0
+    while [ ! -s "$T/port" ]; do
+        i=$((i + 1))
+        if [ $i -gt 200 ] || ! kill -0 "$PID" 2>/dev/null; then
+            echo "rematd did not start:"
+            cat "$T/rematd.log"
+            exit 1
+        fi
+        sleep 0.05
+    done
+    PORT=$(cat "$T/port")
+    BASE="http://127.0.0.1:$PORT"
+}
+
+# stop_rematd: SIGTERM, and the exit status must be 0.
+stop_rematd() {
+    [ -n "$PID" ] || return 0
+    kill -TERM "$PID"
+    if wait "$PID"; then ok; else fail "rematd exited with $? after SIGTERM"; fi
+    PID=
+}
+stop_rematd_kill() {
+    [ -n "$PID" ] && kill -9 "$PID" 2>/dev/null && wait "$PID" 2>/dev/null
+    PID=
+}
+
+# req METHOD PATH [curl args...]: sets CODE, CTYPE, BODY (file), HDRS (file).
+req() {
+    method=$1
+    path=$2
+    shift 2
+    N=$((N + 1))
+    BODY="$T/r$N.body"
+    HDRS="$T/r$N.hdrs"
+    CODE=$(curl -s -S -o "$BODY" -D "$HDRS" -w '%{http_code}' -X "$method" "$@" "$BASE$path") ||
+        CODE=000
+    CTYPE=$(sed -n 's/^[Cc]ontent-[Tt]ype: *\([^;\r]*\).*/\1/p' "$HDRS" | tail -1)
+}
+
+# post PATH JSON [curl args...]: a JSON POST.
+post() {
+    p=$1
+    d=$2
+    shift 2
+    req POST "$p" -H 'Content-Type: application/json' --data-binary "$d" "$@"
+}
+
+# header NAME: the value of a response header of the last request.
+header() {
+    tr -d '\r' <"$HDRS" | sed -n "s/^$1: *//Ip" | tail -1
+}
+
+# field NAME: a top-level string or number field of the last JSON body.
+field() {
+    "$PYTHON" -c 'import json,sys
+v = json.load(open(sys.argv[1])).get(sys.argv[2])
+print("" if v is None else (json.dumps(v) if isinstance(v, (dict, list)) else v))' "$BODY" "$1"
+}
+
+# expect STATUS TEMPLATE: checks the status of the last request and lists a
+# JSON body for the schema check under the openapi path TEMPLATE.
+expect() {
+    if [ "$CODE" != "$1" ]; then
+        fail "$method $path: want $1, got $CODE: $(head -c 400 "$BODY")"
+        return 1
+    fi
+    ok
+    [ -n "${2:-}" ] && echo "$method $2 $CODE ${CTYPE:-none} $BODY" >>"$T/manifest"
+    return 0
+}
+
+# problem NAME STATUS TYPE [POINTER]: the last response must be
+# application/problem+json with this status, type (and pointer).
+problem() {
+    name=$1
+    if [ "$CODE" != "$2" ]; then
+        fail "$name: want $2, got $CODE: $(head -c 300 "$BODY")"
+        return 1
+    fi
+    if [ "$CTYPE" != application/problem+json ]; then
+        fail "$name: content type $CTYPE, not application/problem+json"
+        return 1
+    fi
+    if ! grep -q "\"type\":\"/problems/$3\"" "$BODY"; then
+        fail "$name: want type /problems/$3: $(head -c 300 "$BODY")"
+        return 1
+    fi
+    if ! grep -q "\"status\":$2" "$BODY" || ! grep -q '"title":"' "$BODY" ||
+        ! grep -q '"detail":"' "$BODY"; then
+        fail "$name: problem without status, title or detail: $(head -c 300 "$BODY")"
+        return 1
+    fi
+    if [ -n "${4:-}" ] && ! grep -q "\"pointer\":\"$4\"" "$BODY"; then
+        fail "$name: want pointer $4: $(head -c 300 "$BODY")"
+        return 1
+    fi
+    ok
+    HOSTILE=$((${HOSTILE:-0} + 1))
+    echo "$method $path $CODE application/problem+json $BODY" >>"$T/problems"
+    return 0
+}
+
+# schema_check: validates every listed response against openapi.yaml.
+schema_check() {
+    if ! "$PYTHON" -c 'import jsonschema, yaml' 2>/dev/null; then
+        echo "SKIP schema check: python3-jsonschema or python3-yaml missing"
+        return 0
+    fi
+    if "$PYTHON" "$top_srcdir/tests/api/check_schema.py" "$top_srcdir/openapi.yaml" "$1"; then
+        ok
+    else
+        fail "responses do not match openapi.yaml"
+    fi
+}
+
+# A small valid profile: n stages (default 8).
+profile() {
+    n=${1:-8}
+    printf '{"format":"remat.profile/v1","input_bytes":1048576,"stages":['
+    i=1
+    while [ "$i" -le "$n" ]; do
+        [ "$i" -gt 1 ] && printf ','
+        printf '{"name":"s%d","out_bytes":%d,"saved_bytes":%d,"fwd_tmp_bytes":%d,"bwd_tmp_bytes":%d,"param_bytes":%d,"fwd_ms":%d.5,"bwd_ms":%d.25}' \
+            "$i" $(( (i % 3 + 1) * 4194304 )) $(( (i % 3 + 1) * 8388608 )) 1048576 2097152 \
+            $(( (i % 4) * 65536 )) $((i % 3)) $((i % 4 + 1))
+        i=$((i + 1))
+    done
+    printf ']}'
+}
+
+finish() {
+    echo "$CHECKS checks passed, $FAILS failed"
+    [ "$FAILS" -eq 0 ]
+}

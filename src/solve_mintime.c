@@ -438,7 +438,7 @@ int remat__mt_fill(const struct remat_profile *p, int64_t budget_bytes, size_t s
     t->sat = malloc(ncell * sizeof(int32_t));
     t->cv = malloc(ncell * sizeof(double));
     t->ca = malloc(ncell * sizeof(double));
-    t->off = malloc(ncell * sizeof(size_t));
+    t->off = calloc(ncell, sizeof(size_t)); /* pseudo-cells store nothing: 0 */
     if (!t->lo || !t->hi || !t->sat || !t->cv || !t->ca || !t->off) {
         remat__mt_free(t);
         return remat__error(err, REMAT_ENOMEM, "", "out of memory");

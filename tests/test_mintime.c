@@ -454,7 +454,16 @@ static void test_least_budget(void **state)
         assert_int_equal(solve(p, least, 0, &plan), REMAT_OK);
         check_plan(p, &plan, least);
         assert_int_equal(plan.peak_bytes, least);
-        assert_true(plan.peak_bytes <= best_single_level(p));
+        int64_t single = best_single_level(p);
+        assert_true(plan.peak_bytes <= single);
+        remat_plan_clear(&plan);
+        /* min-peak returns the best checkpoint set: the same bound. */
+        struct remat_options o;
+        remat_options_init(&o);
+        o.algorithm = REMAT_ALG_MIN_PEAK;
+        assert_int_equal(remat_solve(p, &o, &plan, NULL), REMAT_OK);
+        assert_int_equal(plan.peak_bytes, single);
+        assert_true(least <= plan.peak_bytes);
         remat_plan_clear(&plan);
         remat_profile_free(p);
     }
@@ -488,6 +497,13 @@ static void test_nested_beats_single_level(void **state)
     check_plan(p, &plan, least);
     assert_true(plan.peak_bytes < single);
     assert_false(plan.single_level);
+    remat_plan_clear(&plan);
+    struct remat_options o;
+    remat_options_init(&o);
+    o.algorithm = REMAT_ALG_MIN_PEAK;
+    assert_int_equal(remat_solve(p, &o, &plan, NULL), REMAT_OK);
+    assert_int_equal(plan.peak_bytes, single);
+    assert_true(least < plan.peak_bytes);
     remat_plan_clear(&plan);
     remat_profile_free(p);
 }

@@ -1,7 +1,7 @@
 /* solve_bench.c - times every solver on seeded random chains of 10 to
  * 1,000,000 stages and prints the median of repeated runs (make bench).
  *
- *   bench/solve_bench [--json] [--quick]
+ *   bench/solve_bench [--json] [--quick] [--only SOLVER]
  *
  * What is timed is the solver itself (the checkpoint choice), not the
  * schedule, simulation and JSON that remat_solve adds around it; the
@@ -126,13 +126,16 @@ static int cmp_i64(const void *a, const void *b)
 int main(int argc, char **argv)
 {
     struct bench_config cfg = {.json = 0, .scale = 1.0};
+    const char *only = NULL; /* --only: one solver, and no min-time part */
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "--json") == 0) {
             cfg.json = 1;
         } else if (strcmp(argv[i], "--quick") == 0) {
             cfg.scale = 0.1;
+        } else if (strcmp(argv[i], "--only") == 0 && i + 1 < argc) {
+            only = argv[++i];
         } else {
-            fprintf(stderr, "usage: solve_bench [--json] [--quick]\n");
+            fprintf(stderr, "usage: solve_bench [--json] [--quick] [--only SOLVER]\n");
             return 2;
         }
     }
@@ -147,7 +150,7 @@ int main(int argc, char **argv)
             return 1;
         }
         for (int w = 0; w < W_COUNT; w++) {
-            if (n > max_n[w])
+            if (n > max_n[w] || (only != NULL && strcmp(only, names[w]) != 0))
                 continue;
             /* One run to size the repetitions: about 0.3 s of runs (less
              * with --quick), at least 3 and at most 100,000. */
@@ -171,6 +174,7 @@ int main(int argc, char **argv)
         }
         remat_profile_free(p);
     }
-    bench_mintime(&cfg);
+    if (only == NULL)
+        bench_mintime(&cfg);
     return 0;
 }

@@ -18,3 +18,7 @@ src_libremat_la_LDFLAGS = -version-info $(REMAT_LT_VERSION) -export-symbols-rege
 include_HEADERS += src/remat.h
 pkgconfig_DATA += src/remat.pc
 EXTRA_DIST += src/remat.pc.in
+
+# The design notes of the core, installed with the library and shipped in the tarball.
+dist_doc_DATA += docs/profile.md docs/memory-model.md
+EXTRA_DIST += docs/examples/tiny-cnn.json

@@ -20,27 +20,16 @@
 #include "remat_private.h"
 
 struct prefix_work {
-    int64_t *S; /* S[j] = d_0 + ... + d_j */
-    double *F;  /* F[i] = fwd_ms of stages 1..i in stage order */
-    int64_t *M;
-    int64_t *V;
-    double *rec;
-    uint32_t *cnt;
-    uint32_t *next;
-    uint32_t *queue;
+    int64_t *S;      /* S[j] = d_0 + ... + d_j */
+    double *F;       /* F[i] = fwd_ms of stages 1..i in stage order */
+    int64_t *V;      /* V(j) = d_j + M(j) for 0 < j < n */
+    uint32_t *last;  /* the last checkpoint of the path chosen from i (i itself if none) */
+    uint32_t *cnt;   /* checkpoints on the path chosen from i, after i */
+    uint32_t *next;  /* the next checkpoint chosen from i (n: none) */
+    uint32_t *queue; /* paper-linear's queue, then the forward pass's deque */
+    int64_t m0;      /* M(0) */
+    void *mem;       /* one allocation behind the arrays: a million stages fault in once */
 };
-
-static void work_free(struct prefix_work *w)
-{
-    free(w->S);
-    free(w->F);
-    free(w->M);
-    free(w->V);
-    free(w->rec);
-    free(w->cnt);
-    free(w->next);
-    free(w->queue);
-}
 
 static int work_alloc(const struct remat_profile *p, struct prefix_work *w, struct remat_error *err)
 {
@@ -48,19 +37,18 @@ static int work_alloc(const struct remat_profile *p, struct prefix_work *w, stru
     memset(w, 0, sizeof *w);
     if (n > UINT32_MAX - 2)
         return remat__error(err, REMAT_ELIMIT, "/stages", "too many stages");
-    w->S = malloc((n + 1) * sizeof *w->S);
-    w->F = malloc((n + 1) * sizeof *w->F);
-    w->M = malloc((n + 1) * sizeof *w->M);
-    w->V = malloc((n + 1) * sizeof *w->V);
-    w->rec = malloc((n + 1) * sizeof *w->rec);
-    w->cnt = malloc((n + 1) * sizeof *w->cnt);
-    w->next = malloc((n + 1) * sizeof *w->next);
-    w->queue = malloc((n + 2) * sizeof *w->queue);
-    if (w->S == NULL || w->F == NULL || w->M == NULL || w->V == NULL || w->rec == NULL ||
-        w->cnt == NULL || w->next == NULL || w->queue == NULL) {
-        work_free(w);
+    size_t wide = (n + 1) * sizeof(int64_t), narrow = (n + 2) * sizeof(uint32_t);
+    char *mem = malloc(3 * wide + 4 * narrow);
+    if (mem == NULL)
         return remat__error(err, REMAT_ENOMEM, "", "out of memory for %zu stages", n);
-    }
+    w->mem = mem;
+    w->S = (int64_t *)mem;
+    w->F = (double *)(mem + wide);
+    w->V = (int64_t *)(mem + 2 * wide);
+    w->last = (uint32_t *)(mem + 3 * wide);
+    w->cnt = (uint32_t *)(mem + 3 * wide + narrow);
+    w->next = (uint32_t *)(mem + 3 * wide + 2 * narrow);
+    w->queue = (uint32_t *)(mem + 3 * wide + 3 * narrow);
     w->S[0] = p->input_bytes;
     w->F[0] = 0;
     for (size_t j = 1; j <= n; j++) {
@@ -70,16 +58,21 @@ static int work_alloc(const struct remat_profile *p, struct prefix_work *w, stru
     return REMAT_OK;
 }
 
-/* Records the choice next(i) = j of value val, with its tie keys. */
-static void take(struct prefix_work *w, size_t n, size_t i, size_t j, int64_t val)
+/* Records the choice next(i) = j of value M(i) = val, with its tie keys. */
+static void take(const struct remat_profile *p, struct prefix_work *w, size_t i, size_t j,
+                 int64_t val)
 {
-    w->M[i] = val;
+    size_t n = p->n_stages;
+    if (i > 0)
+        w->V[i] = remat__d(p, i) + val;
+    else
+        w->m0 = val;
     w->next[i] = (uint32_t)j;
     if (j == n) {
-        w->rec[i] = w->F[i];
+        w->last[i] = (uint32_t)i;
         w->cnt[i] = 0;
     } else {
-        w->rec[i] = w->rec[j];
+        w->last[i] = w->last[j];
         w->cnt[i] = w->cnt[j] + 1;
     }
 }
@@ -90,7 +83,7 @@ static int before(const struct prefix_work *w, size_t n, size_t i, size_t a, int
 {
     if (va != vb)
         return va < vb;
-    double ra = a == n ? w->F[i] : w->rec[a], rb = b == n ? w->F[i] : w->rec[b];
+    double ra = w->F[a == n ? i : w->last[a]], rb = w->F[b == n ? i : w->last[b]];
     if (ra != rb)
         return ra < rb;
     uint32_t ca = a == n ? 0 : w->cnt[a] + 1, cb = b == n ? 0 : w->cnt[b] + 1;
@@ -99,23 +92,88 @@ static int before(const struct prefix_work *w, size_t n, size_t i, size_t a, int
     return a < b;
 }
 
+/* The forward pass behind the first tie key.  With P* = d_0 + M(0) known, a
+ * set is optimal iff every segment term P_k + S_{c_{k+1}} - S_{c_k} is at
+ * most P*.  Keeping, per stage c, the least prefix P(c) over feasible paths
+ * 0 -> ... -> c (then the fewest checkpoints) decides exactly which stages
+ * can be the last checkpoint of an optimal set: c can iff
+ * P(c) + S_n - S_c <= P*, since a smaller prefix never hurts a later term.
+ * The candidates i of c are those with P(i) - S_i <= P* - S_c; that bound
+ * falls as c grows, so a candidate that fails once fails for good, and a
+ * later candidate with a key (P, count) no larger dominates an earlier one.
+ * A deque sorted by key from the front therefore gives each P(c) in
+ * amortised O(1): O(n) in all.  Writes the set into out (n entries of room)
+ * and returns its size. */
+static size_t least_recompute_last(const struct remat_profile *p, struct prefix_work *w,
+                                   int64_t pstar)
+{
+    size_t n = p->n_stages;
+    const int64_t *S = w->S;
+    int64_t *P = w->V;      /* P(c); the DP's V is no longer needed */
+    uint32_t *cnt = w->cnt; /* checkpoints on the path to c, c included */
+    uint32_t *pred = w->next;
+    uint32_t *dq = w->queue;
+    size_t head = 0, tail = 0;
+    P[0] = p->input_bytes;
+    cnt[0] = 0;
+    dq[tail++] = 0;
+    size_t last = 0;
+    int have = S[n] <= pstar; /* the empty set: one segment, B = S_n */
+    for (size_t c = 1; c < n; c++) {
+        while (head < tail && P[dq[head]] - S[dq[head]] > pstar - S[c])
+            head++;
+        if (head == tail)
+            break; /* no later stage is reachable either */
+        size_t i = dq[head];
+        P[c] = P[i] + remat__d(p, c);
+        cnt[c] = cnt[i] + 1;
+        pred[c] = (uint32_t)i;
+        while (head < tail &&
+               (P[dq[tail - 1]] > P[c] || (P[dq[tail - 1]] == P[c] && cnt[dq[tail - 1]] >= cnt[c])))
+            tail--;
+        dq[tail++] = (uint32_t)c;
+        if (P[c] + S[n] - S[c] <= pstar &&
+            (!have || w->F[c] < w->F[last] || (w->F[c] == w->F[last] && cnt[c] < cnt[last]))) {
+            last = c;
+            have = 1;
+        }
+    }
+    return last;
+}
+
 static int finish(const struct remat_profile *p, struct prefix_work *w, struct remat_plan *plan,
                   struct remat_error *err)
 {
     size_t n = p->n_stages;
-    size_t m = 0;
-    /* The chosen path is written into queue, which is no longer needed. */
-    for (size_t i = w->next[0]; i < n; i = w->next[i])
-        w->queue[m++] = (uint32_t)i;
+    size_t m = w->cnt[0];
+    int64_t pstar = p->input_bytes + w->m0;
     size_t *ck = malloc((m > 0 ? m : 1) * sizeof *ck);
     if (ck == NULL)
         return remat__error(err, REMAT_ENOMEM, "", "out of memory");
-    for (size_t k = 0; k < m; k++)
-        ck[k] = w->queue[k];
+    m = 0;
+    for (size_t i = w->next[0]; i < n; i = w->next[i])
+        ck[m++] = i;
+    /* Both sets are optimal; keep the one first in the tie order. */
+    size_t last = least_recompute_last(p, w, pstar);
+    size_t m_alt = last == 0 ? 0 : w->cnt[last];
+    size_t *alt = malloc((m_alt > 0 ? m_alt : 1) * sizeof *alt);
+    if (alt == NULL) {
+        free(ck);
+        return remat__error(err, REMAT_ENOMEM, "", "out of memory");
+    }
+    for (size_t c = last, k = m_alt; k > 0; c = w->next[c])
+        alt[--k] = c;
+    if (remat__tie_cmp(p, alt, m_alt, ck, m) < 0) {
+        free(ck);
+        ck = alt;
+        m = m_alt;
+    } else {
+        free(alt);
+    }
     free(plan->checkpoints);
     plan->checkpoints = ck;
     plan->n_checkpoints = m;
-    plan->objective_value = p->input_bytes + w->M[0];
+    plan->objective_value = pstar;
     return REMAT_OK;
 }
 
@@ -140,12 +198,10 @@ int remat__prefix_ref(const struct remat_profile *p, struct remat_plan *plan,
                 best_val = val;
             }
         }
-        take(&w, n, i, best, best_val);
-        if (i > 0)
-            w.V[i] = remat__d(p, i) + w.M[i];
+        take(p, &w, i, best, best_val);
     }
     rc = finish(p, &w, plan, err);
-    work_free(&w);
+    free(w.mem);
     return rc;
 }
 
@@ -194,11 +250,9 @@ int remat__solve_paper_linear(const struct remat_profile *p, struct remat_plan *
                 val = V[jp];
             }
         }
-        take(&w, n, i, best, val);
-        if (i > 0)
-            w.V[i] = remat__d(p, i) + w.M[i];
+        take(p, &w, i, best, val);
     }
     rc = finish(p, &w, plan, err);
-    work_free(&w);
+    free(w.mem);
     return rc;
 }

@@ -4,7 +4,8 @@ response schemas of openapi.yaml.
 
 Usage: check_schema.py OPENAPI.yaml MANIFEST
 MANIFEST lines: METHOD PATH-TEMPLATE STATUS CONTENT-TYPE FILE
-(e.g. "post /v1/plans 201 application/json /tmp/x/3.json").  Every
+(e.g. "post /v1/plans 201 application/json /tmp/x/3.json"); a PATH-TEMPLATE
+of "-" checks the body against the Problem schema alone.  Every
 $ref is resolved in place (the document has no recursive references but
 Layer, which is cut at depth), then each body is validated with the
 Draft 2020-12 validator (OpenAPI 3.1 schemas are JSON Schema 2020-12)."""
@@ -43,7 +44,17 @@ def main():
     checked = 0
     with open(sys.argv[2]) as f:
         lines = [l.split() for l in f if l.strip()]
+    problem = resolve(doc["components"]["schemas"]["Problem"], doc)
     for method, path, status, ctype, body_file in lines:
+        if path == "-":
+            # An error from any route: the Problem schema itself.
+            with open(body_file) as f:
+                errors = list(jsonschema.Draft202012Validator(problem).iter_errors(json.load(f)))
+            for e in errors[:3]:
+                print(f"FAIL {method} {status} problem: {e.message}")
+            failures += 1 if errors else 0
+            checked += 1
+            continue
         op = doc["paths"].get(path, {}).get(method.lower())
         if op is None:
             print(f"FAIL {method} {path}: not in openapi.yaml")

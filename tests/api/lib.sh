@@ -129,7 +129,7 @@ problem() {
     fi
     ok
     HOSTILE=$((${HOSTILE:-0} + 1))
-    echo "$method $path $CODE application/problem+json $BODY" >>"$T/problems"
+    echo "$method - $CODE application/problem+json $BODY" >>"$T/problems"
     return 0
 }
 

@@ -157,11 +157,6 @@ static void bench_solve(const struct bench_config *cfg, size_t n, size_t slots, 
              slots, o.budget_bytes, peak, total_ms, sa_ms, pruned_bytes, fill_ns, nofloor_ns,
              rotor_ns, full_bytes);
     bench_report(cfg, "min-time", n, solve_ns, runs, extra);
-    if (!cfg->json)
-        printf("    S=%zu: table %.2f MiB (unpruned %.2f MiB); fill %.3f ms (same loops "
-               "unpruned %.3f ms; Rotor's per-m loop %.3f ms)\n",
-               slots, (double)pruned_bytes / 1048576.0, (double)full_bytes / 1048576.0,
-               (double)fill_ns / 1e6, (double)nofloor_ns / 1e6, (double)rotor_ns / 1e6);
     remat_profile_free(p);
 }
 

@@ -26,7 +26,7 @@ json_t *remat__nested_segments_json(const struct remat_profile *p, const struct 
 
 #define REMAT_MT_DEFAULT_SLOTS 500
 #define REMAT_MT_MAX_SLOTS 100000
-#define REMAT_MT_MAX_STAGES 2000
+#define REMAT_MT_MAX_STAGES 1000
 /* The most table memory one fill may take. */
 #define REMAT_MT_MAX_TABLE_BYTES (INT64_C(512) << 20)
 

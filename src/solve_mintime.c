@@ -229,9 +229,10 @@ static void floors(struct remat__mt *t)
 /* Relaxes T[m] for m in [ms, me) with (c + A(m - ka)) + B(m + kb), where A
  * reads array A[m - ka] below bA and the constant cva from bA on, and B
  * likewise with bB.  The four loops are the four combinations, each a plain
- * loop the compiler can vectorise. */
-static void relax(double *T, int32_t ms, int32_t me, double c, const double *A, int32_t ka,
-                  int32_t bA, double cva, const double *B, int32_t kb, int32_t bB, double cvb)
+ * loop the compiler can vectorise (T, A and B are distinct cells). */
+static void relax(double *restrict T, int32_t ms, int32_t me, double c, const double *restrict A,
+                  int32_t ka, int32_t bA, double cva, const double *restrict B, int32_t kb,
+                  int32_t bB, double cvb)
 {
     int32_t m = ms;
     while (m < me) {
@@ -315,34 +316,42 @@ static void fill_pruned(struct remat__mt *t)
                     int32_t s0 = max32(max32(lo, fd), max32(t->lo[ca] + aj, t->lo[cb] - dj));
                     if (s0 >= hi)
                         continue;
-                    int32_t end = me;
-                    if (t->prune == 1) {
-                        /* The option costs at least its forward run plus both
-                         * parts unconstrained; T only falls with m, so where
-                         * T is already that low the option cannot win, from
-                         * some m on: find it by bisection.  The margin keeps
-                         * rounding from cutting a real improvement. */
-                        double lb = (cf + t->ca[ca]) + t->ca[cb];
-                        double thr = lb - 1e-12 * fabs(lb);
-                        int32_t a0 = s0 - lo, b0 = me;
-                        while (a0 < b0) {
-                            int32_t mid = a0 + (b0 - a0) / 2;
-                            if (T[mid] <= thr)
-                                b0 = mid;
-                            else
-                                a0 = mid + 1;
-                        }
-                        end = a0;
-                        if (end <= s0 - lo)
-                            continue;
-                    }
                     /* A at m - aj (array below hi[ca] + aj); B at min(m + dj, S)
                      * (array below min(hi[cb], S) - dj, where index S is
-                     * cv[cb] either way). */
-                    int32_t bB = min32(t->hi[cb], S) - dj;
-                    relax(T, s0 - lo, end, cf, cell_vals(t, ca), aj + t->lo[ca] - lo,
-                          t->hi[ca] + aj - lo, t->cv[ca], cell_vals(t, cb), dj - t->lo[cb] + lo,
-                          bB - lo, t->cv[cb]);
+                     * cv[cb] either way).  In T's indices k = m - lo: */
+                    const double *A = cell_vals(t, ca), *B = cell_vals(t, cb);
+                    int32_t ka = aj + t->lo[ca] - lo, bA = t->hi[ca] + aj - lo;
+                    int32_t kb = dj - t->lo[cb] + lo, bB = min32(t->hi[cb], S) - dj - lo;
+                    int32_t k0 = s0 - lo, end = me;
+                    if (t->prune == 1) {
+                        /* The option's value only falls with m, so its value
+                         * at the top of the range bounds it below everywhere;
+                         * T only falls with m too, so where T is already at
+                         * or under that bound the option cannot win, from
+                         * some k on: bisect for it, then again with the
+                         * value at the new top.  The margin keeps rounding
+                         * from cutting a real improvement. */
+                        for (int round = 0; round < 3 && end > k0; round++) {
+                            int32_t k = end - 1;
+                            double v = (cf + (k < bA ? A[k - ka] : t->cv[ca])) +
+                                       (k < bB ? B[k + kb] : t->cv[cb]);
+                            double thr = v - 1e-12 * fabs(v);
+                            int32_t a0 = k0, b0 = end;
+                            while (a0 < b0) {
+                                int32_t mid = a0 + (b0 - a0) / 2;
+                                if (T[mid] <= thr)
+                                    b0 = mid;
+                                else
+                                    a0 = mid + 1;
+                            }
+                            if (a0 == end)
+                                break;
+                            end = a0;
+                        }
+                        if (end <= k0)
+                            continue;
+                    }
+                    relax(T, k0, end, cf, A, ka, bA, t->cv[ca], B, kb, bB, t->cv[cb]);
                 }
             }
             if (lo > S)

@@ -6,8 +6,8 @@
 #include <stdint.h>
 
 struct bench_config {
-    int json;        /* --json: one JSON object per line instead of the table */
-    double scale;    /* --quick makes this < 1: fewer repetitions */
+    int json;     /* --json: one JSON object per line instead of the table */
+    double scale; /* --quick makes this < 1: fewer repetitions */
 };
 
 /* Prints one result as a table row or, with cfg->json, as

@@ -22,11 +22,13 @@ int remat__min_peak_ref(const struct remat_profile *p, struct remat_plan *plan,
                         struct remat_error *err);
 
 enum remat__minpeak_method {
-    REMAT__MINPEAK_AUTO = 0, /* the quadratic program for small chains, else the tree */
-    REMAT__MINPEAK_REF = 1,  /* the quadratic program */
-    REMAT__MINPEAK_TREE = 2  /* the tree at every size (it falls back to the quadratic
-                                program when some saved_bytes < out_bytes) */
+    REMAT__MINPEAK_AUTO = 0,        /* direct scans, then the tree past a work budget */
+    REMAT__MINPEAK_REF = 1,         /* the quadratic program */
+    REMAT__MINPEAK_TREE = 2,        /* the tree throughout */
+    REMAT__MINPEAK_EARLY_SWITCH = 3 /* AUTO with a budget of n, so tests see the switch */
 };
+/* Every method but REF falls back to the quadratic program when some
+ * saved_bytes < out_bytes (a profile remat_profile_validate refuses). */
 
 /* Either of the above with the method chosen, so that the tests can run the
  * tree on small chains. */

@@ -23,7 +23,7 @@
  * found by one descent because B is non-decreasing in j.
  *
  * The checkpoint set is then read off the values M(i) by a forward greedy
- * scan that is exact for the lexicographic tie-break (docs/min-peak.md).
+ * scan (pick_set), the same for both programs, so they return the same set.
  */
 #include "minpeak.h"
 
@@ -37,9 +37,13 @@
 #define INF (INT64_C(1) << 61)
 #define NONE INT64_MIN
 
-/* Below this many stages the quadratic program is faster than building the
- * tree (measured with bench/solve_bench; both are exact). */
-#define SMALL_N 96
+/* The direct scans may look at SCAN_PER_STAGE * n + SCAN_BASE candidates in
+ * all before the sweep moves to the tree (dp_fast).  On real and random
+ * chains they stop after a few candidates each and never reach it, and they
+ * are several times faster than the tree; SCAN_BASE keeps chains of a few
+ * hundred stages, where even n^2/2 is small, on the scans. */
+#define SCAN_PER_STAGE 32
+#define SCAN_BASE 4096
 
 static inline int64_t max64(int64_t a, int64_t b)
 {
@@ -55,18 +59,18 @@ static inline int64_t min64(int64_t a, int64_t b)
  * where it means something), all relative to W, the weights. */
 struct chain {
     size_t n;
-    int64_t w;     /* W: the weights, live throughout */
-    int64_t loss;  /* Sb_n + x_n: the LOSS op of the last segment */
+    int64_t w;        /* W: the weights, live throughout */
+    int64_t loss;     /* Sb_n + x_n: the LOSS op of the last segment */
     int saved_ge_out; /* every x̄_i >= x_i: the no-grad forward term is dominated */
-    int64_t *x;    /* x_i, out_bytes; x_0 the input */
-    int64_t *sb;   /* Sb_i = x̄_1 + ... + x̄_i */
-    int64_t *u;    /* u_l = Sb_l + f_l: F_all(l) during recompute */
-    int64_t *beta; /* beta_l = Sb_l + x_l + G_{>=l} + [l>1] x_{l-1} + b_l: B(l) */
-    int64_t *gam;  /* gam_j = x_j + G_{>j}: delta_j and dW live while segment (., j] recomputes */
-    int64_t *g;    /* g_l = x_l + f_l: F_∅/F_ck(l); h_l = x_{l-1} + g_l when l is not first */
-    int64_t *m;    /* M(i), i in 0..n-1 */
-    int64_t *tl;   /* Tlast(i), i in 0..n-1 */
-    int64_t *mem;  /* the one allocation behind the arrays */
+    int64_t *x;       /* x_i, out_bytes; x_0 the input */
+    int64_t *sb;      /* Sb_i = x̄_1 + ... + x̄_i */
+    int64_t *u;       /* u_l = Sb_l + f_l: F_all(l) during recompute */
+    int64_t *beta;    /* beta_l = Sb_l + x_l + G_{>=l} + [l>1] x_{l-1} + b_l: B(l) */
+    int64_t *gam; /* gam_j = x_j + G_{>j}: delta_j and dW live while segment (., j] recomputes */
+    int64_t *g;   /* g_l = x_l + f_l: F_∅/F_ck(l); h_l = x_{l-1} + g_l when l is not first */
+    int64_t *m;   /* M(i), i in 0..n-1 */
+    int64_t *tl;  /* Tlast(i), i in 0..n-1 */
+    int64_t *mem; /* the one allocation behind the arrays */
 };
 
 static void chain_free(struct chain *c)
@@ -180,21 +184,35 @@ static void dp_ref(struct chain *c)
 }
 
 /* ------------------------------------------------------------------------
- * The fast sweep: a segment tree over candidates j with two lazy prefix
- * assignments (U and B).  Arrays of structure-of-arrays, one allocation.
+ * The fast sweep: a segment tree over candidates j with two lazy range
+ * assignments (U and B).
  *
  * Over the uncrossed leaves of a node: mgv = max(gam_j - V_j), mnv =
  * max(-V_j), k1 = max(gam_j - V_j + U_j), k2 = max(B_j - V_j); a leaf
  * crosses when max(k1, k2) >= Sb_i.  Over the crossed leaves: ming =
  * min gam_j, minx = min(gam_j + U_j).  Over all leaves: maxb = max B_j, which
- * is B at the node's last real leaf because B is non-decreasing in j.
- * lzu/lzb: pending assignments of an internal node; at a leaf, its U and B.
+ * is B at the node's last active leaf because B is non-decreasing in j (the
+ * inactive leaves j <= i keep B = 0, below every real B).
+ *
+ * lzu/lzb: a pending assignment of the whole node (NONE when there is none);
+ * at a leaf, its own U and B.  Assignments are "set", so along any path from
+ * the root the pending assignment nearest the root is the newest and holds
+ * for every leaf below it.  That lets the descents read without pushing
+ * (they carry the nearest pending value down) and lets a leaf change be
+ * pulled up without pushing (a node recombines its children, then re-applies
+ * its own pending assignment from the fields that do not depend on U or B:
+ * mgv, mnv, ming).  Only an assignment that covers part of a node pushes.
  */
+struct node {
+    int64_t k1, k2, mgv, mnv, ming, minx, maxb, pad; /* one cache line */
+};
+
 struct tree {
     size_t size; /* leaves, a power of two >= n */
     int log;
-    int64_t *mgv, *mnv, *k1, *k2, *ming, *minx, *maxb, *lzu, *lzb;
-    int64_t *mem;
+    struct node *nd;
+    int64_t *lzu, *lzb;
+    void *mem;
 };
 
 static int tree_init(struct tree *t, size_t n)
@@ -206,25 +224,20 @@ static int tree_init(struct tree *t, size_t n)
         t->log++;
     }
     size_t len = 2 * t->size;
-    t->mem = malloc(9 * len * sizeof(int64_t));
+    t->mem = malloc(len * (sizeof(struct node) + 2 * sizeof(int64_t)));
     if (!t->mem)
         return -1;
-    t->mgv = t->mem;
-    t->mnv = t->mgv + len;
-    t->k1 = t->mnv + len;
-    t->k2 = t->k1 + len;
-    t->ming = t->k2 + len;
-    t->minx = t->ming + len;
-    t->maxb = t->minx + len;
-    t->lzu = t->maxb + len;
+    t->nd = t->mem;
+    t->lzu = (int64_t *)(t->nd + len);
     t->lzb = t->lzu + len;
     for (size_t v = 1; v < len; v++) {
-        t->mgv[v] = t->mnv[v] = t->k1[v] = t->k2[v] = -INF;
-        t->ming[v] = t->minx[v] = INF;
-        /* Leaves start at U = B = 0, at most any real value, so B stays
-         * non-decreasing in j; every real leaf is assigned before it is
-         * read.  Internal nodes start with nothing pending. */
-        t->maxb[v] = 0;
+        struct node *x = &t->nd[v];
+        x->k1 = x->k2 = x->mgv = x->mnv = -INF;
+        x->ming = x->minx = INF;
+        x->maxb = 0;
+        x->pad = 0;
+        /* Leaves start at U = B = 0, below every real value, so B stays
+         * non-decreasing in j. */
         t->lzu[v] = t->lzb[v] = v >= t->size ? 0 : NONE;
     }
     return 0;
@@ -232,15 +245,15 @@ static int tree_init(struct tree *t, size_t n)
 
 static inline void apply_u(struct tree *t, size_t v, int64_t c)
 {
-    t->k1[v] = t->mgv[v] + c;
-    t->minx[v] = t->ming[v] + c;
+    t->nd[v].k1 = t->nd[v].mgv + c;
+    t->nd[v].minx = t->nd[v].ming + c;
     t->lzu[v] = c;
 }
 
 static inline void apply_b(struct tree *t, size_t v, int64_t c)
 {
-    t->k2[v] = t->mnv[v] + c;
-    t->maxb[v] = c;
+    t->nd[v].k2 = t->nd[v].mnv + c;
+    t->nd[v].maxb = c;
     t->lzb[v] = c;
 }
 
@@ -260,48 +273,61 @@ static inline void push(struct tree *t, size_t v)
 
 static inline void pull(struct tree *t, size_t v)
 {
-    size_t l = 2 * v, r = l + 1;
-    t->mgv[v] = max64(t->mgv[l], t->mgv[r]);
-    t->mnv[v] = max64(t->mnv[l], t->mnv[r]);
-    t->k1[v] = max64(t->k1[l], t->k1[r]);
-    t->k2[v] = max64(t->k2[l], t->k2[r]);
-    t->ming[v] = min64(t->ming[l], t->ming[r]);
-    t->minx[v] = min64(t->minx[l], t->minx[r]);
-    t->maxb[v] = max64(t->maxb[l], t->maxb[r]);
-}
-
-static inline void push_path(struct tree *t, size_t leaf)
-{
-    for (int s = t->log; s >= 1; s--)
-        push(t, leaf >> s);
+    const struct node *l = &t->nd[2 * v], *r = l + 1;
+    struct node *x = &t->nd[v];
+    x->mgv = max64(l->mgv, r->mgv);
+    x->mnv = max64(l->mnv, r->mnv);
+    x->ming = min64(l->ming, r->ming);
+    if (t->lzu[v] == NONE) {
+        x->k1 = max64(l->k1, r->k1);
+        x->minx = min64(l->minx, r->minx);
+    } else {
+        x->k1 = x->mgv + t->lzu[v];
+        x->minx = x->ming + t->lzu[v];
+    }
+    if (t->lzb[v] == NONE) {
+        x->k2 = max64(l->k2, r->k2);
+        x->maxb = max64(l->maxb, r->maxb);
+    } else {
+        x->k2 = x->mnv + t->lzb[v];
+        x->maxb = t->lzb[v];
+    }
 }
 
 static inline void pull_path(struct tree *t, size_t leaf)
 {
-    for (int s = 1; s <= t->log; s++)
-        pull(t, leaf >> s);
+    for (size_t v = leaf >> 1; v >= 1; v >>= 1)
+        pull(t, v);
 }
 
-/* Leaf j becomes an uncrossed candidate of cost V. */
-static void tree_activate(struct tree *t, size_t j, int64_t gam, int64_t v)
+/* Leaf j becomes an uncrossed candidate of cost v, with U_j = u and B_j = b.
+ * No assignment pending above it: every earlier one covered only leaves of
+ * larger j, so no node above leaf j was covered whole. */
+static void tree_activate(struct tree *t, size_t j, int64_t gam, int64_t v, int64_t u, int64_t b)
 {
     size_t leaf = t->size + j;
-    push_path(t, leaf);
-    t->mgv[leaf] = gam - v;
-    t->mnv[leaf] = -v;
-    t->k1[leaf] = t->mgv[leaf] + t->lzu[leaf];
-    t->k2[leaf] = t->mnv[leaf] + t->lzb[leaf];
+    struct node *x = &t->nd[leaf];
+    x->mgv = gam - v;
+    x->mnv = -v;
+    x->k1 = x->mgv + u;
+    x->k2 = x->mnv + b;
+    x->maxb = b;
+    t->lzu[leaf] = u;
+    t->lzb[leaf] = b;
     pull_path(t, leaf);
 }
 
-/* Assigns U (which = 0) or B (which = 1) = c on leaves [0, r). */
-static void tree_assign_prefix(struct tree *t, int which, size_t r, int64_t c)
+/* Assigns U (which = 0) or B (which = 1) = c on leaves [lo, hi), lo < hi. */
+static void tree_assign(struct tree *t, int which, size_t lo, size_t hi, int64_t c)
 {
-    size_t lo = t->size, hi = t->size + r;
-    for (int s = t->log; s >= 1; s--)
-        if (((hi >> s) << s) != hi)
-            push(t, (hi - 1) >> s);
-    for (size_t a = lo, b = hi; a < b; a >>= 1, b >>= 1) {
+    size_t l = lo + t->size, r = hi + t->size;
+    for (int s = t->log; s >= 1; s--) {
+        if (((l >> s) << s) != l)
+            push(t, l >> s);
+        if (((r >> s) << s) != r)
+            push(t, (r - 1) >> s);
+    }
+    for (size_t a = l, b = r; a < b; a >>= 1, b >>= 1) {
         if (a & 1) {
             which ? apply_b(t, a, c) : apply_u(t, a, c);
             a++;
@@ -311,51 +337,76 @@ static void tree_assign_prefix(struct tree *t, int which, size_t r, int64_t c)
             which ? apply_b(t, b, c) : apply_u(t, b, c);
         }
     }
-    for (int s = 1; s <= t->log; s++)
-        if (((hi >> s) << s) != hi)
-            pull(t, (hi - 1) >> s);
+    for (int s = 1; s <= t->log; s++) {
+        if (((l >> s) << s) != l)
+            pull(t, l >> s);
+        if (((r >> s) << s) != r)
+            pull(t, (r - 1) >> s);
+    }
+}
+
+/* The fields of node v as its nearest pending ancestor assignment (eu, eb;
+ * NONE for none) makes them. */
+static inline int64_t eff_key(const struct tree *t, size_t v, int64_t eu, int64_t eb)
+{
+    const struct node *x = &t->nd[v];
+    int64_t k1 = eu == NONE ? x->k1 : x->mgv + eu;
+    int64_t k2 = eb == NONE ? x->k2 : x->mnv + eb;
+    return max64(k1, k2);
 }
 
 /* Crosses one uncrossed leaf with max(k1, k2) >= thr (the root has one). */
 static void tree_cross_one(struct tree *t, const int64_t *gam, int64_t thr)
 {
     size_t v = 1;
+    int64_t eu = NONE, eb = NONE;
     while (v < t->size) {
-        push(t, v);
+        if (eu == NONE)
+            eu = t->lzu[v];
+        if (eb == NONE)
+            eb = t->lzb[v];
         v *= 2;
-        if (max64(t->k1[v], t->k2[v]) < thr)
+        if (eff_key(t, v, eu, eb) < thr)
             v++;
     }
     size_t j = v - t->size;
-    t->mgv[v] = t->mnv[v] = t->k1[v] = t->k2[v] = -INF;
-    t->ming[v] = gam[j];
-    t->minx[v] = gam[j] + t->lzu[v];
+    struct node *x = &t->nd[v];
+    int64_t u = eu == NONE ? t->lzu[v] : eu;
+    x->mgv = x->mnv = x->k1 = x->k2 = -INF;
+    x->ming = gam[j];
+    x->minx = gam[j] + u;
     pull_path(t, v);
 }
 
 /* min over crossed j of max(gam_j + U_j, B_j), INF when none: with Q_t the
- * least gam_j + U_j over crossed j <= t (non-increasing) and B_t
+ * least gam_j + U_j over crossed j <= t (non-increasing in t) and B_t
  * non-decreasing, it is min(B_t*, Q_{t*-1}) at the first t* with
  * B_t* >= Q_t*, or Q at the end when there is no such t*. */
-static int64_t tree_crossed_min(struct tree *t)
+static int64_t tree_crossed_min(const struct tree *t)
 {
-    if (t->maxb[1] < t->minx[1])
-        return t->minx[1];
+    if (t->nd[1].maxb < t->nd[1].minx)
+        return t->nd[1].minx;
     size_t v = 1;
-    int64_t q = INF;
+    int64_t q = INF, eu = NONE, eb = NONE;
     while (v < t->size) {
-        push(t, v);
+        if (eu == NONE)
+            eu = t->lzu[v];
+        if (eb == NONE)
+            eb = t->lzb[v];
         v *= 2;
-        if (t->maxb[v] < min64(q, t->minx[v])) {
-            q = min64(q, t->minx[v]);
+        const struct node *x = &t->nd[v];
+        int64_t minx = eu == NONE ? x->minx : x->ming + eu;
+        int64_t maxb = eb == NONE ? x->maxb : eb;
+        if (maxb < min64(q, minx)) {
+            q = min64(q, minx);
             v++;
         }
     }
-    return min64(t->maxb[v], q);
+    return min64(eb == NONE ? t->nd[v].maxb : eb, q);
 }
 
 /* Monotone stack of blocks of candidates with equal running maximum, left
- * (smallest j) on top: push_stage returns the end of the block that the
+ * (smallest j) on top: blocks_push returns the end of the block that the
  * new stage's value now covers. */
 struct blocks {
     size_t top;
@@ -374,22 +425,59 @@ static size_t blocks_push(struct blocks *s, size_t j, int64_t v, size_t n)
     return r;
 }
 
-static int dp_fast(struct chain *c)
+/* The tree for step i built from scratch: every candidate j in (i, n) with
+ * U(i,j) and B(i,j) from the block stacks and its crossed state tested
+ * directly.  O(size). */
+static void tree_build(struct tree *t, const struct chain *c, size_t i, const struct blocks *su,
+                       const struct blocks *sbk)
 {
     size_t n = c->n;
-    struct tree t;
-    if (tree_init(&t, n))
-        return -1;
+    int64_t *uv = t->lzu + t->size, *bv = t->lzb + t->size;
+    for (size_t k = 0; k < su->top; k++)
+        for (size_t j = su->start[k], e = k > 0 ? su->start[k - 1] : n; j < e; j++)
+            uv[j] = su->val[k];
+    for (size_t k = 0; k < sbk->top; k++)
+        for (size_t j = sbk->start[k], e = k > 0 ? sbk->start[k - 1] : n; j < e; j++)
+            bv[j] = sbk->val[k];
+    for (size_t j = i + 1; j < n; j++) {
+        struct node *x = &t->nd[t->size + j];
+        int64_t v = c->x[j] + c->m[j];
+        x->maxb = bv[j];
+        if (max64(c->gam[j] + uv[j], bv[j]) - c->sb[i] >= v) {
+            x->ming = c->gam[j];
+            x->minx = c->gam[j] + uv[j];
+        } else {
+            x->mgv = c->gam[j] - v;
+            x->mnv = -v;
+            x->k1 = x->mgv + uv[j];
+            x->k2 = x->mnv + bv[j];
+        }
+    }
+    for (size_t v = t->size - 1; v >= 1; v--)
+        pull(t, v);
+}
+
+/* M(i) for every i.  Each step first scans the candidates j = i+1, i+2, ...
+ * directly, stopping as soon as B(i,j) - Sb_i reaches the best value found
+ * (no later j can beat it): on real chains that takes a few candidates.
+ * When the scans have looked at `budget` candidates in all, the rest of the
+ * sweep runs on the tree, built once for the step at hand; so the total is
+ * O(budget + n log n).  budget 0 runs the tree throughout. */
+static int dp_fast(struct chain *c, size_t budget)
+{
+    size_t n = c->n;
+    struct tree t = {0};
     size_t *bstart = malloc(2 * n * sizeof(size_t));
     int64_t *bval = malloc(2 * n * sizeof(int64_t));
     if (!bstart || !bval) {
         free(bstart);
         free(bval);
-        free(t.mem);
         return -1;
     }
     struct blocks su = {0, bstart, bval}, sbk = {0, bstart + n, bval + n};
 
+    int tree_mode = 0;
+    size_t work = 0;
     int64_t ul = -INF, bl = -INF;
     for (size_t i = n; i-- > 0;) {
         ul = max64(ul, c->u[i + 1]);
@@ -399,16 +487,47 @@ static int dp_fast(struct chain *c)
             c->m[i] = c->tl[i];
             continue;
         }
-        size_t j = i + 1; /* the new candidate and the new stage of every segment */
-        tree_activate(&t, j, c->gam[j], c->x[j] + c->m[j]);
-        tree_assign_prefix(&t, 0, blocks_push(&su, j, c->u[j], n), c->u[j]);
-        tree_assign_prefix(&t, 1, blocks_push(&sbk, j, c->beta[j], n), c->beta[j]);
-
+        /* Stage j = i + 1 joins every segment (i, j'] and j is the new
+         * candidate: U(i, j) = u_j, B(i, j) = beta_j. */
+        size_t j = i + 1;
+        int64_t uj = c->u[j], bj = c->beta[j];
+        size_t ru = blocks_push(&su, j, uj, n), rb = blocks_push(&sbk, j, bj, n);
         int64_t thr = c->sb[i];
-        while (max64(t.k1[1], t.k2[1]) >= thr)
-            tree_cross_one(&t, c->gam, thr);
+        int64_t best = c->tl[i];
 
-        int64_t best = min64(c->tl[i], -t.mnv[1]);
+        if (!tree_mode) {
+            int64_t uu = -INF, bb = -INF;
+            size_t jj = j;
+            for (; jj < n && work < budget; jj++, work++) {
+                uu = max64(uu, c->u[jj]);
+                bb = max64(bb, c->beta[jj]);
+                if (bb - thr >= best)
+                    break;
+                int64_t v = max64(max64(c->gam[jj] + uu, bb) - thr, c->x[jj] + c->m[jj]);
+                best = min64(best, v);
+            }
+            if (jj >= n || work < budget) {
+                c->m[i] = best;
+                continue;
+            }
+            if (tree_init(&t, n)) {
+                free(bstart);
+                free(bval);
+                return -1;
+            }
+            tree_build(&t, c, i, &su, &sbk);
+            tree_mode = 1;
+            best = c->tl[i];
+        } else {
+            tree_activate(&t, j, c->gam[j], c->x[j] + c->m[j], uj, bj);
+            if (ru > j + 1)
+                tree_assign(&t, 0, j + 1, ru, uj);
+            if (rb > j + 1)
+                tree_assign(&t, 1, j + 1, rb, bj);
+            while (max64(t.nd[1].k1, t.nd[1].k2) >= thr)
+                tree_cross_one(&t, c->gam, thr);
+        }
+        best = min64(best, -t.nd[1].mnv);
         int64_t cr = tree_crossed_min(&t);
         if (cr < INF)
             best = min64(best, cr - thr);
@@ -421,13 +540,21 @@ static int dp_fast(struct chain *c)
 }
 
 /* ------------------------------------------------------------------------
- * The checkpoint set: from state (i, P), P the checkpoint bytes live (x_0
- * included), take the last segment if it fits, else the least j whose
- * segment fits and from which the rest can still be finished within the
- * optimum (P + x_j + M(j) <= K).  docs/min-peak.md: this is the
- * lexicographically smallest optimal list.  O(n) in all: each scan stops
- * at the checkpoint it picks, and the next one starts after it.
+ * The checkpoint set, read off M.  From state (i, P), P the checkpoint bytes
+ * live (x_0 included), a move to j is allowed when its segment fits the
+ * optimum K and the rest can still be finished within it:
+ * P + T(i,j) <= K and P + x_j + M(j) <= K (M(i) <= K - P promises one).
+ * Take the last segment as soon as it fits (the least recompute among the
+ * optimal plans that share the checkpoints so far); otherwise jump to the
+ * farthest allowed j (few checkpoints).  No j beyond the first with
+ * P + B(i,j) - Sb_i > K can be allowed (B only grows with j), so the scan
+ * stops there.  Those scans can overlap; past WORK_PER_STAGE * n scanned
+ * stages the rest of the path takes the nearest allowed j instead, whose
+ * scans do not overlap, so the whole is O(n).  docs/min-peak.md says
+ * exactly what this guarantees.
  */
+#define WORK_PER_STAGE 8
+
 static int pick_set(const struct chain *c, struct remat_plan *plan, struct remat_error *err)
 {
     size_t n = c->n, count = 0;
@@ -436,28 +563,35 @@ static int pick_set(const struct chain *c, struct remat_plan *plan, struct remat
         return remat__error(err, REMAT_ENOMEM, "", "out of memory for the checkpoint list");
     int64_t k = c->x[0] + c->m[0];
     int64_t pl = c->x[0];
-    size_t i = 0;
+    size_t i = 0, work = 0, budget = WORK_PER_STAGE * n;
     while (pl + c->tl[i] > k) {
+        int nearest = work > budget;
         int64_t uu = -INF, bb = -INF, hh = -INF;
-        size_t j = i + 1;
-        for (; j < n; j++) {
+        size_t pick = n;
+        for (size_t j = i + 1; j < n; j++) {
             uu = max64(uu, c->u[j]);
             bb = max64(bb, c->beta[j]);
+            if (pl + bb - c->sb[i] > k)
+                break;
             if (j >= i + 2)
                 hh = max64(hh, c->x[j - 1] + c->g[j]);
             int64_t t = max64(c->gam[j] + uu, bb) - c->sb[i];
             t = max64(t, max64(c->g[i + 1], hh));
-            if (pl + t <= k && pl + c->x[j] + c->m[j] <= k)
-                break;
+            work++;
+            if (pl + t <= k && pl + c->x[j] + c->m[j] <= k) {
+                pick = j;
+                if (nearest)
+                    break;
+            }
         }
-        if (j >= n) {
+        if (pick >= n) {
             /* Unreachable when M is right: M(i) <= k - pl promises a move. */
             free(cps);
             return remat__error(err, REMAT_EINVAL, "", "min-peak: no move fits the optimum");
         }
-        cps[count++] = j;
-        pl += c->x[j];
-        i = j;
+        cps[count++] = pick;
+        pl += c->x[pick];
+        i = pick;
     }
     if (count == 0) {
         free(cps);
@@ -476,15 +610,19 @@ int remat__min_peak_with(const struct remat_profile *p, enum remat__minpeak_meth
     int rc = chain_build(p, &c, err);
     if (rc)
         return rc;
-    int quadratic = method == REMAT__MINPEAK_REF || (method == REMAT__MINPEAK_AUTO && c.n <= SMALL_N);
-    /* The tree needs the no-grad forward term to be dominated (every
-     * saved_bytes >= out_bytes, as docs/memory-model.md defines x̄); the
-     * quadratic program keeps that term and is exact either way. */
-    if (quadratic || !c.saved_ge_out) {
+    size_t n = c.n;
+    size_t budget = method == REMAT__MINPEAK_TREE           ? 0
+                    : method == REMAT__MINPEAK_EARLY_SWITCH ? n
+                                                            : SCAN_PER_STAGE * n + SCAN_BASE;
+    /* The sweep needs the no-grad forward term to be dominated (every
+     * saved_bytes >= out_bytes, as docs/memory-model.md defines x̄ and
+     * remat_profile_validate checks); the quadratic program keeps that term
+     * and is exact either way. */
+    if (method == REMAT__MINPEAK_REF || !c.saved_ge_out) {
         dp_ref(&c);
-    } else if (dp_fast(&c)) {
+    } else if (dp_fast(&c, budget)) {
         chain_free(&c);
-        return remat__error(err, REMAT_ENOMEM, "", "out of memory for %zu stages", p->n_stages);
+        return remat__error(err, REMAT_ENOMEM, "", "out of memory for %zu stages", n);
     }
     rc = pick_set(&c, plan, err);
     chain_free(&c);

@@ -1,0 +1,218 @@
+/* test_alloc.c - SQLite's and curl's torture rule for the core: make the
+ * N-th allocation fail, for every N, in profile parsing, every solver of
+ * this part, the simulator and the JSON printers, and check that each
+ * call either succeeds or fails cleanly (NULL or REMAT_ENOMEM) and that no
+ * allocation is left behind.
+ *
+ * The core's allocations are intercepted at link time (-Wl,--wrap), and
+ * jansson's through json_set_alloc_funcs. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include <cmocka.h>
+
+#include "remat_private.h"
+
+void *__real_malloc(size_t size);
+void *__real_calloc(size_t n, size_t size);
+void *__real_realloc(void *ptr, size_t size);
+void __real_free(void *ptr);
+void *__wrap_malloc(size_t size);
+void *__wrap_calloc(size_t n, size_t size);
+void *__wrap_realloc(void *ptr, size_t size);
+void __wrap_free(void *ptr);
+
+/* Test state: the test program is single-threaded. */
+static long countdown = -1; /* allocations left before one fails; -1: never */
+static long live;           /* allocations not yet freed */
+static int failed;          /* the countdown fired */
+
+static int should_fail(void)
+{
+    if (countdown < 0)
+        return 0;
+    if (countdown == 0) {
+        failed = 1;
+        return 1;
+    }
+    countdown--;
+    return 0;
+}
+
+void *__wrap_malloc(size_t size)
+{
+    if (should_fail())
+        return NULL;
+    void *p = __real_malloc(size);
+    live += p != NULL;
+    return p;
+}
+
+void *__wrap_calloc(size_t n, size_t size)
+{
+    if (should_fail())
+        return NULL;
+    void *p = __real_calloc(n, size);
+    live += p != NULL;
+    return p;
+}
+
+void *__wrap_realloc(void *ptr, size_t size)
+{
+    if (should_fail())
+        return NULL;
+    void *p = __real_realloc(ptr, size);
+    live += ptr == NULL && p != NULL;
+    return p;
+}
+
+void __wrap_free(void *ptr)
+{
+    live -= ptr != NULL;
+    __real_free(ptr);
+}
+
+static void *json_malloc(size_t size)
+{
+    return __wrap_malloc(size);
+}
+
+static void json_free(void *ptr)
+{
+    __wrap_free(ptr);
+}
+
+static char *profile_text(size_t *len)
+{
+    const char *top = getenv("top_srcdir");
+    char path[1024];
+    snprintf(path, sizeof path, "%s/tests/data/profiles/good/full.json", top != NULL ? top : ".");
+    FILE *f = fopen(path, "rb");
+    assert_non_null(f);
+    static char buf[1 << 16];
+    *len = fread(buf, 1, sizeof buf - 1, f);
+    fclose(f);
+    buf[*len] = '\0';
+    return buf;
+}
+
+/* One operation under test: returns 0 on success, nonzero on a clean
+ * failure; anything else is an assertion inside. */
+typedef int (*op_fn)(const struct remat_profile *p, int arg);
+
+static int op_parse(const struct remat_profile *unused, int arg)
+{
+    (void)unused;
+    (void)arg;
+    size_t len;
+    const char *text = profile_text(&len);
+    struct remat_error err;
+    struct remat_profile *p = remat_profile_loadb(text, len, &err);
+    if (p == NULL) {
+        /* jansson reports its own allocation failures as bad JSON. */
+        assert_true(err.code == REMAT_ENOMEM || err.code == REMAT_EINVAL);
+        return 1;
+    }
+    remat_profile_free(p);
+    return 0;
+}
+
+static int op_solve(const struct remat_profile *p, int alg)
+{
+    struct remat_options o;
+    remat_options_init(&o);
+    o.algorithm = (enum remat_algorithm)alg;
+    o.segments = 3;
+    struct remat_plan plan;
+    struct remat_error err;
+    int rc = remat_solve(p, &o, &plan, &err);
+    if (rc != REMAT_OK) {
+        assert_int_equal(rc, REMAT_ENOMEM);
+        assert_null(plan.checkpoints);
+        assert_null(plan.schedule.ops);
+        return 1;
+    }
+    json_t *j = remat_plan_to_json(p, &plan);
+    remat_plan_clear(&plan);
+    if (j == NULL)
+        return 1;
+    json_decref(j);
+    return 0;
+}
+
+static int op_simulate(const struct remat_profile *p, int model)
+{
+    const size_t ck[] = {2, 5};
+    struct remat_sim sim;
+    int rc = remat_simulate_checkpoints(p, (enum remat_model)model, ck, 2, 1, &sim, NULL);
+    if (rc != REMAT_OK) {
+        assert_int_equal(rc, REMAT_ENOMEM);
+        return 1;
+    }
+    remat_sim_clear(&sim);
+    return 0;
+}
+
+static int op_profile_json(const struct remat_profile *p, int arg)
+{
+    (void)arg;
+    json_t *j = remat_profile_to_json(p);
+    if (j == NULL)
+        return 1;
+    json_decref(j);
+    return 0;
+}
+
+/* Fails allocation 0, 1, 2, ... until the operation runs through. */
+static void torture(const struct remat_profile *p, op_fn op, int arg, const char *what)
+{
+    for (long n = 0;; n++) {
+        long before = live;
+        failed = 0;
+        countdown = n;
+        int rc = op(p, arg);
+        countdown = -1;
+        if (live != before)
+            fail_msg("%s: %ld allocations left behind when allocation %ld failed", what,
+                     live - before, n);
+        if (!failed) {
+            assert_int_equal(rc, 0);
+            assert_true(n > 0); /* it allocates at all, so the loop tested something */
+            print_message("%s: survived %ld failed allocations\n", what, n);
+            return;
+        }
+        if (n > 100000)
+            fail_msg("%s: never succeeds", what);
+    }
+}
+
+static void all_operations(void **state)
+{
+    (void)state;
+    json_set_alloc_funcs(json_malloc, json_free);
+    torture(NULL, op_parse, 0, "parse");
+    size_t len;
+    const char *text = profile_text(&len);
+    struct remat_profile *p = remat_profile_loadb(text, len, NULL);
+    assert_non_null(p);
+    static const int algs[] = {REMAT_ALG_STORE_ALL, REMAT_ALG_SQRT,        REMAT_ALG_UNIFORM,
+                               REMAT_ALG_ACG,       REMAT_ALG_PAPER_CUBIC, REMAT_ALG_PAPER_LINEAR};
+    for (size_t a = 0; a < sizeof algs / sizeof algs[0]; a++)
+        torture(p, op_solve, algs[a], remat_algorithm_name((enum remat_algorithm)algs[a]));
+    for (int m = REMAT_MODEL_SUM; m <= REMAT_MODEL_TRACED; m++)
+        torture(p, op_simulate, m, remat_model_name((enum remat_model)m));
+    torture(p, op_profile_json, 0, "profile_to_json");
+    remat_profile_free(p);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(all_operations),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

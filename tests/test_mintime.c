@@ -645,6 +645,49 @@ static void test_options(void **state)
     remat_profile_free(p);
 }
 
+/* --model: the objective is the schedule re-simulated in that model; sum is
+ * defined on checkpoint sets only, so a nested plan cannot report it. */
+static void test_objective_model(void **state)
+{
+    (void)state;
+    struct remat_profile *p = big_chain(11, 12);
+    struct remat_plan plan;
+    assert_int_equal(solve(p, 1, 0, &plan), REMAT_EINFEASIBLE);
+    int64_t least = plan.min_budget_bytes;
+    struct remat_options o;
+    remat_options_init(&o);
+    o.algorithm = REMAT_ALG_MIN_TIME;
+    o.budget_bytes = least + (store_all_peak(p, NULL) - least) / 3;
+    o.has_model = 1;
+    o.model = REMAT_MODEL_PREFIX;
+    assert_int_equal(remat_solve(p, &o, &plan, NULL), REMAT_OK);
+    assert_int_equal(plan.objective_model, REMAT_MODEL_PREFIX);
+    struct remat_sim sim;
+    memset(&sim, 0, sizeof sim);
+    assert_int_equal(remat_simulate(p, REMAT_MODEL_PREFIX, &plan.schedule, 0, &sim, NULL), 0);
+    assert_int_equal(plan.objective_value, sim.peak_bytes);
+    assert_true(plan.peak_bytes <= o.budget_bytes);
+    remat_sim_clear(&sim);
+    remat_plan_clear(&plan);
+    remat_profile_free(p);
+    /* The nested four-stage chain at its least budget, under sum. */
+    p = remat_profile_new(4, NULL);
+    assert_non_null(p);
+    p->input_bytes = 1;
+    for (size_t i = 0; i < 4; i++) {
+        p->stages[i].out_bytes = 1;
+        p->stages[i].saved_bytes = 10;
+        p->stages[i].fwd_ms = 1;
+        p->stages[i].bwd_ms = 2;
+    }
+    o.budget_bytes = 14;
+    o.model = REMAT_MODEL_SUM;
+    struct remat_error err;
+    assert_int_equal(remat_solve(p, &o, &plan, &err), REMAT_EUNSUPPORTED);
+    assert_string_equal(err.pointer, "/model");
+    remat_profile_free(p);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -657,6 +700,7 @@ int main(void)
         cmocka_unit_test(test_nested_description),
         cmocka_unit_test(test_frontier),
         cmocka_unit_test(test_options),
+        cmocka_unit_test(test_objective_model),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -22,9 +22,9 @@ int remat__min_peak_ref(const struct remat_profile *p, struct remat_plan *plan,
                         struct remat_error *err);
 
 enum remat__minpeak_method {
-    REMAT__MINPEAK_AUTO = 0,        /* direct scans, then the tree past a work budget */
+    REMAT__MINPEAK_AUTO = 0,        /* the deque, direct scans, the tree past a work budget */
     REMAT__MINPEAK_REF = 1,         /* the quadratic program */
-    REMAT__MINPEAK_TREE = 2,        /* the tree throughout */
+    REMAT__MINPEAK_TREE = 2,        /* the tree alone throughout (no deque, no scans) */
     REMAT__MINPEAK_EARLY_SWITCH = 3 /* AUTO with a budget of n, so tests see the switch */
 };
 /* Every method but REF falls back to the quadratic program when some

@@ -15,12 +15,18 @@
  * where U and B are running maxima over the stages of the segment (forward
  * with grad, backward), gam_j = x_j + (weight gradients of stages > j) is a
  * term of j alone that is not monotone in j, and Sb is the prefix sum of the
- * saved bytes.  The sweep keeps every candidate next checkpoint j in a
- * segment tree indexed by j.  A candidate is "uncrossed" while T(i,j) < x_j +
- * M(j) (its cost is then x_j + M(j)) and "crossed" after (its cost is
- * T(i,j)); T only grows as i falls, so it crosses once.  U and B change by
- * prefix assignments, which the tree takes lazily; the least crossed cost is
- * found by one descent because B is non-decreasing in j.
+ * saved bytes.  The sweep (dp_fast) runs i from n-1 down to 0 and splits the
+ * candidate next checkpoints j in two:
+ *  - "X-free" ones, for which gam_j + U(i,j) <= B(i,j) whatever i is, so T is
+ *    non-decreasing in j: the paper's monotone deque, O(1) amortised (all of
+ *    them when no stage has forward temporaries);
+ *  - the others: scanned directly with an early stop, and past a work budget
+ *    kept in a segment tree indexed by j.  There a candidate is "uncrossed"
+ *    while T(i,j) < x_j + M(j) (its cost is x_j + M(j)) and "crossed" after
+ *    (its cost is T(i,j)); T only grows as i falls, so it crosses once.  U
+ *    and B change by prefix assignments, which the tree takes lazily; the
+ *    least crossed cost is one descent because B is non-decreasing in j.
+ * O(n log n) in all.  remat__min_peak_ref evaluates the recurrence directly.
  *
  * The checkpoint set is then read off the values M(i) by a forward greedy
  * scan (pick_set), the same for both programs, so they return the same set.
@@ -38,12 +44,16 @@
 #define NONE INT64_MIN
 
 /* The direct scans may look at SCAN_PER_STAGE * n + SCAN_BASE candidates in
- * all before the sweep moves to the tree (dp_fast).  On real and random
- * chains they stop after a few candidates each and never reach it, and they
- * are several times faster than the tree; SCAN_BASE keeps chains of a few
- * hundred stages, where even n^2/2 is small, on the scans. */
+ * all before the sweep moves to the tree (dp_fast).  They usually stop after
+ * a few candidates each and are several times faster than the tree, but on
+ * chains with long optimal segments they run out and the tree takes over;
+ * SCAN_BASE keeps chains of a few hundred stages on the scans. */
 #define SCAN_PER_STAGE 32
 #define SCAN_BASE 4096
+/* Up to this many stages the default method runs the quadratic program: it
+ * allocates less and is quicker there (bench: about 1.5 against 2.2 us at
+ * n = 50). */
+#define SMALL_N 64
 
 static inline int64_t max64(int64_t a, int64_t b)
 {
@@ -406,30 +416,49 @@ static int64_t tree_crossed_min(const struct tree *t)
 }
 
 /* Monotone stack of blocks of candidates with equal running maximum, left
- * (smallest j) on top: blocks_push returns the end of the block that the
- * new stage's value now covers. */
+ * (smallest j) on top, plus a union-find over the same blocks (each block's
+ * root is its first candidate) so that any candidate's running maximum is
+ * one find away.  blocks_push returns the end of the block that the new
+ * stage's value now covers. */
 struct blocks {
     size_t top;
     size_t *start;
-    int64_t *val;
+    int64_t *val;     /* per stack entry */
+    size_t *parent;   /* per candidate */
+    int64_t *rootval; /* per block root */
 };
 
 static size_t blocks_push(struct blocks *s, size_t j, int64_t v, size_t n)
 {
-    while (s->top > 0 && s->val[s->top - 1] <= v)
+    while (s->top > 0 && s->val[s->top - 1] <= v) {
         s->top--;
+        s->parent[s->start[s->top]] = j;
+    }
     size_t r = s->top > 0 ? s->start[s->top - 1] : n;
     s->start[s->top] = j;
     s->val[s->top] = v;
     s->top++;
+    s->parent[j] = j;
+    s->rootval[j] = v;
     return r;
 }
 
-/* The tree for step i built from scratch: every candidate j in (i, n) with
- * U(i,j) and B(i,j) from the block stacks and its crossed state tested
- * directly.  O(size). */
-static void tree_build(struct tree *t, const struct chain *c, size_t i, const struct blocks *su,
-                       const struct blocks *sbk)
+/* The running maximum over (i, j] for a candidate j > i (path halving). */
+static inline int64_t blocks_value(struct blocks *s, size_t j)
+{
+    size_t *parent = s->parent;
+    while (parent[j] != j) {
+        parent[j] = parent[parent[j]];
+        j = parent[j];
+    }
+    return s->rootval[j];
+}
+
+/* The tree for step i built from scratch: every candidate j in (i, n) that
+ * is not X-free with U(i,j) and B(i,j) from the blocks and its crossed state
+ * tested directly.  O(size). */
+static void tree_build(struct tree *t, const struct chain *c, size_t i, const uint8_t *xfree,
+                       const struct blocks *su, const struct blocks *sbk)
 {
     size_t n = c->n;
     int64_t *uv = t->lzu + t->size, *bv = t->lzb + t->size;
@@ -441,8 +470,10 @@ static void tree_build(struct tree *t, const struct chain *c, size_t i, const st
             bv[j] = sbk->val[k];
     for (size_t j = i + 1; j < n; j++) {
         struct node *x = &t->nd[t->size + j];
-        int64_t v = c->x[j] + c->m[j];
         x->maxb = bv[j];
+        if (xfree[j])
+            continue;
+        int64_t v = c->x[j] + c->m[j];
         if (max64(c->gam[j] + uv[j], bv[j]) - c->sb[i] >= v) {
             x->ming = c->gam[j];
             x->minx = c->gam[j] + uv[j];
@@ -457,24 +488,49 @@ static void tree_build(struct tree *t, const struct chain *c, size_t i, const st
         pull(t, v);
 }
 
-/* M(i) for every i.  Each step first scans the candidates j = i+1, i+2, ...
+/* M(i) for every i, in two parts whose minimum is M(i).
+ *
+ * X-free candidates (gam_j <= min_{l<=j} (beta_l - u_l), or
+ * gam_j + max_{l<=j} u_l <= beta_j: either way gam_j + U(i,j) <= B(i,j) for
+ * every i, and T(i,j) = B(i,j) - Sb_i is non-decreasing in j) sit in the paper's monotone deque: j
+ * ascending, V strictly descending, the crossed ones (T >= V) a suffix whose boundary only moves
+ * toward the front.  Every candidate is X-free when no stage has forward temporaries.
+ *
+ * The other candidates, kept in a list by ascending j, are first scanned
  * directly, stopping as soon as B(i,j) - Sb_i reaches the best value found
- * (no later j can beat it): on real chains that takes a few candidates.
- * When the scans have looked at `budget` candidates in all, the rest of the
- * sweep runs on the tree, built once for the step at hand; so the total is
- * O(budget + n log n).  budget 0 runs the tree throughout. */
-static int dp_fast(struct chain *c, size_t budget)
+ * (no later j can beat it).  When the scans have looked at `budget`
+ * candidates in all, they move to the tree, built once for the step at hand.
+ * Total O(n log n + budget).  use_deque 0 sends every candidate the second
+ * way, and budget 0 starts with the tree (the tests use both). */
+static int dp_fast(struct chain *c, size_t budget, int use_deque)
 {
     size_t n = c->n;
     struct tree t = {0};
-    size_t *bstart = malloc(2 * n * sizeof(size_t));
-    int64_t *bval = malloc(2 * n * sizeof(int64_t));
-    if (!bstart || !bval) {
-        free(bstart);
-        free(bval);
+    size_t *zs = malloc(7 * n * sizeof(size_t));
+    int64_t *zv = malloc(4 * n * sizeof(int64_t));
+    uint8_t *xfree = malloc(n);
+    if (!zs || !zv || !xfree) {
+        free(zs);
+        free(zv);
+        free(xfree);
         return -1;
     }
-    struct blocks su = {0, bstart, bval}, sbk = {0, bstart + n, bval + n};
+    struct blocks su = {0, zs, zv, zs + n, zv + n};
+    struct blocks sbk = {0, zs + 2 * n, zv + 2 * n, zs + 3 * n, zv + 3 * n};
+    size_t *dq = zs + 4 * n;     /* the deque: dq[lo .. lo + len) */
+    size_t *others = zs + 5 * n; /* next non-X-free candidate after j, n for none */
+    size_t lo = n, len = 0, k = 0, head = n;
+
+    /* Either test below makes gam_j + u_l <= max(beta_l, beta_j) <= B(i,j)
+     * for every l in (i, j]; the second always holds without forward
+     * temporaries (u_l = Sb_l <= Sb_j). */
+    int64_t pm = INF, pu = -INF;
+    xfree[0] = 0;
+    for (size_t j = 1; j < n; j++) {
+        pm = min64(pm, c->beta[j] - c->u[j]);
+        pu = max64(pu, c->u[j]);
+        xfree[j] = use_deque && (c->gam[j] <= pm || c->gam[j] + pu <= c->beta[j]);
+    }
 
     int tree_mode = 0;
     size_t work = 0;
@@ -490,40 +546,69 @@ static int dp_fast(struct chain *c, size_t budget)
         /* Stage j = i + 1 joins every segment (i, j'] and j is the new
          * candidate: U(i, j) = u_j, B(i, j) = beta_j. */
         size_t j = i + 1;
-        int64_t uj = c->u[j], bj = c->beta[j];
+        int64_t uj = c->u[j], bj = c->beta[j], vj = c->x[j] + c->m[j];
         size_t ru = blocks_push(&su, j, uj, n), rb = blocks_push(&sbk, j, bj, n);
         int64_t thr = c->sb[i];
         int64_t best = c->tl[i];
 
-        if (!tree_mode) {
-            int64_t uu = -INF, bb = -INF;
-            size_t jj = j;
-            for (; jj < n && work < budget; jj++, work++) {
-                uu = max64(uu, c->u[jj]);
-                bb = max64(bb, c->beta[jj]);
-                if (bb - thr >= best)
-                    break;
-                int64_t v = max64(max64(c->gam[jj] + uu, bb) - thr, c->x[jj] + c->m[jj]);
-                best = min64(best, v);
+        if (xfree[j]) {
+            size_t popped = 0;
+            while (len > 0 && c->x[dq[lo]] + c->m[dq[lo]] >= vj) {
+                lo++;
+                len--;
+                popped++;
             }
-            if (jj >= n || work < budget) {
-                c->m[i] = best;
-                continue;
-            }
-            if (tree_init(&t, n)) {
-                free(bstart);
-                free(bval);
-                return -1;
-            }
-            tree_build(&t, c, i, &su, &sbk);
-            tree_mode = 1;
-            best = c->tl[i];
+            k = k > popped ? k - popped : 0;
+            dq[--lo] = j;
+            len++;
+            k++;
         } else {
-            tree_activate(&t, j, c->gam[j], c->x[j] + c->m[j], uj, bj);
+            others[j] = head;
+            head = j;
+            if (tree_mode)
+                tree_activate(&t, j, c->gam[j], vj, uj, bj);
+        }
+        if (tree_mode) {
             if (ru > j + 1)
                 tree_assign(&t, 0, j + 1, ru, uj);
             if (rb > j + 1)
                 tree_assign(&t, 1, j + 1, rb, bj);
+        }
+
+        /* The deque: move the boundary, then its two candidates. */
+        while (k > 0) {
+            size_t q = dq[lo + k - 1];
+            if (blocks_value(&sbk, q) - thr < c->x[q] + c->m[q])
+                break;
+            k--;
+        }
+        if (k < len)
+            best = min64(best, blocks_value(&sbk, dq[lo + k]) - thr);
+        if (k > 0)
+            best = min64(best, c->x[dq[lo + k - 1]] + c->m[dq[lo + k - 1]]);
+
+        if (!tree_mode) {
+            size_t q = head;
+            for (; q < n && work < budget; q = others[q], work++) {
+                int64_t bb = blocks_value(&sbk, q);
+                if (bb - thr >= best)
+                    break;
+                int64_t x = max64(c->gam[q] + blocks_value(&su, q), bb) - thr;
+                best = min64(best, max64(x, c->x[q] + c->m[q]));
+            }
+            if (q >= n || work < budget) {
+                c->m[i] = best;
+                continue;
+            }
+            if (tree_init(&t, n)) {
+                free(zs);
+                free(zv);
+                free(xfree);
+                return -1;
+            }
+            tree_build(&t, c, i, xfree, &su, &sbk);
+            tree_mode = 1;
+        } else {
             while (max64(t.nd[1].k1, t.nd[1].k2) >= thr)
                 tree_cross_one(&t, c->gam, thr);
         }
@@ -533,8 +618,9 @@ static int dp_fast(struct chain *c, size_t budget)
             best = min64(best, cr - thr);
         c->m[i] = best;
     }
-    free(bstart);
-    free(bval);
+    free(zs);
+    free(zv);
+    free(xfree);
     free(t.mem);
     return 0;
 }
@@ -618,9 +704,10 @@ int remat__min_peak_with(const struct remat_profile *p, enum remat__minpeak_meth
      * saved_bytes >= out_bytes, as docs/memory-model.md defines x̄ and
      * remat_profile_validate checks); the quadratic program keeps that term
      * and is exact either way. */
-    if (method == REMAT__MINPEAK_REF || !c.saved_ge_out) {
+    if (method == REMAT__MINPEAK_REF || !c.saved_ge_out ||
+        (method == REMAT__MINPEAK_AUTO && n <= SMALL_N)) {
         dp_ref(&c);
-    } else if (dp_fast(&c, budget)) {
+    } else if (dp_fast(&c, budget, method != REMAT__MINPEAK_TREE)) {
         chain_free(&c);
         return remat__error(err, REMAT_ENOMEM, "", "out of memory for %zu stages", n);
     }

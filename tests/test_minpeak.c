@@ -15,6 +15,27 @@
 static const enum remat__minpeak_method methods[] = {
     REMAT__MINPEAK_AUTO, REMAT__MINPEAK_REF, REMAT__MINPEAK_TREE, REMAT__MINPEAK_EARLY_SWITCH};
 
+/* randchain's chains, and (variant 1) the same with large forward
+ * temporaries on a third of the stages and small backward ones, so that the
+ * recompute term gam_e + U decides many segments. */
+static struct remat_profile *chain_variant(uint64_t seed, size_t n, int dist, int full, int variant)
+{
+    struct remat_profile *p = randchain_profile(seed, n, (enum randchain_dist)dist, full);
+    assert_non_null(p);
+    if (variant) {
+        struct randchain_rng r;
+        randchain_seed(&r, seed * 31 + n);
+        for (size_t i = 0; i < n; i++) {
+            struct remat_stage *s = &p->stages[i];
+            if (randchain_below(&r, 3) == 0)
+                s->fwd_tmp_bytes = s->out_bytes * (int64_t)(1 + randchain_below(&r, 8));
+            s->bwd_tmp_bytes = s->bwd_tmp_bytes / 8;
+        }
+        assert_int_equal(remat_profile_validate(p, NULL), REMAT_OK);
+    }
+    return p;
+}
+
 static int64_t simulate_peak(const struct remat_profile *p, const size_t *ck, size_t m)
 {
     int64_t v = -1;
@@ -122,24 +143,23 @@ static void check_small(const struct remat_profile *p, size_t *n_unique, size_t 
     }
 }
 
-/* 2,400 seeded chains, n = 1..14, every distribution, sizes and times
- * random (full = 1) and at their defaults (full = 0). */
+/* 3,600 seeded chains, n = 1..14, every distribution, sizes and times
+ * random (full = 1) and at their defaults (full = 0), and with large forward
+ * temporaries. */
 static void test_exhaustive_random(void **state)
 {
     (void)state;
     size_t chains = 0, unique = 0, canonical = 0;
     for (uint64_t seed = 1; seed <= 300; seed++)
         for (int dist = 0; dist < RANDCHAIN_N_DISTS; dist++)
-            for (int full = 0; full <= 1; full++) {
+            for (int full = 0; full <= 2; full++) {
                 size_t n = 1 + (size_t)((seed * 7 + (uint64_t)dist * 3 + (uint64_t)full) % 14);
-                struct remat_profile *p =
-                    randchain_profile(seed, n, (enum randchain_dist)dist, full);
-                assert_non_null(p);
+                struct remat_profile *p = chain_variant(seed, n, dist, full > 0, full == 2);
                 check_small(p, &unique, &canonical);
                 remat_profile_free(p);
                 chains++;
             }
-    assert_true(chains >= 2000);
+    assert_true(chains >= 3000);
     /* The set check above must have had unique optima to bite on. */
     assert_true(unique >= 200);
     print_message("%zu chains, %zu with a unique optimum, %zu where the set is the canonical "
@@ -179,9 +199,8 @@ static void test_fast_vs_ref(void **state)
         size_t reps = sizes[s] >= 2000 ? 4 : sizes[s] >= 700 ? 8 : 30;
         for (uint64_t seed = 1; seed <= reps; seed++)
             for (int dist = 0; dist < RANDCHAIN_N_DISTS; dist++) {
-                struct remat_profile *p = randchain_profile(
-                    1000 + seed, sizes[s], (enum randchain_dist)dist, seed % 4 != 0);
-                assert_non_null(p);
+                struct remat_profile *p =
+                    chain_variant(1000 + seed, sizes[s], dist, seed % 4 != 0, seed % 3 == 0);
                 check_against_ref(p);
                 remat_profile_free(p);
                 chains++;

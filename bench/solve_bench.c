@@ -1,7 +1,10 @@
 /* solve_bench.c - times every solver on seeded random chains of 10 to
  * 1,000,000 stages and prints the median of repeated runs (make bench).
  *
- *   bench/solve_bench [--json] [--quick] [--only SOLVER]
+ *   bench/solve_bench [--json] [--quick] [--only SOLVER] [--dist D]
+ *
+ * D is the size distribution of the random chains (tests/randchain.h):
+ * uniform (the default), heavy, ties or pooling.
  *
  * What is timed is the solver itself (the checkpoint choice), not the
  * schedule, simulation and JSON that remat_solve adds around it; the
@@ -127,6 +130,7 @@ int main(int argc, char **argv)
 {
     struct bench_config cfg = {.json = 0, .scale = 1.0};
     const char *only = NULL; /* --only: one solver, and no min-time part */
+    int dist = RANDCHAIN_UNIFORM;
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "--json") == 0) {
             cfg.json = 1;
@@ -134,8 +138,17 @@ int main(int argc, char **argv)
             cfg.scale = 0.1;
         } else if (strcmp(argv[i], "--only") == 0 && i + 1 < argc) {
             only = argv[++i];
+        } else if (strcmp(argv[i], "--dist") == 0 && i + 1 < argc) {
+            const char *name = argv[++i];
+            for (dist = 0; dist < RANDCHAIN_N_DISTS; dist++)
+                if (strcmp(name, randchain_dist_name((enum randchain_dist)dist)) == 0)
+                    break;
+            if (dist == RANDCHAIN_N_DISTS) {
+                fprintf(stderr, "solve_bench: --dist: uniform, heavy, ties or pooling\n");
+                return 2;
+            }
         } else {
-            fprintf(stderr, "usage: solve_bench [--json] [--quick] [--only SOLVER]\n");
+            fprintf(stderr, "usage: solve_bench [--json] [--quick] [--only SOLVER] [--dist D]\n");
             return 2;
         }
     }
@@ -144,7 +157,7 @@ int main(int argc, char **argv)
         printf("%-14s %9s %13s %7s\n", "solver", "n", "median", "runs");
     for (size_t s = 0; s < sizeof sizes / sizeof sizes[0]; s++) {
         size_t n = sizes[s];
-        struct remat_profile *p = randchain_profile(42, n, RANDCHAIN_UNIFORM, 1);
+        struct remat_profile *p = randchain_profile(42, n, (enum randchain_dist)dist, 1);
         if (p == NULL) {
             fprintf(stderr, "solve_bench: out of memory at n = %zu\n", n);
             return 1;

@@ -68,6 +68,13 @@ int remat__solve_paper_linear(const struct remat_profile *p, struct remat_plan *
 int remat__prefix_ref(const struct remat_profile *p, struct remat_plan *plan,
                       struct remat_error *err);
 
+/* The longest chains acg and paper-cubic take: their cost grows as n^4 and
+ * n^3 in the worst case, and a service must not spend minutes on one
+ * request.  Longer chains are REMAT_ELIMIT; paper-linear and min-peak take
+ * any length. */
+#define REMAT__ACG_MAX_STAGES 2000
+#define REMAT__CUBIC_MAX_STAGES 5000
+
 /* Copies a checkpoint list into plan (allocating it).  REMAT_OK or ENOMEM. */
 int remat__plan_set_checkpoints(struct remat_plan *plan, const size_t *ck, size_t m,
                                 struct remat_error *err);

@@ -209,7 +209,8 @@ static int run(const struct remat_profile *p, enum remat_model model,
             overflow |= add(&during, made);
             overflow |= add(&during, w_fwd_tmp(&c, i));
             overflow |= add(&live, made);
-            c.st[i] |= saved ? ST_SAVED : ST_PLAIN;
+            /* A fresh value: a kept mark belonged to an earlier copy. */
+            c.st[i] = (uint8_t)((c.st[i] & ~ST_KEPT) | (saved ? ST_SAVED : ST_PLAIN));
             n_live++;
             if (op->kind == REMAT_OP_F_CK && i >= 2)
                 c.st[i - 1] |= ST_KEPT;
@@ -256,7 +257,7 @@ static int run(const struct remat_profile *p, enum remat_model model,
             overflow |= add(&during, w_bwd_tmp(&c, i));
             overflow |= add(&live, made);
             live -= w_saved(&c, i) + w_grad(&c, i);
-            c.st[i] &= (uint8_t) ~(ST_SAVED | ST_GRAD);
+            c.st[i] &= (uint8_t) ~(ST_SAVED | ST_GRAD | ST_KEPT);
             n_live--;
             if (i > 1)
                 c.st[i - 1] |= ST_GRAD;

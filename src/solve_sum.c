@@ -140,8 +140,12 @@ static int solve_sum(const struct remat_profile *p, struct remat_plan *plan, int
                      struct remat_error *err)
 {
     size_t n = p->n_stages;
-    if (n > UINT32_MAX - 1)
-        return remat__error(err, REMAT_ELIMIT, "/stages", "too many stages");
+    size_t max_n = use_deque ? REMAT__CUBIC_MAX_STAGES : REMAT__ACG_MAX_STAGES;
+    if (n > max_n)
+        return remat__error(err, REMAT_ELIMIT, "/stages",
+                            "%s takes at most %zu stages (this chain has %zu); use "
+                            "paper-linear or min-peak",
+                            use_deque ? "paper-cubic" : "acg", max_n, n);
     int64_t *S = malloc((n + 1) * sizeof *S);
     double *F = malloc((n + 1) * sizeof *F);
     struct path_dp dp = {.n = n, .p = p, .S = S, .F = F};

@@ -335,6 +335,27 @@ static void test_every_solver_resimulates(void **state)
     }
 }
 
+/* acg and paper-cubic refuse chains their cost makes absurd. */
+static void test_sum_limits(void **state)
+{
+    (void)state;
+    const size_t big[] = {REMAT__ACG_MAX_STAGES + 1, REMAT__CUBIC_MAX_STAGES + 1};
+    const enum remat_algorithm algs[] = {REMAT_ALG_ACG, REMAT_ALG_PAPER_CUBIC};
+    for (size_t a = 0; a < 2; a++) {
+        struct remat_profile *p = randchain_profile(5, big[a], RANDCHAIN_UNIFORM, 0);
+        assert_non_null(p);
+        struct remat_options o;
+        remat_options_init(&o);
+        o.algorithm = algs[a];
+        struct remat_plan plan;
+        struct remat_error err;
+        assert_int_equal(remat_solve(p, &o, &plan, &err), REMAT_ELIMIT);
+        assert_string_equal(err.pointer, "/stages");
+        assert_null(plan.checkpoints);
+        remat_profile_free(p);
+    }
+}
+
 /* Names round-trip; the objective can be asked in another model. */
 static void test_names_and_models(void **state)
 {
@@ -385,6 +406,7 @@ int main(void)
         cmocka_unit_test(test_linear_vs_ref),
         cmocka_unit_test(test_every_solver_resimulates),
         cmocka_unit_test(test_names_and_models),
+        cmocka_unit_test(test_sum_limits),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1028,10 +1028,10 @@ static int parse_list(struct seg_parser *sp, size_t i, size_t l, json_t *arr)
                 rc = -2;
         } else {
             size_t e = tag - (l + 1);
-            json_t *inner = json_array();
             items[k] = seg_item(a, e, 1);
-            if (inner == NULL || items[k] == NULL ||
-                json_object_set_new(items[k], "inner", inner) != 0) {
+            json_t *inner = items[k] != NULL ? json_array() : NULL;
+            /* json_object_set_new takes inner even when it fails. */
+            if (inner == NULL || json_object_set_new(items[k], "inner", inner) != 0) {
                 rc = -2;
                 break;
             }

@@ -1,0 +1,121 @@
+#!/bin/sh
+# The job lifecycle with a scripted fake worker (curl) on a server with a
+# 2-second lease and 3 attempts: lease, heartbeat, complete; a lease that
+# expires goes back to queued with the attempt counted, and the third
+# expiry fails the job with "lease expired 3 times"; a retryable failure
+# requeues, a final one fails with its reason; release does not count; a
+# stale lease is refused (409) after expiry; Idempotency-Key replays.
+. "$(dirname "$0")/lib.sh"
+start_rematd --lease-seconds 2 --max-attempts 3
+W='{"worker_id":"fake-1","kinds":["profile"],"devices":["cpu"]}'
+
+status_of() { req GET "/v1/profiles/$1"; field status; }
+lease() {
+    post /v1/worker/lease "$W"
+    JOB=$(field job_id)
+    LEASE=$(field lease_id)
+    ATTEMPT=$(field attempt)
+}
+
+# Expiry: lease, let it lapse, the job is queued again with one attempt.
+post /v1/profiles '{"model":"vgg11","device":"cpu"}' && expect 202 /v1/profiles
+J1=$(field id)
+lease
+[ "$JOB" = "$J1" ] && [ "$ATTEMPT" = 1 ] && ok || fail "first lease: $JOB attempt $ATTEMPT"
+# Heartbeats keep the lease alive past its length.
+for _ in 1 2 3; do
+    sleep 0.8
+    post "/v1/worker/jobs/$J1/heartbeat" "{\"lease_id\":\"$LEASE\",\"progress\":{\"stage\":1,\"stages\":10,\"phase\":\"measuring\"}}"
+    expect 200 '/v1/worker/jobs/{id}/heartbeat'
+done
+[ "$(status_of "$J1")" = running ] && ok || fail "heartbeats did not keep the job running"
+OLD=$LEASE
+sleep 3.2 # the writer thread expires leases once a second
+req GET "/v1/profiles/$J1" && expect 200 '/v1/profiles/{id}'
+[ "$(field status)" = queued ] && [ "$(field attempts)" = 1 ] && ok ||
+    fail "after expiry: status $(field status), attempts $(field attempts)"
+post "/v1/worker/jobs/$J1/heartbeat" "{\"lease_id\":\"$OLD\"}" && problem "heartbeat after expiry" 409 lease-conflict
+post "/v1/worker/jobs/$J1/complete" "{\"lease_id\":\"$OLD\",\"result\":$(profile 3)}" &&
+    problem "complete after expiry" 409 lease-conflict
+# Two more expiries: failed with the reason.
+lease
+[ "$ATTEMPT" = 2 ] && ok || fail "second lease attempt $ATTEMPT"
+sleep 2.3
+lease # expiry is also checked when a worker asks for a job
+[ "$JOB" = "$J1" ] && [ "$ATTEMPT" = 3 ] && ok || fail "third lease: $JOB attempt $ATTEMPT"
+sleep 2.3
+post /v1/worker/lease "$W" && expect 204 /v1/worker/lease
+req GET "/v1/profiles/$J1"
+[ "$(field status)" = failed ] && [ "$(field error)" = "lease expired 3 times" ] && [ "$(field attempts)" = 3 ] &&
+    ok || fail "after 3 expiries: $(head -c 400 "$BODY")"
+
+# Retryable failure requeues (attempt counted); a final failure keeps its reason.
+post /v1/profiles '{"model":"vgg16","device":"cpu"}'
+J2=$(field id)
+lease
+post "/v1/worker/jobs/$J2/fail" "{\"lease_id\":\"$LEASE\",\"reason\":\"CUDA error: out of memory\",\"retryable\":true}" &&
+    expect 200 '/v1/worker/jobs/{id}/fail'
+req GET "/v1/profiles/$J2"
+[ "$(field status)" = queued ] && [ "$(field attempts)" = 1 ] && ok || fail "retryable failure: $(cat "$BODY")"
+lease
+post "/v1/worker/jobs/$J2/release" "{\"lease_id\":\"$LEASE\"}" && expect 200 '/v1/worker/jobs/{id}/release'
+req GET "/v1/profiles/$J2"
+[ "$(field status)" = queued ] && [ "$(field attempts)" = 1 ] && ok || fail "release counted an attempt: $(cat "$BODY")"
+post "/v1/worker/jobs/$J2/release" "{\"lease_id\":\"$LEASE\"}" && problem "release twice" 409 lease-conflict
+lease
+[ "$ATTEMPT" = 2 ] && ok || fail "attempt after release $ATTEMPT"
+post "/v1/worker/jobs/$J2/fail" "{\"lease_id\":\"$LEASE\",\"reason\":\"model does not build: bad layer\",\"retryable\":false}" &&
+    expect 200 '/v1/worker/jobs/{id}/fail'
+req GET "/v1/profiles/$J2"
+[ "$(field status)" = failed ] && [ "$(field error)" = "model does not build: bad layer" ] && ok ||
+    fail "final failure: $(head -c 300 "$BODY")"
+# Retryable failures past max attempts fail the job with the last reason.
+post /v1/profiles '{"model":"vgg19","device":"cpu"}'
+J3=$(field id)
+for i in 1 2 3; do
+    lease
+    post "/v1/worker/jobs/$J3/fail" "{\"lease_id\":\"$LEASE\",\"reason\":\"flaky $i\",\"retryable\":true}"
+done
+req GET "/v1/profiles/$J3"
+[ "$(field status)" = failed ] && [ "$(field error)" = "flaky 3" ] && ok || fail "retryable x3: $(head -c 300 "$BODY")"
+# A completion is accepted once.
+post /v1/profiles '{"model":"alexnet","device":"cpu"}'
+J4=$(field id)
+lease
+post "/v1/worker/jobs/$J4/complete" "{\"lease_id\":\"$LEASE\",\"result\":$(profile 5)}" && expect 200 '/v1/worker/jobs/{id}/complete'
+post "/v1/worker/jobs/$J4/complete" "{\"lease_id\":\"$LEASE\",\"result\":$(profile 6)}" && problem "second completion" 409 lease-conflict
+req GET "/v1/profiles/$J4"
+[ "$(field status)" = done ] && grep -q '"name":"s5"' "$BODY" && ! grep -q '"name":"s6"' "$BODY" && ok ||
+    fail "the first completion must stand"
+
+# Idempotency-Key: same key and body → the first answer, no second job.
+BODY1='{"model":"resnet50","batch_size":16,"device":"cuda:0"}'
+post /v1/profiles "$BODY1" -H 'Idempotency-Key: 7f9c-1' && expect 202 /v1/profiles
+FIRST=$(field id)
+cp "$BODY" "$T/first"
+post /v1/profiles "$BODY1" -H 'Idempotency-Key: 7f9c-1' && expect 202 /v1/profiles
+[ "$(field id)" = "$FIRST" ] && cmp -s "$BODY" "$T/first" && ok || fail "replay differs: $(cat "$BODY")"
+[ "$(header Idempotent-Replayed)" = true ] && [ "$(header Location)" = "/v1/profiles/$FIRST" ] && ok ||
+    fail "replay headers"
+post /v1/profiles '{"model":"resnet50","batch_size":17,"device":"cuda:0"}' -H 'Idempotency-Key: 7f9c-1' &&
+    problem "same key, other body" 422 idempotency-key-reused
+# The same key on another route is another key.
+post /v1/plans "{\"algorithm\":\"sqrt\",\"profile\":$(profile 4)}" -H 'Idempotency-Key: 7f9c-1' && expect 201 /v1/plans
+PLAN=$(field id)
+post /v1/plans "{\"algorithm\":\"sqrt\",\"profile\":$(profile 4)}" -H 'Idempotency-Key: 7f9c-1' && expect 201 /v1/plans
+[ "$(field id)" = "$PLAN" ] && ok || fail "plan replay made a new plan $(field id)"
+# Concurrent duplicates with one key: one job.
+pids=
+for i in 1 2 3 4 5 6; do
+    curl -s -o "$T/c$i" -H 'Content-Type: application/json' -H 'Idempotency-Key: burst' \
+        --data-binary '{"model":"resnet101","device":"cpu"}' "$BASE/v1/profiles" &
+    pids="$pids $!"
+done
+for p in $pids; do wait "$p"; done
+ids=$(for i in 1 2 3 4 5 6; do sed -n 's/.*"id":"\([0-9a-f]*\)".*/\1/p' "$T/c$i"; done | sort -u | wc -l)
+[ "$ids" = 1 ] && ok || fail "6 concurrent POSTs with one key made $ids jobs"
+req GET /metrics
+grep -q 'remat_jobs{state="failed"} 3' "$BODY" && ok || fail "metrics: 3 failed jobs"
+schema_check "$T/manifest"
+stop_rematd
+finish

@@ -1,1 +1,10 @@
-# (filled in by its part's work)
+# rematd end-to-end tests: each starts the real api/rematd on a free
+# loopback port with a temporary data directory and talks HTTP to it with
+# curl; responses are checked against openapi.yaml offline (python3 with
+# jsonschema and yaml, from deploy/install-deps.sh).
+API_TESTS = \
+	tests/api/endpoints.sh tests/api/hostile.sh tests/api/jobs.sh \
+	tests/api/durability.sh tests/api/supervise.sh
+dist_check_SCRIPTS += $(API_TESTS)
+TESTS += $(API_TESTS)
+EXTRA_DIST += tests/api/lib.sh tests/api/check_schema.py tests/api/fake-worker.sh

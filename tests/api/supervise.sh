@@ -1,0 +1,56 @@
+#!/bin/sh
+# rematd --workers 2 starts two workers pointed at itself with the worker
+# token, restarts one that is killed (after its backoff), and on SIGTERM
+# stops them (they see SIGTERM) and exits 0.  The worker is a fake script.
+. "$(dirname "$0")/lib.sh"
+cp "$top_srcdir/tests/api/fake-worker.sh" "$T/remat-worker"
+chmod +x "$T/remat-worker"
+export FAKE_WORKER_LOG="$T/workers.log"
+: >"$FAKE_WORKER_LOG"
+REMAT_WORKER_TOKEN=wtok start_rematd --workers 2 --worker-path "$T/remat-worker"
+
+wait_for() { # pattern count
+    i=0
+    while [ "$(grep -c "$1" "$FAKE_WORKER_LOG")" -lt "$2" ]; do
+        i=$((i + 1))
+        [ $i -gt 100 ] && return 1
+        sleep 0.1
+    done
+}
+wait_for '^start' 2 && ok || fail "two workers did not start: $(cat "$FAKE_WORKER_LOG")"
+grep -q "^start [0-9]* cpu .* http://127.0.0.1:$PORT lease=204" "$FAKE_WORKER_LOG" && ok ||
+    fail "worker args or token wrong: $(cat "$FAKE_WORKER_LOG")"
+[ "$(awk '/^start/ {print $4}' "$FAKE_WORKER_LOG" | sort -u | wc -l)" = 2 ] && ok || fail "worker ids not distinct"
+victim=$(awk '/^start/ {print $2; exit}' "$FAKE_WORKER_LOG")
+kill -9 "$victim"
+wait_for '^start' 3 && ok || fail "a killed worker was not restarted"
+grep -q '"msg":"worker exited"' "$T/rematd.log" && ok || fail "no log line for the dead worker"
+live=$(awk '/^start/ {print $2}' "$FAKE_WORKER_LOG" | grep -v "^$victim$")
+stop_rematd
+for p in $live; do
+    grep -q "^term $p$" "$FAKE_WORKER_LOG" && ok || fail "worker $p did not get SIGTERM"
+    kill -0 "$p" 2>/dev/null && fail "worker $p still running" || ok
+done
+
+# --workers auto: one per /dev/nvidiaN, else one CPU worker.
+: >"$FAKE_WORKER_LOG"
+start_rematd --workers auto --worker-path "$T/remat-worker"
+wait_for '^start' 1 && ok || fail "auto started no worker"
+if ls /dev/nvidia[0-9]* >/dev/null 2>&1; then
+    grep -q '^start [0-9]* cuda:0 ' "$FAKE_WORKER_LOG" && ok || fail "auto: no cuda:0 worker"
+else
+    grep -q '^start [0-9]* cpu ' "$FAKE_WORKER_LOG" && ok || fail "auto: no cpu worker"
+fi
+stop_rematd
+req_help=$("$REMATD" --help)
+for flag in --listen --data-dir --max-body-bytes --max-stages --max-connections --connection-timeout \
+    --threads --lease-seconds --max-attempts --idempotency-ttl --workers --worker-path REMAT_TOKEN; do
+    echo "$req_help" | grep -q -- "$flag" && ok || fail "--help does not list $flag"
+done
+# Flags beat the environment, which beats the defaults.
+cfg=$(REMAT_LISTEN=127.0.0.1:9999 REMAT_THREADS=3 "$REMATD" --threads 5 --print-config)
+echo "$cfg" | grep -q '"listen": "127.0.0.1:9999"' && echo "$cfg" | grep -q '"threads": 5' && ok ||
+    fail "precedence: $cfg"
+"$REMATD" --print-config | grep -q '"listen": "127.0.0.1:8080"' && ok || fail "default listen"
+REMAT_THREADS=lots "$REMATD" --print-config >/dev/null 2>&1 && fail "a bad REMAT_THREADS was accepted" || ok
+finish

@@ -133,10 +133,14 @@ void remat_frontier_clear(struct remat_frontier *f)
 
 json_t *remat_frontier_to_json(const struct remat_profile *profile, const struct remat_frontier *f)
 {
-    json_t *pts = json_array();
     json_t *root = json_object();
-    if (pts == NULL || root == NULL || json_object_set_new(root, "points", pts) != 0) {
+    json_t *pts = json_array();
+    /* json_object_set_new takes pts even when it fails. */
+    if (root == NULL) {
         json_decref(pts);
+        return NULL;
+    }
+    if (json_object_set_new(root, "points", pts) != 0) {
         json_decref(root);
         return NULL;
     }

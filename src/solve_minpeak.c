@@ -506,7 +506,7 @@ static int dp_fast(struct chain *c, size_t budget, int use_deque)
 {
     size_t n = c->n;
     struct tree t = {0};
-    size_t *zs = malloc(7 * n * sizeof(size_t));
+    size_t *zs = malloc(6 * n * sizeof(size_t));
     int64_t *zv = malloc(4 * n * sizeof(int64_t));
     uint8_t *xfree = malloc(n);
     if (!zs || !zv || !xfree) {

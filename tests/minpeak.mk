@@ -6,3 +6,6 @@ TESTS += tests/test_minpeak
 tests_test_minpeak_SOURCES = tests/test_minpeak.c
 tests_test_minpeak_CFLAGS = $(AM_CFLAGS) $(JANSSON_CFLAGS) $(CMOCKA_CFLAGS) -I$(top_srcdir)/tests
 tests_test_minpeak_LDADD = tests/libtesthelp.la src/libremat_core.la $(CMOCKA_LIBS) $(JANSSON_LIBS) -lm
+# The design note with the proofs (docs/min-peak.md), installed beside
+# docs/memory-model.md.
+dist_doc_DATA += docs/min-peak.md

@@ -327,6 +327,21 @@ static void tree_activate(struct tree *t, size_t j, int64_t gam, int64_t v, int6
     pull_path(t, leaf);
 }
 
+/* Leaf j, an X-free candidate that the tree does not hold, still carries
+ * U_j = u and B_j = b, so that B stays non-decreasing over the leaves. */
+static void tree_set_empty(struct tree *t, size_t j, int64_t u, int64_t b)
+{
+    size_t leaf = t->size + j;
+    struct node *x = &t->nd[leaf];
+    x->k1 = x->mgv + u;
+    x->k2 = x->mnv + b;
+    x->minx = x->ming + u;
+    x->maxb = b;
+    t->lzu[leaf] = u;
+    t->lzb[leaf] = b;
+    pull_path(t, leaf);
+}
+
 /* Assigns U (which = 0) or B (which = 1) = c on leaves [lo, hi), lo < hi. */
 static void tree_assign(struct tree *t, int which, size_t lo, size_t hi, int64_t c)
 {
@@ -562,6 +577,8 @@ static int dp_fast(struct chain *c, size_t budget, int use_deque)
             dq[--lo] = j;
             len++;
             k++;
+            if (tree_mode)
+                tree_set_empty(&t, j, uj, bj);
         } else {
             others[j] = head;
             head = j;

@@ -84,6 +84,13 @@ struct A : c10::Allocator {
         [have_torch_cuda=yes], [have_torch_cuda=no])
       AC_MSG_RESULT([$have_torch_cuda])
       AS_IF([test "x$have_torch_cuda" = xyes], [
+        dnl The shim calls the CUDA runtime itself: link the copy libtorch
+        dnl loads (a wheel's nvidia/*/lib), else the toolkit's.
+        torch_cudart=`ls -d "$TORCH_DIR"/../nvidia/*/lib/libcudart.so* 2>/dev/null | head -n 1`
+        AS_IF([test -n "$torch_cudart"], [
+          torch_cudart_dir=`dirname "$torch_cudart"`
+          torch_cuda_libs="$torch_cuda_libs -L$torch_cudart_dir -Wl,-rpath,$torch_cudart_dir -l:`basename "$torch_cudart"`"
+        ], [torch_cuda_libs="$torch_cuda_libs -L$with_cuda/lib64 -lcudart"])
         TORCH_CPPFLAGS="$TORCH_CPPFLAGS $torch_cuda_cppflags -DREMAT_TORCH_CUDA=1"
         TORCH_LIBS="$TORCH_LIBS $torch_cuda_libs"])
     ], [

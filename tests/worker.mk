@@ -1,1 +1,8 @@
-# (filled in by its part's work)
+# remat-worker's tests (tests/worker/): end to end against the real rematd on
+# loopback, and the CPU accuracy bound of docs/accuracy.md.  They need
+# libtorch; the GPU script is documentation's, run by hand on a GPU machine.
+EXTRA_DIST += tests/worker/e2e.py tests/worker/accuracy-ci.sh tests/worker/accuracy.sh \
+	tests/worker/gpu-accuracy.sh
+if HAVE_TORCH
+TESTS += tests/worker/e2e.py tests/worker/accuracy-ci.sh
+endif

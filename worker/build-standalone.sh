@@ -22,7 +22,9 @@ CURL_LIBS=${CURL_LIBS:--l:libcurl.so.4}
 extra=
 [ -n "$hdr" ] && extra="-isystem $hdr"
 cuda=${CUDA_HOME:-/usr/local/cuda}
-tflags="-std=c++17 -isystem $torch/include -isystem $torch/include/torch/csrc/api/include $extra"
+tinc="-isystem $torch/include"
+[ "$torch" = /usr ] && tinc= # never -isystem /usr/include: it breaks #include_next
+tflags="-std=c++17 $tinc -isystem $torch/include/torch/csrc/api/include $extra"
 tlibs="-L$torch/lib -Wl,-rpath,$torch/lib -ltorch -ltorch_cpu -lc10"
 
 try() { # compile-test: flags, then a program on stdin
@@ -49,13 +51,24 @@ EOF
 then
     defs="$defs -DREMAT_TORCH_CUDA=1 -isystem $cuda/include"
     tlibs="$tlibs -Wl,--no-as-needed -ltorch_cuda -lc10_cuda -Wl,--as-needed"
+    # The shim calls the CUDA runtime itself: link the copy libtorch loads
+    # (a wheel's nvidia/*/lib), else the toolkit's.
+    rt=$(ls -d "$torch"/../nvidia/*/lib/libcudart.so* "$torch"/../nvidia/cuda_runtime/lib/libcudart.so* 2>/dev/null | head -1)
+    if [ -n "$rt" ]; then
+        tlibs="$tlibs -L$(dirname "$rt") -Wl,-rpath,$(dirname "$rt") -l:$(basename "$rt")"
+    else
+        tlibs="$tlibs -L$cuda/lib64 -lcudart"
+    fi
 fi
 echo "build-standalone: $defs"
 cflags="-std=c11 -D_POSIX_C_SOURCE=200809L -D_DEFAULT_SOURCE -O2 -g -Wall -Wno-unused-parameter $extra"
 $CXX $tflags $defs -O2 -g -Wall -Wno-unused-parameter -c "$top/worker/shim.cpp" -o "$out/shim.o" &
 $CC $cflags -c "$top/worker/main.c" -o "$out/main.o"
-# libremat and the CLI, to compute plans on the measured profile.
-( $CC $cflags -I"$top/src" -I"$top/cli" -o "$out/remat" "$top"/src/*.c "$top"/cli/*.c \
+# libremat and the CLI, to compute plans on the measured profile; the CLI
+# wants a config.h for its version only.
+version=$(sed -n 's/^AC_INIT(\[remat\], \[\([^]]*\)\].*/\1/p' "$top/configure.ac")
+echo "#define PACKAGE_VERSION \"${version:-unknown}\"" >"$out/config.h"
+( $CC $cflags -I"$out" -I"$top/src" -I"$top/cli" -o "$out/remat" "$top"/src/*.c "$top"/cli/*.c \
       $JANSSON_LIBS -lm || echo "build-standalone: cli/remat not built" ) &
 wait
 $CXX -o "$out/remat-worker" "$out/main.o" "$out/shim.o" $tlibs $CURL_LIBS $JANSSON_LIBS -lpthread

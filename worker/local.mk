@@ -1,7 +1,7 @@
 # remat-worker: the C main loop (main.c) and its one C++ translation unit
 # over libtorch (shim.cpp, behind shim.h).  Built only when configure found
 # libtorch (m4/remat_torch.m4); everything else builds without it.
-EXTRA_DIST += worker/build-standalone.sh
+EXTRA_DIST += worker/build-standalone.sh docs/worker.md docs/accuracy.md
 if HAVE_TORCH
 bin_PROGRAMS += worker/remat-worker
 worker_remat_worker_SOURCES = worker/main.c worker/shim.h worker/shim.cpp

@@ -354,7 +354,8 @@ static void usage(FILE *f)
 {
     fputs("usage: remat-worker --server URL [--token T] [--device cpu|cuda:N] [--id NAME] [--once]\n"
           "       remat-worker --profile-local SPEC.json [--device D]\n"
-          "       remat-worker --validate-local SPEC.json PLAN.json [--repeats N] [--device D]\n"
+          "       remat-worker --validate-local SPEC.json PLAN.json [--repeats N] [--warmup N]\n"
+          "                    [--device D]\n"
           "options: --cpu-limit BYTES  fail CPU jobs as out of memory past this many live bytes\n"
           "env: REMAT_SERVER, REMAT_WORKER_TOKEN, REMAT_DEVICE, REMAT_CPU_LIMIT_BYTES\n",
           f);
@@ -369,7 +370,7 @@ int main(int argc, char **argv)
     const char *id = NULL, *profile_spec = NULL, *validate_spec = NULL, *validate_plan = NULL;
     const char *limit_env = getenv("REMAT_CPU_LIMIT_BYTES");
     long long cpu_limit = limit_env != NULL ? atoll(limit_env) : -1;
-    int once = 0, repeats = 0;
+    int once = 0, repeats = 0, warmup = -1;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         int more = i + 1 < argc;
@@ -387,6 +388,8 @@ int main(int argc, char **argv)
             cpu_limit = atoll(argv[++i]);
         else if (strcmp(a, "--repeats") == 0 && more)
             repeats = atoi(argv[++i]);
+        else if (strcmp(a, "--warmup") == 0 && more)
+            warmup = atoi(argv[++i]);
         else if (strcmp(a, "--profile-local") == 0 && more)
             profile_spec = argv[++i];
         else if (strcmp(a, "--validate-local") == 0 && i + 2 < argc) {
@@ -449,6 +452,8 @@ int main(int argc, char **argv)
         json_t *job = json_pack("{s:o, s:o}", "model_spec", spec, "plan", plan);
         if (repeats > 0)
             json_object_set_new(job, "repeats", json_integer(repeats));
+        if (warmup >= 0)
+            json_object_set_new(job, "warmup", json_integer(warmup));
         int rc = print_or_fail(rw_validate(job, on_progress, NULL, &why), &why);
         json_decref(job);
         return rc;

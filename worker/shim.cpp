@@ -446,10 +446,15 @@ void add_layer(torch::nn::Sequential &seq, const json_t *L, Shape &s, const std:
         need(s[1] + 2 * pd.first >= k.first && s[2] + 2 * pd.second >= k.second && h > 0 && ww > 0, w,
              "kernel " + std::to_string(k.first) + "x" + std::to_string(k.second) +
                  " does not fit the input " + shape_str(s));
+        int64_t groups = jint(L, "groups", 1, w);
+        need(groups > 0 && s[0] % groups == 0 && out % groups == 0, w,
+             "groups must divide the input channels " + std::to_string(s[0]) +
+                 " and out_channels " + std::to_string(out));
         bool bias = !json_is_false(json_object_get(L, "bias"));
         seq->push_back(nn::Conv2d(nn::Conv2dOptions(s[0], out, {k.first, k.second})
                                       .stride({st.first, st.second})
                                       .padding({pd.first, pd.second})
+                                      .groups(groups)
                                       .bias(bias)));
         s = {out, h, ww};
     } else if (type == "batchnorm2d") {
@@ -835,8 +840,7 @@ torch::Tensor run_stage(Model &m, size_t i, const torch::Tensor &x)
         std::string msg = first_line(e.what_without_backtrace());
         if (is_oom(msg))
             throw Failure("device out of memory in the forward of stage " + std::to_string(i + 1) +
-                              " (" + m.stages[i].name + "): " + msg,
-                          true);
+                          " (" + m.stages[i].name + "): " + msg);
         throw Failure("stage " + std::to_string(i + 1) + " (layers[" + std::to_string(i) + "], " +
                       m.stages[i].type + ") failed with dtype " + m.dtype_name + ": " + msg);
     }
@@ -853,8 +857,7 @@ void backward(Model &m, size_t i, const torch::Tensor &y, const torch::Tensor &d
         std::string msg = first_line(e.what_without_backtrace());
         if (is_oom(msg))
             throw Failure("device out of memory in the backward of stage " + std::to_string(i + 1) +
-                              " (" + m.stages[i].name + "): " + msg,
-                          true);
+                          " (" + m.stages[i].name + "): " + msg);
         throw Failure("backward of stage " + std::to_string(i + 1) + " (" + m.stages[i].type +
                       ") failed with dtype " + m.dtype_name + ": " + msg);
     }
@@ -1266,10 +1269,15 @@ json_t *validate(const json_t *spec, const Progress &progress)
     std::vector<Op> store_all = plan_ops(no_ck, n);
     json_decref(no_ck);
 
-    /* A warm-up of each, so that one-time allocations (oneDNN's caches,
+    /* Warm-ups of each, so that one-time allocations (oneDNN's caches,
      * cuDNN's autotuning, the cuBLAS workspace) are not charged to a step. */
-    run_ops(m, store_all, x0, d, progress);
-    run_ops(m, ops, x0, d, progress);
+    int warmup = (int)jint(spec, "warmup", 1, "warmup");
+    if (warmup < 0 || warmup > 100)
+        throw Failure("warmup must be in 0..100");
+    for (int r = 0; r < warmup; r++) {
+        run_ops(m, store_all, x0, d, progress);
+        run_ops(m, ops, x0, d, progress);
+    }
     std::vector<double> t_sa, t_plan;
     int64_t peak_sa = 0, peak_plan = 0;
     double max_diff = 0;
@@ -1321,13 +1329,10 @@ template <class F> json_t *guarded(F f, struct rw_failure *why)
         abandoned = e.abandoned;
     } catch (const c10::Error &e) {
         reason = first_line(e.what_without_backtrace());
-        if (is_oom(reason)) {
+        if (is_oom(reason))
             reason = "device out of memory: " + reason;
-            retry = true;
-        }
     } catch (const std::bad_alloc &) {
         reason = "out of memory (host)";
-        retry = true;
     } catch (const std::exception &e) {
         reason = first_line(e.what());
     }
@@ -1366,6 +1371,8 @@ extern "C" int rw_open(const char *device, long long cpu_limit_bytes, struct rw_
                 g_device.index = idx;
                 g_device.dev = c10::Device(c10::DeviceType::CUDA, (c10::DeviceIndex)idx);
                 c10::cuda::set_device((c10::DeviceIndex)idx);
+                /* Creates the CUDA context now, before any measurement. */
+                torch::zeros({1}, torch::TensorOptions().device(g_device.dev)).sum().item<float>();
 #else
                 throw Failure("device " + dev + ": this worker was built without CUDA");
 #endif

@@ -1,0 +1,244 @@
+#!/usr/bin/env python3
+"""End to end on loopback: the real rematd and real CPU remat-workers.
+
+1. A worker profiles AlexNet at batch 2; every out_bytes equals the size the
+   layer arithmetic gives (computed here, independently of the worker).
+2. Validation jobs (min-peak and sqrt plans) meet the 1% bound, with
+   gradients equal to store-all's.
+3. An impossible model (a conv2d after a flatten) fails with the layer named.
+4. kill -9 of the worker mid-job: the job is leased again and finishes.
+5. SIGTERM mid-job: the worker gives the job back and exits 0.
+6. A worker too small for the model (--cpu-limit): the job fails as out of
+   memory, and the same worker then completes the next job.
+"""
+import json
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.error
+import urllib.request
+
+BUILD = os.environ.get("top_builddir", ".")
+REMATD = os.path.join(BUILD, "api", "rematd")
+WORKER = os.path.join(BUILD, "worker", "remat-worker")
+LEASE_SECONDS = 4
+
+for prog in (REMATD, WORKER):
+    if not os.access(prog, os.X_OK):
+        print("SKIP: %s is not built" % prog)
+        sys.exit(77)
+
+tmp = tempfile.mkdtemp(prefix="remat-worker-e2e-")
+env = dict(os.environ)
+# libtorch keeps memory until exit by design: leak reports would be noise.
+env["ASAN_OPTIONS"] = env.get("ASAN_OPTIONS", "") + ":detect_leaks=0"
+procs = []
+failures = []
+
+
+def check(cond, what):
+    print(("ok   " if cond else "FAIL ") + what, flush=True)
+    if not cond:
+        failures.append(what)
+    return cond
+
+
+def start(args, log):
+    p = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=open(os.path.join(tmp, log), "w"),
+                         env=env)
+    procs.append(p)
+    return p
+
+
+def http(method, path, body=None):
+    data = json.dumps(body).encode() if body is not None else None
+    req = urllib.request.Request(URL + path, data=data, method=method,
+                                 headers={"Content-Type": "application/json"})
+    try:
+        with urllib.request.urlopen(req, timeout=30) as r:
+            text = r.read()
+            return r.status, json.loads(text) if text else None
+    except urllib.error.HTTPError as e:
+        text = e.read()
+        try:
+            return e.code, json.loads(text)
+        except ValueError:
+            return e.code, None
+
+
+def wait_job(path, until, timeout=180):
+    """Polls a job until until(job) is true; returns the job (or the last seen)."""
+    t_end = time.time() + timeout
+    job = None
+    while time.time() < t_end:
+        st, job = http("GET", path)
+        if st == 200 and until(job):
+            return job
+        time.sleep(0.2)
+    return job
+
+
+def reason_of(job):
+    r = job.get("reason") or job.get("error") or ""
+    return r if isinstance(r, str) else json.dumps(r)
+
+
+def finished(job):
+    return job["status"] in ("done", "failed")
+
+
+def submit_profile(spec):
+    st, job = http("POST", "/v1/profiles", spec)
+    if not check(st == 202, "POST /v1/profiles answers 202 (got %s: %s)" % (st, job)):
+        return None, None
+    return "/v1/profiles/" + job["id"], job["id"]
+
+
+def start_worker(name, extra=()):
+    return start([WORKER, "--server", URL, "--device", "cpu", "--id", name] + list(extra),
+                 name + ".log")
+
+
+def alexnet_sizes(batch):
+    """out_bytes of each AlexNet stage from the layer arithmetic (fp32)."""
+    def conv(h, k, s, p):
+        return (h + 2 * p - k) // s + 1
+    shapes = []
+    h = 224
+    h = conv(h, 11, 4, 2); shapes += [(64, h, h)] * 2          # conv1, relu1
+    h = conv(h, 3, 2, 0); shapes += [(64, h, h)]               # pool1
+    shapes += [(192, h, h)] * 2                                # conv2, relu2
+    h = conv(h, 3, 2, 0); shapes += [(192, h, h)]              # pool2
+    shapes += [(384, h, h)] * 2 + [(256, h, h)] * 4            # conv3..relu5
+    h = conv(h, 3, 2, 0); shapes += [(256, h, h)]              # pool5
+    shapes += [(256 * 6 * 6,)] * 2                             # avgpool+flatten, drop6
+    shapes += [(4096,)] * 5 + [(1000,)]                        # fc6 relu6 drop7 fc7 relu7 fc8
+    out = []
+    for s in shapes:
+        n = batch * 4
+        for d in s:
+            n *= d
+        out.append(n)
+    return out
+
+
+try:
+    rematd = start([REMATD, "--listen", "127.0.0.1:0", "--data-dir", os.path.join(tmp, "data"),
+                    "--port-file", os.path.join(tmp, "port"), "--lease-seconds", str(LEASE_SECONDS),
+                    "--max-attempts", "3"], "rematd.log")
+    port_file = os.path.join(tmp, "port")
+    for _ in range(100):
+        if os.path.exists(port_file) and open(port_file).read().strip():
+            break
+        time.sleep(0.1)
+    URL = "http://127.0.0.1:%s" % open(port_file).read().strip()
+    w1 = start_worker("w1")
+
+    # 1. AlexNet profile: every out_bytes is the analytic size.
+    t0 = time.time()
+    path, profile_id = submit_profile({"model": "alexnet", "batch_size": 2, "dtype": "fp32",
+                                       "device": "cpu", "warmup": 1, "repeats": 2})
+    job = wait_job(path, finished)
+    elapsed = time.time() - t0
+    if check(job and job["status"] == "done", "alexnet profile job done (%s)" % (job or {}).get("reason")):
+        prof = job.get("profile") or job.get("result")
+        want = alexnet_sizes(2)
+        got = [s["out_bytes"] for s in prof["stages"]]
+        check(got == want, "every out_bytes equals the analytic size (%d stages)" % len(got))
+        check(prof["input_bytes"] == 2 * 3 * 224 * 224 * 4, "input_bytes is 2x3x224x224x4")
+        check(all(s["saved_bytes"] >= s["out_bytes"] for s in prof["stages"]), "saved_bytes >= out_bytes")
+        check(prof["device"] == "cpu" and prof["libtorch"] and prof["dtype"] == "fp32",
+              "the profile names device, libtorch and dtype")
+        print("     alexnet batch 2 profile job, submit to done: %.1f s" % elapsed)
+
+        # 2. Validations meet 1%, gradients as store-all's.
+        for alg in ("min-peak", "sqrt"):
+            st, v = http("POST", "/v1/validations", {"profile_id": profile_id, "algorithm": alg,
+                                                     "repeats": 1})
+            if not check(st == 202, "POST /v1/validations (%s) answers 202 (%s)" % (alg, st)):
+                continue
+            v = wait_job("/v1/validations/" + v["id"], finished)
+            r = v.get("result") or {}
+            check(v["status"] == "done" and abs(r.get("relative_error", 1)) <= 0.01
+                  and r.get("max_grad_diff", 1) == 0,
+                  "%s validation: predicted %s, measured %s, error %s, grad diff %s" % (
+                      alg, r.get("predicted_peak_bytes"), r.get("measured_peak_bytes"),
+                      r.get("relative_error"), r.get("max_grad_diff")))
+
+    # 3. A shape mismatch names the layer (rematd may catch it, else the worker).
+    bad = {"layers": [{"type": "conv2d", "out_channels": 8, "kernel_size": 3},
+                      {"type": "flatten"},
+                      {"type": "conv2d", "out_channels": 8, "kernel_size": 3}],
+           "input_shape": [3, 8, 8], "batch_size": 2, "dtype": "fp32", "device": "cpu"}
+    st, job = http("POST", "/v1/profiles", bad)
+    if st == 202:
+        job = wait_job("/v1/profiles/" + job["id"], finished)
+        reason = reason_of(job)
+        check(job["status"] == "failed" and "layers[2]" in reason and "conv2d" in reason,
+              "shape mismatch fails naming the layer: %s" % reason)
+    else:
+        check(st == 400 and "/layers/2" in json.dumps(job), "shape mismatch rejected naming the layer")
+
+    # 4. kill -9 mid-job: leased again, finishes.
+    path, _ = submit_profile({"model": "alexnet", "batch_size": 2, "dtype": "fp32", "device": "cpu",
+                              "warmup": 1, "repeats": 3})
+    job = wait_job(path, lambda j: j["status"] == "running" and (j.get("progress") or {}).get("stage", 0) >= 2
+                   or finished(j), timeout=60)
+    check(job["status"] == "running", "the job runs with per-stage progress %s" % job.get("progress"))
+    w1.kill()
+    w1.wait()
+    w2 = start_worker("w2")
+    job = wait_job(path, finished)
+    check(job["status"] == "done" and job["attempts"] >= 2,
+          "after kill -9 the job was leased again and finished (attempts %s)" % job["attempts"])
+
+    # 5. SIGTERM mid-job: the job is given back and the worker exits 0.
+    path, _ = submit_profile({"model": "alexnet", "batch_size": 4, "dtype": "fp32", "device": "cpu",
+                              "warmup": 1, "repeats": 3})
+    job = wait_job(path, lambda j: j["status"] == "running" and (j.get("progress") or {}).get("stage", 0) >= 2
+                   or finished(j), timeout=60)
+    attempts = job["attempts"]
+    w2.send_signal(signal.SIGTERM)
+    try:
+        rc = w2.wait(timeout=30)
+    except subprocess.TimeoutExpired:
+        rc = None
+    check(rc == 0, "SIGTERM: the worker exits 0 (got %s)" % rc)
+    st, job = http("GET", path)
+    check(job["status"] == "queued" and job["attempts"] <= attempts,
+          "SIGTERM: the job is back in the queue without an attempt counted (%s, %s)" % (
+              job["status"], job["attempts"]))
+
+    # 6. Out of memory: that job fails with a clear reason; the worker lives on.
+    w3 = start_worker("w3", ["--cpu-limit", str(100 * 1000 * 1000)])
+    job = wait_job(path, finished)
+    reason = reason_of(job)
+    check(job["status"] == "failed" and "out of memory" in reason,
+          "a model too large for the worker fails as out of memory: %s" % reason)
+    small = {"layers": [{"type": "conv2d", "out_channels": 4, "kernel_size": 3, "padding": 1},
+                        {"type": "relu"}, {"type": "flatten"}, {"type": "linear", "out_features": 10}],
+             "input_shape": [3, 8, 8], "batch_size": 2, "dtype": "fp32", "device": "cpu",
+             "warmup": 0, "repeats": 1}
+    path, _ = submit_profile(small)
+    job = wait_job(path, finished)
+    check(job["status"] == "done" and w3.poll() is None,
+          "after the out-of-memory the same worker completes the next job")
+finally:
+    for p in procs:
+        if p.poll() is None:
+            p.terminate()
+            try:
+                p.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                p.kill()
+    if failures:
+        for log in sorted(os.listdir(tmp)):
+            if log.endswith(".log"):
+                print("--- %s" % log)
+                print(open(os.path.join(tmp, log)).read()[-3000:])
+
+print("%d failures" % len(failures))
+sys.exit(1 if failures else 0)

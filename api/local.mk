@@ -37,3 +37,4 @@ EXTRA_DIST += api/bench-http.sh api/bench-plan.lua
 BENCH_TARGETS += bench-http
 bench-http: api/rematd
 	$(SHELL) $(top_srcdir)/api/bench-http.sh $(builddir)/api/rematd $(top_srcdir)
+dist_doc_DATA += docs/api.md docs/jobs.md

@@ -22,7 +22,9 @@
  * Pruning: per cell a floor lo (below it nothing fits) and a saturation point
  * sat (from it on the plain chain fits and nothing is faster), both computed
  * first in O(n^3) integer steps; only [lo, min(sat, S+1)) is stored and
- * filled.
+ * filled.  Within a cell, an option is skipped from the m on where the best
+ * so far already beats its value at the top of its range (both only fall
+ * with m).
  */
 #include <math.h>
 #include <stdint.h>
@@ -971,8 +973,8 @@ static json_t *seg_item(size_t first, size_t last, int checkpoint)
  * is not of this shape, -2 when out of memory. */
 static int parse_list(struct seg_parser *sp, size_t i, size_t l, json_t *arr)
 {
-    size_t first = i, depth = 0;
-    /* Forward parts. */
+    size_t depth = 0;
+    /* Forward parts, pushed as (first stage, last stage or tagged end). */
     size_t *stack = malloc((l - i + 2) * 2 * sizeof(size_t));
     if (stack == NULL)
         return -2;
@@ -1059,7 +1061,6 @@ static int parse_list(struct seg_parser *sp, size_t i, size_t l, json_t *arr)
             json_decref(items[k]);
     free(items);
     free(stack);
-    (void)first;
     return rc;
 }
 

@@ -4,7 +4,8 @@
 # algorithm) and GET /healthz with wrk, 64 connections for 10 s each, and
 # print requests/s, p50 and p99 of both and their ratio.
 # Usage: bench-http.sh PATH/TO/rematd SRCDIR   (env: BENCH_SECONDS, BENCH_CONNECTIONS,
-#        BENCH_ALGORITHM to pass an algorithm, BENCH_THREADS for rematd --threads)
+#        BENCH_ALGORITHM to pass an algorithm, BENCH_THREADS, BENCH_SYNC for rematd
+#        --threads and --sync)
 set -e
 rematd=$1
 srcdir=${2:-.}
@@ -33,7 +34,7 @@ trap cleanup EXIT INT TERM
 } > "$tmp/body.json"
 
 "$rematd" --listen 127.0.0.1:0 --data-dir "$tmp/data" --port-file "$tmp/port" \
-    ${BENCH_THREADS:+--threads $BENCH_THREADS} 2>"$tmp/rematd.log" &
+    ${BENCH_THREADS:+--threads $BENCH_THREADS} ${BENCH_SYNC:+--sync $BENCH_SYNC} 2>"$tmp/rematd.log" &
 pid=$!
 i=0
 while [ ! -s "$tmp/port" ]; do
@@ -68,6 +69,6 @@ printf '%-22s %12s %10s %10s\n' "GET /healthz" "$(rps healthz)" "$(pct healthz 5
 awk -v a="$(rps plans)" -v b="$(rps healthz)" 'BEGIN {printf "plans/healthz ratio: %.2f\n", a / b}'
 e=$(errs plans)$(errs healthz)
 [ -z "$e" ] || echo "errors: $e"
-echo "($secs s each, $conns connections, wrk -t2, 50-stage profile, ${BENCH_ALGORITHM:-default (min-peak)} algorithm, $(nproc) cores)"
+echo "($secs s each, $conns connections, wrk -t2, 50-stage profile, ${BENCH_ALGORITHM:-default (min-peak)} algorithm, --sync ${BENCH_SYNC:-full}, $(nproc) cores)"
 n=$(curl -s "$base/metrics" | awk '/^remat_plans_created_total/ {s += $2} END {print s}')
 echo "plans stored: $n"

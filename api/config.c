@@ -55,6 +55,9 @@ static const struct opt opts[] = {
      "local remat-worker processes to run and supervise (a number or auto)"},
     {"worker-path", "REMAT_WORKER_PATH", O_STR, OFF(worker_path), SZ(worker_path), 0, 0,
      "the remat-worker program"},
+    {"sync", "REMAT_SYNC", O_STR, OFF(sync), SZ(sync), 0, 0,
+     "SQLite synchronous mode: full (fsync every commit) or normal (survives a crash of "
+     "rematd, not of the machine)"},
     {"port-file", "REMAT_PORT_FILE", O_STR, OFF(port_file), SZ(port_file), 0, 0,
      "write the bound port to this file once listening"},
 };
@@ -83,6 +86,7 @@ static void defaults(struct rematd_config *c)
     c->max_attempts = 3;
     c->idempotency_ttl = 86400;
     c->workers = 0;
+    snprintf(c->sync, sizeof c->sync, "full");
     snprintf(c->worker_path, sizeof c->worker_path, "%s/remat-worker", REMAT_BINDIR);
 }
 
@@ -181,6 +185,10 @@ int rematd_config_load(struct rematd_config *c, int argc, char **argv)
             fprintf(stderr, "Try 'rematd --help'.\n");
             return -1;
         }
+    }
+    if (strcmp(c->sync, "full") != 0 && strcmp(c->sync, "normal") != 0) {
+        fprintf(stderr, "rematd: --sync: want full or normal, got '%s'\n", c->sync);
+        return -1;
     }
     if (optind < argc) {
         fprintf(stderr, "rematd: unexpected argument '%s'\n", argv[optind]);

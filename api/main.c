@@ -122,7 +122,7 @@ int main(int argc, char **argv)
         MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&addr,
         MHD_OPTION_THREAD_POOL_SIZE, cfg->threads, MHD_OPTION_CONNECTION_LIMIT,
         cfg->max_connections, MHD_OPTION_CONNECTION_TIMEOUT, cfg->connection_timeout,
-        MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)64 * 1024, MHD_OPTION_LISTEN_BACKLOG_SIZE,
+        MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)32 * 1024, MHD_OPTION_LISTEN_BACKLOG_SIZE,
         1024u, MHD_OPTION_NOTIFY_COMPLETED, rematd_completed, &srv,
         MHD_OPTION_END);
     if (!srv.daemon) {

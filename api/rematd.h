@@ -38,6 +38,7 @@ struct rematd_config {
     int workers;                 /* local remat-worker processes; -1 = auto */
     char worker_path[1024];      /* the remat-worker binary */
     char port_file[1024];        /* when set, the bound port is written there */
+    char sync[8];                /* SQLite synchronous: "full" or "normal" */
     char token[256];             /* REMAT_TOKEN: clients' bearer token, "" = none */
     char worker_token[256];      /* REMAT_WORKER_TOKEN: workers' bearer token */
     int print_config;

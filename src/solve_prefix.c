@@ -141,6 +141,22 @@ static size_t least_recompute_last(const struct remat_profile *p, struct prefix_
     return last;
 }
 
+/* remat__tie_cmp's order, reading recompute times off F: F[c] adds the same
+ * floats in the same order as remat__recompute_ms(p, c), without its O(c). */
+static int set_before(const struct prefix_work *w, const size_t *a, size_t na, const size_t *b,
+                      size_t nb)
+{
+    double ra = w->F[na > 0 ? a[na - 1] : 0], rb = w->F[nb > 0 ? b[nb - 1] : 0];
+    if (ra != rb)
+        return ra < rb;
+    if (na != nb)
+        return na < nb;
+    for (size_t k = 0; k < na; k++)
+        if (a[k] != b[k])
+            return a[k] < b[k];
+    return 0;
+}
+
 static int finish(const struct remat_profile *p, struct prefix_work *w, struct remat_plan *plan,
                   struct remat_error *err)
 {
@@ -163,7 +179,7 @@ static int finish(const struct remat_profile *p, struct prefix_work *w, struct r
     }
     for (size_t c = last, k = m_alt; k > 0; c = w->next[c])
         alt[--k] = c;
-    if (remat__tie_cmp(p, alt, m_alt, ck, m) < 0) {
+    if (set_before(w, alt, m_alt, ck, m)) {
         free(ck);
         ck = alt;
         m = m_alt;

@@ -38,3 +38,5 @@ BENCH_TARGETS += bench-http
 bench-http: api/rematd
 	$(SHELL) $(top_srcdir)/api/bench-http.sh $(builddir)/api/rematd $(top_srcdir)
 dist_doc_DATA += docs/api.md docs/jobs.md
+EXTRA_DIST += deploy/Dockerfile.rematd deploy/Dockerfile.worker deploy/k8s/rematd.yaml \
+	deploy/k8s/worker.yaml deploy/rematd.service

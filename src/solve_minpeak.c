@@ -648,8 +648,9 @@ static int dp_fast(struct chain *c, size_t budget, int use_deque)
  * optimum K and the rest can still be finished within it:
  * P + T(i,j) <= K and P + x_j + M(j) <= K (M(i) <= K - P promises one).
  * Take the last segment as soon as it fits (the least recompute among the
- * optimal plans that share the checkpoints so far); otherwise jump to the
- * farthest allowed j (few checkpoints).  No j beyond the first with
+ * optimal plans that share the checkpoints so far); else the least allowed j
+ * after which the last segment fits (the plan ends there); else the farthest
+ * allowed j (few checkpoints).  No j beyond the first with
  * P + B(i,j) - Sb_i > K can be allowed (B only grows with j), so the scan
  * stops there.  Those scans can overlap; past WORK_PER_STAGE * n scanned
  * stages the rest of the path takes the nearest allowed j instead, whose
@@ -670,7 +671,7 @@ static int pick_set(const struct chain *c, struct remat_plan *plan, struct remat
     while (pl + c->tl[i] > k) {
         int nearest = work > budget;
         int64_t uu = -INF, bb = -INF, hh = -INF;
-        size_t pick = n;
+        size_t pick = n, finish = n;
         for (size_t j = i + 1; j < n; j++) {
             uu = max64(uu, c->u[j]);
             bb = max64(bb, c->beta[j]);
@@ -685,8 +686,14 @@ static int pick_set(const struct chain *c, struct remat_plan *plan, struct remat
                 pick = j;
                 if (nearest)
                     break;
+                if (pl + c->x[j] + c->tl[j] <= k) {
+                    finish = j;
+                    break;
+                }
             }
         }
+        if (finish < n)
+            pick = finish;
         if (pick >= n) {
             /* Unreachable when M is right: M(i) <= k - pl promises a move. */
             free(cps);

@@ -44,9 +44,11 @@ static int64_t simulate_peak(const struct remat_profile *p, const size_t *ck, si
 }
 
 /* Every subset, simulated: the least peak, and the set the solver is
- * documented to return (docs/min-peak.md): starting from no checkpoints,
- * stop as soon as the checkpoints so far are an optimal set; otherwise add
- * the largest next checkpoint with which some optimal set begins. */
+ * documented to return (docs/min-peak.md, section 7): starting from no
+ * checkpoints, stop as soon as the checkpoints so far are an optimal set;
+ * otherwise, if adding one checkpoint makes an optimal set, add the least
+ * such and stop; otherwise add the largest next checkpoint with which some
+ * optimal set begins. */
 static void greedy_optimum(const struct remat_profile *p, int64_t *value, size_t *best,
                            size_t *best_m)
 {
@@ -74,7 +76,15 @@ static void greedy_optimum(const struct remat_profile *p, int64_t *value, size_t
     size_t last = 0;
     *best_m = 0;
     while (!opt[prefix]) {
-        size_t next = 0;
+        size_t next = 0, finish = 0;
+        for (size_t c = n - 1; c > last; c--)
+            if (opt[prefix | ((uint32_t)1 << (c - 1))])
+                finish = c;
+        if (finish > 0) {
+            prefix |= (uint32_t)1 << (finish - 1);
+            best[(*best_m)++] = finish;
+            break;
+        }
         for (uint32_t mask = 0; mask < subsets; mask++) {
             if (!opt[mask] || (mask & (((uint32_t)1 << last) - 1)) != prefix)
                 continue;

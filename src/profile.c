@@ -23,42 +23,52 @@ static void join_pointer(char *buf, size_t size, const char *prefix, const char 
     snprintf(buf, size, "%s%s", prefix != NULL ? prefix : "", suffix);
 }
 
+/* No stage: a top-level field. */
+#define TOP SIZE_MAX
+
+/* The JSON pointer of a field, built only when an error needs it (a
+ * million stages must not cost millions of snprintf calls). */
+static const char *field_pointer(char *buf, size_t size, const char *prefix, size_t stage,
+                                 const char *key)
+{
+    if (stage == TOP)
+        snprintf(buf, size, "%s/%s", prefix != NULL ? prefix : "", key);
+    else
+        snprintf(buf, size, "%s/stages/%zu/%s", prefix != NULL ? prefix : "", stage, key);
+    return buf;
+}
+
 /* A byte count: a JSON integer in [0, REMAT_MAX_BYTES]. */
 static int get_bytes(const json_t *obj, const char *key, int required, int64_t dflt, int64_t *out,
-                     const char *prefix, const char *where, struct remat_error *err)
+                     const char *prefix, size_t stage, struct remat_error *err)
 {
     char ptr[128];
-    char rel[96];
-    snprintf(rel, sizeof rel, "%s/%s", where, key);
     const json_t *v = json_object_get(obj, key);
     if (v == NULL) {
-        if (required) {
-            join_pointer(ptr, sizeof ptr, prefix, rel);
-            return remat__error(err, REMAT_EINVAL, ptr, "%s is missing", key);
-        }
+        if (required)
+            return remat__error(err, REMAT_EINVAL,
+                                field_pointer(ptr, sizeof ptr, prefix, stage, key), "%s is missing",
+                                key);
         *out = dflt;
         return REMAT_OK;
     }
-    if (!json_is_integer(v)) {
-        join_pointer(ptr, sizeof ptr, prefix, rel);
-        return remat__error(err, REMAT_EINVAL, ptr, "%s must be an integer byte count", key);
-    }
+    if (!json_is_integer(v))
+        return remat__error(err, REMAT_EINVAL, field_pointer(ptr, sizeof ptr, prefix, stage, key),
+                            "%s must be an integer byte count", key);
     json_int_t x = json_integer_value(v);
-    if (x < 0) {
-        join_pointer(ptr, sizeof ptr, prefix, rel);
-        return remat__error(err, REMAT_EINVAL, ptr, "%s must not be negative", key);
-    }
-    if (x > REMAT_MAX_BYTES) {
-        join_pointer(ptr, sizeof ptr, prefix, rel);
-        return remat__error(err, REMAT_ELIMIT, ptr, "%s is over the limit of 2^60 bytes", key);
-    }
+    if (x < 0)
+        return remat__error(err, REMAT_EINVAL, field_pointer(ptr, sizeof ptr, prefix, stage, key),
+                            "%s must not be negative", key);
+    if (x > REMAT_MAX_BYTES)
+        return remat__error(err, REMAT_ELIMIT, field_pointer(ptr, sizeof ptr, prefix, stage, key),
+                            "%s is over the limit of 2^60 bytes", key);
     *out = (int64_t)x;
     return REMAT_OK;
 }
 
 /* A time in milliseconds: a finite, non-negative JSON number. */
 static int get_ms(const json_t *obj, const char *key, double dflt, double *out, const char *prefix,
-                  const char *where, struct remat_error *err)
+                  size_t stage, struct remat_error *err)
 {
     const json_t *v = json_object_get(obj, key);
     if (v == NULL) {
@@ -66,17 +76,13 @@ static int get_ms(const json_t *obj, const char *key, double dflt, double *out, 
         return REMAT_OK;
     }
     char ptr[128];
-    char rel[96];
-    snprintf(rel, sizeof rel, "%s/%s", where, key);
-    if (!json_is_number(v)) {
-        join_pointer(ptr, sizeof ptr, prefix, rel);
-        return remat__error(err, REMAT_EINVAL, ptr, "%s must be a number", key);
-    }
+    if (!json_is_number(v))
+        return remat__error(err, REMAT_EINVAL, field_pointer(ptr, sizeof ptr, prefix, stage, key),
+                            "%s must be a number", key);
     double x = json_number_value(v);
-    if (!isfinite(x) || x < 0) {
-        join_pointer(ptr, sizeof ptr, prefix, rel);
-        return remat__error(err, REMAT_EINVAL, ptr, "%s must be finite and not negative", key);
-    }
+    if (!isfinite(x) || x < 0)
+        return remat__error(err, REMAT_EINVAL, field_pointer(ptr, sizeof ptr, prefix, stage, key),
+                            "%s must be finite and not negative", key);
     *out = x;
     return REMAT_OK;
 }
@@ -255,22 +261,19 @@ int remat_profile_validate(const struct remat_profile *profile, struct remat_err
 static int parse_stage(const json_t *st, size_t i, const char *prefix, struct remat_stage *s,
                        struct remat_error *err)
 {
-    char where[48];
-    snprintf(where, sizeof where, "/stages/%zu", i);
     int rc;
-    if ((rc = get_bytes(st, "out_bytes", 1, 0, &s->out_bytes, prefix, where, err)) < 0 ||
-        (rc = get_bytes(st, "saved_bytes", 0, s->out_bytes, &s->saved_bytes, prefix, where, err)) <
-            0 ||
-        (rc = get_bytes(st, "fwd_tmp_bytes", 0, 0, &s->fwd_tmp_bytes, prefix, where, err)) < 0 ||
-        (rc = get_bytes(st, "bwd_tmp_bytes", 0, 0, &s->bwd_tmp_bytes, prefix, where, err)) < 0 ||
-        (rc = get_bytes(st, "param_bytes", 0, 0, &s->param_bytes, prefix, where, err)) < 0 ||
-        (rc = get_ms(st, "fwd_ms", DEFAULT_FWD_MS, &s->fwd_ms, prefix, where, err)) < 0 ||
-        (rc = get_ms(st, "bwd_ms", DEFAULT_BWD_MS, &s->bwd_ms, prefix, where, err)) < 0)
+    if ((rc = get_bytes(st, "out_bytes", 1, 0, &s->out_bytes, prefix, i, err)) < 0 ||
+        (rc = get_bytes(st, "saved_bytes", 0, s->out_bytes, &s->saved_bytes, prefix, i, err)) < 0 ||
+        (rc = get_bytes(st, "fwd_tmp_bytes", 0, 0, &s->fwd_tmp_bytes, prefix, i, err)) < 0 ||
+        (rc = get_bytes(st, "bwd_tmp_bytes", 0, 0, &s->bwd_tmp_bytes, prefix, i, err)) < 0 ||
+        (rc = get_bytes(st, "param_bytes", 0, 0, &s->param_bytes, prefix, i, err)) < 0 ||
+        (rc = get_ms(st, "fwd_ms", DEFAULT_FWD_MS, &s->fwd_ms, prefix, i, err)) < 0 ||
+        (rc = get_ms(st, "bwd_ms", DEFAULT_BWD_MS, &s->bwd_ms, prefix, i, err)) < 0)
         return rc;
     if (s->saved_bytes < s->out_bytes) {
         char ptr[128];
-        snprintf(ptr, sizeof ptr, "%s%s/saved_bytes", prefix, where);
-        return remat__error(err, REMAT_EINVAL, ptr,
+        return remat__error(err, REMAT_EINVAL,
+                            field_pointer(ptr, sizeof ptr, prefix, i, "saved_bytes"),
                             "saved_bytes must be at least out_bytes (it holds the output)");
     }
     return REMAT_OK;
@@ -294,7 +297,7 @@ struct remat_profile *remat_profile_from_json(const json_t *root, const char *po
         return NULL;
     }
     int64_t input_bytes;
-    if (get_bytes(root, "input_bytes", 1, 0, &input_bytes, prefix, "", err) < 0)
+    if (get_bytes(root, "input_bytes", 1, 0, &input_bytes, prefix, TOP, err) < 0)
         return NULL;
     const json_t *stages = json_object_get(root, "stages");
     join_pointer(ptr, sizeof ptr, prefix, "/stages");
@@ -330,16 +333,15 @@ struct remat_profile *remat_profile_from_json(const json_t *root, const char *po
         const json_t *name = json_object_get(st, "name");
         if (name == NULL || json_is_null(name))
             continue;
-        snprintf(rel, sizeof rel, "/stages/%zu/name", i);
         if (!json_is_string(name)) {
-            join_pointer(ptr, sizeof ptr, prefix, rel);
-            remat__error(err, REMAT_EINVAL, ptr, "name must be a string");
+            remat__error(err, REMAT_EINVAL, field_pointer(ptr, sizeof ptr, prefix, i, "name"),
+                         "name must be a string");
             return NULL;
         }
         size_t len = json_string_length(name);
         if (len > REMAT_MAX_NAME) {
-            join_pointer(ptr, sizeof ptr, prefix, rel);
-            remat__error(err, REMAT_ELIMIT, ptr, "name is longer than %d bytes", REMAT_MAX_NAME);
+            remat__error(err, REMAT_ELIMIT, field_pointer(ptr, sizeof ptr, prefix, i, "name"),
+                         "name is longer than %d bytes", REMAT_MAX_NAME);
             return NULL;
         }
         names_len += len + 1;

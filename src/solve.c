@@ -102,9 +102,17 @@ int remat_solve(const struct remat_profile *profile, const struct remat_options 
     memset(plan, 0, sizeof *plan);
     remat_schedule_init(&plan->schedule);
     plan->single_level = 1;
+    struct remat_options defaults;
+    if (opts == NULL) {
+        remat_options_init(&defaults);
+        opts = &defaults;
+    }
     int rc = remat_profile_validate(profile, err);
     if (rc < 0)
         return rc;
+    if (opts->has_model && opts->model != REMAT_MODEL_SUM && opts->model != REMAT_MODEL_PREFIX &&
+        opts->model != REMAT_MODEL_TRACED)
+        return remat__error(err, REMAT_EINVAL, "/model", "unknown model %d", (int)opts->model);
     plan->algorithm = opts->algorithm;
     plan->n_stages = profile->n_stages;
     if (opts->algorithm == REMAT_ALG_MIN_TIME) {

@@ -40,3 +40,9 @@ bench-http: api/rematd
 dist_doc_DATA += docs/api.md docs/jobs.md
 EXTRA_DIST += deploy/Dockerfile.rematd deploy/Dockerfile.worker deploy/k8s/rematd.yaml \
 	deploy/k8s/worker.yaml deploy/rematd.service
+
+# A developer's lint of the contract (needs the npm registry, so it is not
+# part of make check): Redocly's recommended rules.
+.PHONY: lint-openapi
+lint-openapi:
+	npx -y @redocly/cli@latest lint $(top_srcdir)/openapi.yaml

@@ -92,7 +92,7 @@ def finished(job):
 
 def submit_profile(spec):
     st, job = http("POST", "/v1/profiles", spec)
-    if not check(st == 202, "POST /v1/profiles answers 202 (got %s: %s)" % (st, job)):
+    if not check(st == 202, "POST /v1/profiles answers 202 (got %s: %s)" % (st, job if st != 202 else job["id"])):
         return None, None
     return "/v1/profiles/" + job["id"], job["id"]
 

@@ -59,8 +59,8 @@ struct job_state {
     int lease_seconds;
     pthread_mutex_t lock;
     pthread_cond_t wake;
-    int done;      /* the job has finished: the heartbeat thread returns */
-    int lost;      /* a heartbeat said 409: the job is not ours any more */
+    int done; /* the job has finished: the heartbeat thread returns */
+    int lost; /* a heartbeat said 409: the job is not ours any more */
     int stage, stages;
     const char *phase;
 };
@@ -172,9 +172,8 @@ static void *heartbeat_main(void *arg)
             ;
         if (js->done)
             break;
-        json_t *body =
-            json_pack("{s:s, s:{s:i, s:i, s:s}}", "lease_id", js->lease_id, "progress", "stage",
-                      js->stage, "stages", js->stages, "phase", js->phase);
+        json_t *body = json_pack("{s:s, s:{s:i, s:i, s:s}}", "lease_id", js->lease_id, "progress",
+                                 "stage", js->stage, "stages", js->stages, "phase", js->phase);
         pthread_mutex_unlock(&js->lock);
         json_t *reply = NULL;
         long st = body != NULL ? post(js->w, path, body, &reply) : -1;
@@ -248,10 +247,10 @@ static void run_job(const struct worker *w, json_t *lease)
     }
     snprintf(js.job_id, sizeof js.job_id, "%s", job_id);
     snprintf(js.lease_id, sizeof js.lease_id, "%s", lease_id);
-    js.lease_seconds = json_is_integer(ls) && json_integer_value(ls) > 0 &&
-                               json_integer_value(ls) < 86400
-                           ? (int)json_integer_value(ls)
-                           : 30;
+    js.lease_seconds =
+        json_is_integer(ls) && json_integer_value(ls) > 0 && json_integer_value(ls) < 86400
+            ? (int)json_integer_value(ls)
+            : 30;
     js.phase = "building";
     pthread_mutex_init(&js.lock, NULL);
     pthread_cond_init(&js.wake, NULL);
@@ -352,13 +351,14 @@ static int print_or_fail(json_t *result, const struct rw_failure *why)
 
 static void usage(FILE *f)
 {
-    fputs("usage: remat-worker --server URL [--token T] [--device cpu|cuda:N] [--id NAME] [--once]\n"
-          "       remat-worker --profile-local SPEC.json [--device D]\n"
-          "       remat-worker --validate-local SPEC.json PLAN.json [--repeats N] [--warmup N]\n"
-          "                    [--device D]\n"
-          "options: --cpu-limit BYTES  fail CPU jobs as out of memory past this many live bytes\n"
-          "env: REMAT_SERVER, REMAT_WORKER_TOKEN, REMAT_DEVICE, REMAT_CPU_LIMIT_BYTES\n",
-          f);
+    fputs(
+        "usage: remat-worker --server URL [--token T] [--device cpu|cuda:N] [--id NAME] [--once]\n"
+        "       remat-worker --profile-local SPEC.json [--device D]\n"
+        "       remat-worker --validate-local SPEC.json PLAN.json [--repeats N] [--warmup N]\n"
+        "                    [--device D]\n"
+        "options: --cpu-limit BYTES  fail CPU jobs as out of memory past this many live bytes\n"
+        "env: REMAT_SERVER, REMAT_WORKER_TOKEN, REMAT_DEVICE, REMAT_CPU_LIMIT_BYTES\n",
+        f);
 }
 
 int main(int argc, char **argv)
@@ -403,7 +403,8 @@ int main(int argc, char **argv)
             return 2;
         }
     }
-    if (profile_spec == NULL && validate_spec == NULL && (w.server == NULL || w.server[0] == '\0')) {
+    if (profile_spec == NULL && validate_spec == NULL &&
+        (w.server == NULL || w.server[0] == '\0')) {
         usage(stderr);
         return 2;
     }

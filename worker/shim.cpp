@@ -45,7 +45,8 @@
 
 #include "shim.h"
 
-namespace {
+namespace
+{
 
 /* ------------------------------------------------------------------------
  * Failures.  Each carries the one line the job's reason will say.
@@ -134,11 +135,20 @@ c10::DataPtr counting_allocate(size_t n)
 
 struct CountingAllocator final : c10::Allocator {
 #ifdef REMAT_TORCH_ALLOCATE_CONST
-    c10::DataPtr allocate(size_t n) const override { return counting_allocate(n); }
+    c10::DataPtr allocate(size_t n) const override
+    {
+        return counting_allocate(n);
+    }
 #else
-    c10::DataPtr allocate(size_t n) override { return counting_allocate(n); }
+    c10::DataPtr allocate(size_t n) override
+    {
+        return counting_allocate(n);
+    }
 #endif
-    c10::DeleterFnPtr raw_deleter() const override { return &counting_free; }
+    c10::DeleterFnPtr raw_deleter() const override
+    {
+        return &counting_free;
+    }
 #ifdef REMAT_TORCH_HAS_COPY_DATA
     void copy_data(void *dest, const void *src, std::size_t count) const override
     {
@@ -219,7 +229,9 @@ struct Timer {
 #ifdef REMAT_TORCH_CUDA
     at::cuda::CUDAEvent e0{cudaEventDefault}, e1{cudaEventDefault};
 #endif
-    explicit Timer(const Device &dev) : d(dev) {}
+    explicit Timer(const Device &dev) : d(dev)
+    {
+    }
     void start()
     {
 #ifdef REMAT_TORCH_CUDA
@@ -279,8 +291,8 @@ struct ResidualBlockImpl : torch::nn::Module {
             body->push_back(nn::Conv2d(nn::Conv2dOptions(in, planes, 1).bias(false)));
             body->push_back(nn::BatchNorm2d(planes));
             body->push_back(relu());
-            body->push_back(
-                nn::Conv2d(nn::Conv2dOptions(planes, planes, 3).stride(stride).padding(1).bias(false)));
+            body->push_back(nn::Conv2d(
+                nn::Conv2dOptions(planes, planes, 3).stride(stride).padding(1).bias(false)));
             body->push_back(nn::BatchNorm2d(planes));
             body->push_back(relu());
             body->push_back(nn::Conv2d(nn::Conv2dOptions(planes, out, 1).bias(false)));
@@ -290,14 +302,15 @@ struct ResidualBlockImpl : torch::nn::Module {
                 nn::Conv2d(nn::Conv2dOptions(in, planes, 3).stride(stride).padding(1).bias(false)));
             body->push_back(nn::BatchNorm2d(planes));
             body->push_back(relu());
-            body->push_back(nn::Conv2d(nn::Conv2dOptions(planes, planes, 3).padding(1).bias(false)));
+            body->push_back(
+                nn::Conv2d(nn::Conv2dOptions(planes, planes, 3).padding(1).bias(false)));
             body->push_back(nn::BatchNorm2d(planes));
         }
         register_module("body", body);
         if (stride != 1 || in != out) {
-            down = nn::Sequential(
-                nn::Conv2d(nn::Conv2dOptions(in, out, 1).stride(stride).bias(false)),
-                nn::BatchNorm2d(out));
+            down =
+                nn::Sequential(nn::Conv2d(nn::Conv2dOptions(in, out, 1).stride(stride).bias(false)),
+                               nn::BatchNorm2d(out));
             register_module("down", down);
         }
     }
@@ -443,7 +456,8 @@ void add_layer(torch::nn::Sequential &seq, const json_t *L, Shape &s, const std:
              w, "out_channels, kernel_size and stride must be positive, padding not negative");
         int64_t h = pool_out(s[1], k.first, st.first, pd.first),
                 ww = pool_out(s[2], k.second, st.second, pd.second);
-        need(s[1] + 2 * pd.first >= k.first && s[2] + 2 * pd.second >= k.second && h > 0 && ww > 0, w,
+        need(s[1] + 2 * pd.first >= k.first && s[2] + 2 * pd.second >= k.second && h > 0 && ww > 0,
+             w,
              "kernel " + std::to_string(k.first) + "x" + std::to_string(k.second) +
                  " does not fit the input " + shape_str(s));
         int64_t groups = jint(L, "groups", 1, w);
@@ -479,7 +493,8 @@ void add_layer(torch::nn::Sequential &seq, const json_t *L, Shape &s, const std:
              w, "kernel_size and stride must be positive, padding at most half the kernel");
         int64_t h = pool_out(s[1], k.first, st.first, pd.first),
                 ww = pool_out(s[2], k.second, st.second, pd.second);
-        need(s[1] + 2 * pd.first >= k.first && s[2] + 2 * pd.second >= k.second && h > 0 && ww > 0, w,
+        need(s[1] + 2 * pd.first >= k.first && s[2] + 2 * pd.second >= k.second && h > 0 && ww > 0,
+             w,
              "kernel " + std::to_string(k.first) + "x" + std::to_string(k.second) +
                  " does not fit the input " + shape_str(s));
         if (type == "maxpool2d")
@@ -535,7 +550,8 @@ void add_layer(torch::nn::Sequential &seq, const json_t *L, Shape &s, const std:
         seq->push_back(nn::LayerNorm(nn::LayerNormOptions({s.back()})));
     } else if (type == "sequential") {
         const json_t *inner = json_object_get(L, "layers");
-        need(json_is_array(inner) && json_array_size(inner) > 0, w, "layers must be a non-empty list");
+        need(json_is_array(inner) && json_array_size(inner) > 0, w,
+             "layers must be a non-empty list");
         for (size_t k = 0; k < json_array_size(inner); k++)
             add_layer(seq, json_array_get(inner, k), s,
                       where + ".layers[" + std::to_string(k) + "]", seq_len_hint);
@@ -552,7 +568,10 @@ json_t *L_conv(int64_t out, int64_t k, int64_t s, int64_t p, bool bias = true)
                      (json_int_t)out, "kernel_size", (json_int_t)k, "stride", (json_int_t)s,
                      "padding", (json_int_t)p, "bias", bias);
 }
-json_t *L_simple(const char *type) { return json_pack("{s:s}", "type", type); }
+json_t *L_simple(const char *type)
+{
+    return json_pack("{s:s}", "type", type);
+}
 json_t *L_pool(const char *type, int64_t k, int64_t s, int64_t p = 0)
 {
     return json_pack("{s:s, s:I, s:I, s:I}", "type", type, "kernel_size", (json_int_t)k, "stride",
@@ -567,7 +586,10 @@ json_t *L_adaptive(int64_t o)
     return json_pack("{s:s, s:[I,I]}", "type", "adaptive_avgpool2d", "output_size", (json_int_t)o,
                      (json_int_t)o);
 }
-json_t *L_dropout() { return json_pack("{s:s, s:f}", "type", "dropout", "p", 0.5); }
+json_t *L_dropout()
+{
+    return json_pack("{s:s, s:f}", "type", "dropout", "p", 0.5);
+}
 json_t *named(json_t *layer, const std::string &name)
 {
     json_object_set_new(layer, "name", json_string(name.c_str()));
@@ -625,7 +647,8 @@ json_t *zoo_layers(const std::string &name, const json_t *opts)
                 json_array_append_new(ls, named(L_conv(width[b], 3, 1, 1), "conv" + n));
                 json_array_append_new(ls, named(L_simple("relu"), "relu" + n));
             }
-            json_array_append_new(ls, named(L_pool("maxpool2d", 2, 2), "pool" + std::to_string(b + 1)));
+            json_array_append_new(ls,
+                                  named(L_pool("maxpool2d", 2, 2), "pool" + std::to_string(b + 1)));
         }
         classifier(ls, 7);
         /* torchvision's VGG: Linear, ReLU, Dropout; reorder to that. */
@@ -647,13 +670,16 @@ json_t *zoo_layers(const std::string &name, const json_t *opts)
     }
     if (name == "resnet18" || name == "resnet50" || name == "resnet101" || name == "resnet152") {
         static const int depth[4][4] = {{2, 2, 2, 2}, {3, 4, 6, 3}, {3, 4, 23, 3}, {3, 8, 36, 3}};
-        const int *blocks = depth[name == "resnet18" ? 0 : name == "resnet50" ? 1 : name == "resnet101" ? 2 : 3];
+        const int *blocks = depth[name == "resnet18"    ? 0
+                                  : name == "resnet50"  ? 1
+                                  : name == "resnet101" ? 2
+                                                        : 3];
         bool bottleneck = name != "resnet18";
-        json_array_append_new(
-            ls, named(json_pack("{s:s, s:[o,o,o,o]}", "type", "sequential", "layers",
-                                L_conv(64, 7, 2, 3, false), L_simple("batchnorm2d"),
-                                L_simple("relu"), L_pool("maxpool2d", 3, 2, 1)),
-                      "stem"));
+        json_array_append_new(ls,
+                              named(json_pack("{s:s, s:[o,o,o,o]}", "type", "sequential", "layers",
+                                              L_conv(64, 7, 2, 3, false), L_simple("batchnorm2d"),
+                                              L_simple("relu"), L_pool("maxpool2d", 3, 2, 1)),
+                                    "stem"));
         for (int l = 0; l < 4; l++)
             for (int b = 0; b < blocks[l]; b++)
                 json_array_append_new(
@@ -662,10 +688,10 @@ json_t *zoo_layers(const std::string &name, const json_t *opts)
                                         (json_int_t)(64 << l), "stride",
                                         (json_int_t)(l > 0 && b == 0 ? 2 : 1)),
                               "layer" + std::to_string(l + 1) + "." + std::to_string(b)));
-        json_array_append_new(ls, named(json_pack("{s:s, s:[o,o,o]}", "type", "sequential", "layers",
-                                                  L_adaptive(1), L_simple("flatten"),
-                                                  L_linear(1000)),
-                                        "head"));
+        json_array_append_new(ls,
+                              named(json_pack("{s:s, s:[o,o,o]}", "type", "sequential", "layers",
+                                              L_adaptive(1), L_simple("flatten"), L_linear(1000)),
+                                    "head"));
         return ls;
     }
     if (name == "gpt") {
@@ -684,18 +710,21 @@ json_t *zoo_layers(const std::string &name, const json_t *opts)
                                                   "vocab", vocab, "d_model", d),
                                         "embedding"));
         for (json_int_t i = 0; i < layers; i++)
-            json_array_append_new(ls, named(json_pack("{s:s, s:I, s:I}", "type", "transformer_block",
-                                                      "d_model", d, "heads", heads),
-                                            "block" + std::to_string(i)));
-        json_array_append_new(ls, named(json_pack("{s:s, s:[{s:s}, {s:s, s:I, s:b}]}", "type",
-                                                  "sequential", "layers", "type", "layernorm", "type",
-                                                  "linear", "out_features", vocab, "bias", 0),
-                                        "head"));
+            json_array_append_new(ls,
+                                  named(json_pack("{s:s, s:I, s:I}", "type", "transformer_block",
+                                                  "d_model", d, "heads", heads),
+                                        "block" + std::to_string(i)));
+        json_array_append_new(ls,
+                              named(json_pack("{s:s, s:[{s:s}, {s:s, s:I, s:b}]}", "type",
+                                              "sequential", "layers", "type", "layernorm", "type",
+                                              "linear", "out_features", vocab, "bias", 0),
+                                    "head"));
         return ls;
     }
     json_decref(ls);
-    throw Failure("model: unknown zoo model \"" + name +
-                  "\" (alexnet, vgg11, vgg16, vgg19, resnet18, resnet50, resnet101, resnet152, gpt)");
+    throw Failure(
+        "model: unknown zoo model \"" + name +
+        "\" (alexnet, vgg11, vgg16, vgg19, resnet18, resnet50, resnet101, resnet152, gpt)");
 }
 
 c10::ScalarType parse_dtype(const std::string &s)
@@ -750,7 +779,8 @@ Model build_model(const json_t *spec)
         if (is == nullptr || json_is_null(is)) {
             if (m.token_input) {
                 const json_t *o = json_object_get(spec, "model_options");
-                m.input_shape = {json_is_object(o) ? jint(o, "seq_len", 512, "model_options") : 512};
+                m.input_shape = {json_is_object(o) ? jint(o, "seq_len", 512, "model_options")
+                                                   : 512};
             } else {
                 m.input_shape = {3, 224, 224};
             }
@@ -804,7 +834,10 @@ void place(Model &m, const Device &d)
     }
 }
 
-int64_t elem_size(c10::ScalarType t) { return (int64_t)c10::elementSize(t); }
+int64_t elem_size(c10::ScalarType t)
+{
+    return (int64_t)c10::elementSize(t);
+}
 
 torch::Tensor make_input(const Model &m, const Device &d)
 {
@@ -812,7 +845,8 @@ torch::Tensor make_input(const Model &m, const Device &d)
     shape.insert(shape.end(), m.input_shape.begin(), m.input_shape.end());
     torch::manual_seed(12345);
     if (m.token_input)
-        return torch::randint(0, m.vocab, shape, torch::TensorOptions().dtype(torch::kLong)).to(d.dev);
+        return torch::randint(0, m.vocab, shape, torch::TensorOptions().dtype(torch::kLong))
+            .to(d.dev);
     return torch::randn(shape, torch::TensorOptions().dtype(m.dtype).device(d.dev));
 }
 
@@ -973,14 +1007,15 @@ json_t *device_info_json(const Device &d)
         int drv = 0, rt = 0;
         cudaDriverGetVersion(&drv);
         cudaRuntimeGetVersion(&rt);
-        driver = "CUDA driver " + std::to_string(drv / 1000) + "." + std::to_string(drv % 1000 / 10) +
-                 ", runtime " + std::to_string(rt / 1000) + "." + std::to_string(rt % 1000 / 10);
+        driver = "CUDA driver " + std::to_string(drv / 1000) + "." +
+                 std::to_string(drv % 1000 / 10) + ", runtime " + std::to_string(rt / 1000) + "." +
+                 std::to_string(rt % 1000 / 10);
     }
 #endif
     if (!d.cuda)
         driver = "cpu, " + std::to_string(at::get_num_threads()) + " threads";
-    return json_pack("{s:s, s:s, s:s}", "device", name.c_str(), "driver", driver.c_str(), "libtorch",
-                     libtorch_version().c_str());
+    return json_pack("{s:s, s:s, s:s}", "device", name.c_str(), "driver", driver.c_str(),
+                     "libtorch", libtorch_version().c_str());
 }
 
 void check_device_matches(const json_t *spec, const Device &d)
@@ -1022,31 +1057,31 @@ json_t *profile(const json_t *spec, const Progress &progress)
             Shape got(y.sizes().begin() + 1, y.sizes().end());
             if (y.size(0) != m.batch || got != m.stages[i].out_shape)
                 throw Failure("layers[" + std::to_string(i) + "] (" + m.stages[i].type +
-                              "): the output shape " + shape_str(got) + " differs from the inferred " +
-                              shape_str(m.stages[i].out_shape));
+                              "): the output shape " + shape_str(got) +
+                              " differs from the inferred " + shape_str(m.stages[i].out_shape));
             int64_t ob = out_bytes(m, (size_t)i);
             if (y.numel() * (int64_t)y.element_size() != ob)
-                throw Failure("layers[" + std::to_string(i) + "]: output bytes differ from the shape");
+                throw Failure("layers[" + std::to_string(i) +
+                              "]: output bytes differ from the shape");
             x = y;
             json_array_append_new(
-                stages,
-                json_pack("{s:s, s:I, s:I, s:I, s:I, s:I, s:f, s:f}", "name",
-                          m.stages[i].name.c_str(), "out_bytes", (json_int_t)ob, "saved_bytes",
-                          (json_int_t)std::max(c.saved, ob), "fwd_tmp_bytes",
-                          (json_int_t)std::max<int64_t>(c.fwd_tmp, 0), "bwd_tmp_bytes",
-                          (json_int_t)std::max<int64_t>(c.bwd_tmp, 0), "param_bytes",
-                          (json_int_t)m.stages[i].param_bytes, "fwd_ms", c.fwd_ms, "bwd_ms",
-                          c.bwd_ms));
+                stages, json_pack("{s:s, s:I, s:I, s:I, s:I, s:I, s:f, s:f}", "name",
+                                  m.stages[i].name.c_str(), "out_bytes", (json_int_t)ob,
+                                  "saved_bytes", (json_int_t)std::max(c.saved, ob), "fwd_tmp_bytes",
+                                  (json_int_t)std::max<int64_t>(c.fwd_tmp, 0), "bwd_tmp_bytes",
+                                  (json_int_t)std::max<int64_t>(c.bwd_tmp, 0), "param_bytes",
+                                  (json_int_t)m.stages[i].param_bytes, "fwd_ms", c.fwd_ms, "bwd_ms",
+                                  c.bwd_ms));
         }
     } catch (...) {
         json_decref(stages);
         throw;
     }
     json_t *info = device_info_json(d);
-    json_t *p = json_pack("{s:s, s:s, s:I, s:s, s:I, s:o}", "format", "remat.profile/v1", "model",
-                          m.name.c_str(), "batch_size", (json_int_t)m.batch, "dtype",
-                          m.dtype_name.c_str(), "input_bytes", (json_int_t)input_bytes(m), "stages",
-                          stages);
+    json_t *p =
+        json_pack("{s:s, s:s, s:I, s:s, s:I, s:o}", "format", "remat.profile/v1", "model",
+                  m.name.c_str(), "batch_size", (json_int_t)m.batch, "dtype", m.dtype_name.c_str(),
+                  "input_bytes", (json_int_t)input_bytes(m), "stages", stages);
     json_object_update(p, info);
     json_decref(info);
     return p;
@@ -1067,9 +1102,8 @@ bool parse_op_name(const std::string &s, OpKind *k)
     static const struct {
         const char *name;
         OpKind kind;
-    } names[] = {{"F_none", F_NONE}, {"F_ck", F_CK}, {"F_all", F_ALL}, {"loss", LOSS},
-                 {"B", BWD},         {"F_NONE", F_NONE}, {"F_CK", F_CK}, {"F_ALL", F_ALL},
-                 {"LOSS", LOSS},     {"b", BWD}};
+    } names[] = {{"F_none", F_NONE}, {"F_ck", F_CK}, {"F_all", F_ALL}, {"loss", LOSS}, {"B", BWD},
+                 {"F_NONE", F_NONE}, {"F_CK", F_CK}, {"F_ALL", F_ALL}, {"LOSS", LOSS}, {"b", BWD}};
     for (const auto &e : names)
         if (s == e.name) {
             *k = e.kind;
@@ -1098,15 +1132,16 @@ std::vector<Op> plan_ops(const json_t *plan, size_t n)
                 if (json_is_integer(st))
                     stage = json_integer_value(st);
             } else if (json_is_array(e) && json_array_size(e) == 2) {
-                name = json_is_string(json_array_get(e, 0)) ? json_string_value(json_array_get(e, 0))
-                                                            : "";
+                name = json_is_string(json_array_get(e, 0))
+                           ? json_string_value(json_array_get(e, 0))
+                           : "";
                 if (json_is_integer(json_array_get(e, 1)))
                     stage = json_integer_value(json_array_get(e, 1));
             }
             OpKind kind;
             if (!parse_op_name(name, &kind) || stage < 1 || (size_t)stage > n)
-                throw Failure("plan: schedule[" + std::to_string(k) + "] is not an op of stage 1.." +
-                              std::to_string(n));
+                throw Failure("plan: schedule[" + std::to_string(k) +
+                              "] is not an op of stage 1.." + std::to_string(n));
             ops.push_back({kind, (size_t)stage});
         }
         return ops;
@@ -1115,8 +1150,8 @@ std::vector<Op> plan_ops(const json_t *plan, size_t n)
     const json_t *cks = json_object_get(plan, "checkpoints");
     for (size_t k = 0; json_is_array(cks) && k < json_array_size(cks); k++) {
         const json_t *c = json_array_get(cks, k);
-        if (!json_is_integer(c) || json_integer_value(c) < 1 || (size_t)json_integer_value(c) >= n ||
-            (size_t)json_integer_value(c) <= ck.back())
+        if (!json_is_integer(c) || json_integer_value(c) < 1 ||
+            (size_t)json_integer_value(c) >= n || (size_t)json_integer_value(c) <= ck.back())
             throw Failure("plan: checkpoints must ascend within 1.." + std::to_string(n - 1));
         ck.push_back((size_t)json_integer_value(c));
     }
@@ -1147,8 +1182,8 @@ struct StepResult {
 /* One training step by the op list.  x[i] plain activations (no graph),
  * y[i] outputs with their graphs (x̄_i), leaf[i] the input leaf of stage
  * i's graph, dy[i] = δ_i.  Frees exactly what the memory model frees. */
-StepResult run_ops(Model &m, const std::vector<Op> &ops, const torch::Tensor &x0,
-                   const Device &d, const Progress &progress)
+StepResult run_ops(Model &m, const std::vector<Op> &ops, const torch::Tensor &x0, const Device &d,
+                   const Progress &progress)
 {
     size_t n = m.stages.size();
     std::vector<torch::Tensor> x(n + 1), y(n + 1), leaf(n + 1), dy(n + 1);
@@ -1291,8 +1326,11 @@ json_t *validate(const json_t *spec, const Progress &progress)
             if (ref[k].defined() != got[k].defined())
                 throw Failure("the plan left a parameter gradient missing");
             if (ref[k].defined())
-                max_diff = std::max(
-                    max_diff, (ref[k].to(torch::kDouble) - got[k].to(torch::kDouble)).abs().max().item<double>());
+                max_diff =
+                    std::max(max_diff, (ref[k].to(torch::kDouble) - got[k].to(torch::kDouble))
+                                           .abs()
+                                           .max()
+                                           .item<double>());
         }
         peak_sa = std::max(peak_sa, a.peak_bytes);
         peak_plan = std::max(peak_plan, b.peak_bytes);
@@ -1305,9 +1343,9 @@ json_t *validate(const json_t *spec, const Progress &progress)
         (json_int_t)peak_plan, "predicted_peak_bytes", (json_int_t)predicted, "relative_error",
         predicted > 0 ? (double)(predicted - peak_plan) / (double)peak_plan : 0.0, "step_ms",
         median(t_plan), "store_all_step_ms", median(t_sa), "store_all_measured_peak_bytes",
-        (json_int_t)peak_sa, "max_grad_diff", max_diff, "device", json_deep_copy(json_object_get(info, "device")),
-        "model", m.name.c_str(), "batch_size", (json_int_t)m.batch, "dtype", m.dtype_name.c_str(),
-        "n_ops", (json_int_t)ops.size());
+        (json_int_t)peak_sa, "max_grad_diff", max_diff, "device",
+        json_deep_copy(json_object_get(info, "device")), "model", m.name.c_str(), "batch_size",
+        (json_int_t)m.batch, "dtype", m.dtype_name.c_str(), "n_ops", (json_int_t)ops.size());
     json_object_set(res, "driver", json_object_get(info, "driver"));
     json_object_set(res, "libtorch", json_object_get(info, "libtorch"));
     json_decref(info);
@@ -1365,7 +1403,8 @@ extern "C" int rw_open(const char *device, long long cpu_limit_bytes, struct rw_
 #ifdef REMAT_TORCH_CUDA
                 int idx = dev.size() > 5 ? std::atoi(dev.c_str() + 5) : 0;
                 if (idx < 0 || idx >= (int)c10::cuda::device_count())
-                    throw Failure("device " + dev + ": " + std::to_string(c10::cuda::device_count()) +
+                    throw Failure("device " + dev + ": " +
+                                  std::to_string(c10::cuda::device_count()) +
                                   " CUDA devices visible");
                 g_device.cuda = true;
                 g_device.index = idx;

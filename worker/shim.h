@@ -21,9 +21,9 @@ extern "C" {
 #endif
 
 struct rw_failure {
-    int retryable;     /* nonzero: another attempt (elsewhere, later) might succeed */
-    int abandoned;     /* nonzero: stopped because the progress callback asked it to */
-    char reason[512];  /* one line, no newline */
+    int retryable;    /* nonzero: another attempt (elsewhere, later) might succeed */
+    int abandoned;    /* nonzero: stopped because the progress callback asked it to */
+    char reason[512]; /* one line, no newline */
 };
 
 /* Called between steps with the stage being worked on (1..stages) and the
@@ -48,8 +48,7 @@ json_t *rw_profile(const json_t *spec, rw_progress_fn progress, void *ctx, struc
 
 /* Runs a plan for real: a validation job's spec {model_spec, plan,
  * repeats}.  Returns: new result object (jobs-protocol.md), or NULL. */
-json_t *rw_validate(const json_t *spec, rw_progress_fn progress, void *ctx,
-                    struct rw_failure *why);
+json_t *rw_validate(const json_t *spec, rw_progress_fn progress, void *ctx, struct rw_failure *why);
 
 #ifdef __cplusplus
 }

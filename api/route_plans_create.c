@@ -28,6 +28,7 @@ struct hash_cache {
     size_t plan_len;
     enum remat_algorithm algorithm;
     char *options;
+    int request_stored; /* body is committed in the requests table */
 };
 static pthread_key_t cache_key;
 static pthread_once_t cache_once = PTHREAD_ONCE_INIT;
@@ -73,6 +74,7 @@ static void body_hash(struct rematd_request *r, char out[65])
         free(c->plan);
         free(c->options);
         c->plan = c->options = NULL;
+        c->request_stored = 0;
         c->body = copy;
         c->len = r->body_len;
         memcpy(c->hash, out, 65);
@@ -142,12 +144,14 @@ static enum rematd_handled create(struct rematd_request *r)
     rematd_new_id(w->id);
     rematd_rfc3339(rematd_now(), w->created_at);
     enum remat_algorithm alg;
+    int skip_request = 0;
     struct hash_cache *hit = cache_hit(r);
     if (hit) {
         w->body = finish_body(hit->plan, hit->plan_len, w->id, w->created_at);
         w->options = strdup(hit->options);
         alg = hit->algorithm;
         memcpy(w->body_hash, hit->hash, 65);
+        skip_request = hit->request_stored;
     } else {
         json_t *body = rq_body_json(r);
         if (!body)
@@ -192,7 +196,9 @@ static enum rematd_handled create(struct rematd_request *r)
         return HANDLED;
     }
     w->algorithm = remat_algorithm_name(alg);
-    w->request_body = r->body;
+    /* The request body is stored once per distinct body, for redrawing
+     * the timeline; a body this thread already saw committed is skipped. */
+    w->request_body = skip_request ? NULL : r->body;
     w->request_len = r->body_len;
     w->idem_key = r->idem_key;
     w->idem_scope = r->route->name;
@@ -219,6 +225,9 @@ static void resumed(struct rematd_request *r)
         rq_problem(r, 503, "unavailable", NULL, "the plan could not be stored");
         return;
     }
+    struct hash_cache *c = cache_hit(r);
+    if (c)
+        c->request_stored = 1;
     char loc[64];
     snprintf(loc, sizeof loc, "/v1/plans/%s", w->id);
     rq_header(r, "Location", loc);

@@ -43,6 +43,13 @@ struct rematd_store {
     int thread_started;
     pthread_t thread;
 
+    /* Checkpoints run on their own connection and thread, so that copying
+     * the WAL into the database (and its fsync) never stalls a group commit. */
+    sqlite3 *ck;
+    pthread_cond_t ckcv;
+    int ck_started;
+    pthread_t ck_thread;
+
     unsigned lease_seconds, max_attempts, idem_ttl;
     double last_purge;
 };
@@ -106,6 +113,7 @@ static sqlite3 *open_db(const char *path, int flags, char *errbuf, size_t errlen
 }
 
 static void *writer_main(void *arg);
+static void *checkpoint_main(void *arg);
 
 struct rematd_store *rematd_store_open(const char *dir, const struct rematd_config *cfg,
                                        char *errbuf, size_t errlen)
@@ -128,6 +136,7 @@ struct rematd_store *rematd_store_open(const char *dir, const struct rematd_conf
     pthread_mutex_init(&st->rmu, NULL);
     pthread_mutex_init(&st->qmu, NULL);
     pthread_cond_init(&st->qcv, NULL);
+    pthread_cond_init(&st->ckcv, NULL);
     st->w = open_db(path, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, errbuf, errlen);
     if (!st->w)
         goto fail;
@@ -141,6 +150,9 @@ struct rematd_store *rematd_store_open(const char *dir, const struct rematd_conf
     }
     st->r = open_db(path, SQLITE_OPEN_READONLY, errbuf, errlen);
     if (!st->r)
+        goto fail;
+    st->ck = open_db(path, SQLITE_OPEN_READWRITE, errbuf, errlen);
+    if (!st->ck || exec(st->w, "PRAGMA wal_autocheckpoint=0") < 0)
         goto fail;
     if (sqlite3_prepare_v2(st->w,
                            "INSERT INTO plans (id, created_at, algorithm, options, request_hash,"
@@ -160,6 +172,11 @@ struct rematd_store *rematd_store_open(const char *dir, const struct rematd_conf
         goto fail;
     }
     st->thread_started = 1;
+    if (pthread_create(&st->ck_thread, NULL, checkpoint_main, st) != 0) {
+        snprintf(errbuf, errlen, "cannot start the checkpoint thread");
+        goto fail;
+    }
+    st->ck_started = 1;
     return st;
 fail:
     rematd_store_close(st);
@@ -177,6 +194,14 @@ void rematd_store_close(struct rematd_store *st)
         pthread_mutex_unlock(&st->qmu);
         pthread_join(st->thread, NULL);
     }
+    if (st->ck_started) {
+        pthread_mutex_lock(&st->qmu);
+        st->stopping = 1;
+        pthread_cond_signal(&st->ckcv);
+        pthread_mutex_unlock(&st->qmu);
+        pthread_join(st->ck_thread, NULL);
+    }
+    sqlite3_close(st->ck);
     sqlite3_finalize(st->ins_plan);
     sqlite3_finalize(st->ins_request);
     sqlite3_finalize(st->ins_idem);
@@ -190,6 +215,7 @@ void rematd_store_close(struct rematd_store *st)
     pthread_mutex_destroy(&st->rmu);
     pthread_mutex_destroy(&st->qmu);
     pthread_cond_destroy(&st->qcv);
+    pthread_cond_destroy(&st->ckcv);
     free(st);
 }
 
@@ -317,6 +343,32 @@ static void *writer_main(void *arg)
             batch->done(batch);
             batch = next;
         }
+        pthread_mutex_lock(&st->qmu);
+    }
+    pthread_mutex_unlock(&st->qmu);
+    return NULL;
+}
+
+/* Every 100 ms, a PASSIVE checkpoint: it copies what it can without
+ * blocking the writer or readers; the WAL restarts from its start once all
+ * of it is in the database. */
+static void *checkpoint_main(void *arg)
+{
+    struct rematd_store *st = arg;
+    pthread_mutex_lock(&st->qmu);
+    while (!st->stopping) {
+        struct timespec ts;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        ts.tv_nsec += 100 * 1000 * 1000;
+        if (ts.tv_nsec >= 1000000000L) {
+            ts.tv_sec++;
+            ts.tv_nsec -= 1000000000L;
+        }
+        pthread_cond_timedwait(&st->ckcv, &st->qmu, &ts);
+        if (st->stopping)
+            break;
+        pthread_mutex_unlock(&st->qmu);
+        sqlite3_wal_checkpoint_v2(st->ck, NULL, SQLITE_CHECKPOINT_PASSIVE, NULL, NULL);
         pthread_mutex_lock(&st->qmu);
     }
     pthread_mutex_unlock(&st->qmu);

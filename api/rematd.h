@@ -64,6 +64,8 @@ void rematd_log(const char *level, const char *msg, json_t *fields);
 #define REMATD_ID_LEN 32 /* 128 random bits as lowercase hex */
 
 void rematd_new_id(char out[REMATD_ID_LEN + 1]);
+/* 48 bits of milliseconds, then 80 random bits: ids that sort by time. */
+void rematd_new_ordered_id(char out[REMATD_ID_LEN + 1]);
 int rematd_is_id(const char *s); /* exactly 32 lowercase hex characters */
 double rematd_now(void);         /* seconds since the epoch, wall clock */
 double rematd_mono(void);        /* seconds, monotonic */

@@ -141,7 +141,7 @@ static enum rematd_handled create(struct rematd_request *r)
         return HANDLED;
     }
     r->plan_write = w;
-    rematd_new_id(w->id);
+    rematd_new_ordered_id(w->id);
     rematd_rfc3339(rematd_now(), w->created_at);
     enum remat_algorithm alg;
     int skip_request = 0;

@@ -50,6 +50,11 @@
  * SCAN_BASE keeps chains of a few hundred stages on the scans. */
 #define SCAN_PER_STAGE 32
 #define SCAN_BASE 4096
+/* The least-recompute pass (least_recompute_set) may look at
+ * FWD_PER_STAGE * n + SCAN_BASE (predecessor, stage) pairs before it gives
+ * up: enough for every chain of up to ~90 stages and for most of a thousand
+ * on the benchmarks, at most ~50 ms at 10^6 stages when it does give up. */
+#define FWD_PER_STAGE 16
 /* Up to this many stages the default method runs the quadratic program: it
  * allocates less and is quicker there (bench: about 1.5 against 2.2 us at
  * n = 50). */
@@ -713,6 +718,118 @@ static int pick_set(const struct chain *c, struct remat_plan *plan, struct remat
     return REMAT_OK;
 }
 
+/* The least recompute among the optimal sets, exactly, when it is cheap
+ * enough.  With K known, a set is optimal iff every segment fits:
+ * P_k + T_k <= K.  Keep, per stage c, the least checkpoint bytes P(c) over
+ * the paths 0 -> ... -> c whose segments all fit (then the fewest
+ * checkpoints); a smaller P never hurts a later segment, so c can be the last
+ * checkpoint of an optimal set iff P(c) + Tlast(c) <= K, and the least
+ * recompute time is the least fwd-time prefix F(c) over those c.  The
+ * predecessors i of c are scanned from c-1 down, stopping where
+ * x_0 + B(i,c) - Sb_i > K (every P is at least x_0 and B only grows as i
+ * falls).  Past `budget` scanned pairs it gives up and returns 0; else it
+ * writes the path to the best c into out (n entries) and returns 1.
+ * -1: out of memory. */
+static int least_recompute_set(const struct chain *c, const struct remat_profile *p, size_t budget,
+                               size_t *out, size_t *out_m)
+{
+    size_t n = c->n;
+    int64_t k = c->x[0] + c->m[0];
+    void *mem = malloc(n * (sizeof(int64_t) + sizeof(double) + 2 * sizeof(uint32_t) + 1));
+    if (!mem)
+        return -1;
+    int64_t *pl = mem;
+    double *fw = (double *)(pl + n);
+    uint32_t *cnt = (uint32_t *)(fw + n), *pred = cnt + n;
+    uint8_t *reach = (uint8_t *)(pred + n);
+
+    pl[0] = c->x[0];
+    cnt[0] = 0;
+    reach[0] = 1;
+    fw[0] = 0;
+    size_t last = 0, work = 0;
+    int have = pl[0] + c->tl[0] <= k;
+    /* The no-grad forward term, dominated when saved >= out (Lemma 2). */
+    int need_f = !c->saved_ge_out;
+    for (size_t e = 1; e < n; e++) {
+        fw[e] = fw[e - 1] + p->stages[e - 1].fwd_ms;
+        reach[e] = 0;
+        int64_t uu = -INF, bb = -INF, hh = -INF, bestp = INF;
+        size_t from = n;
+        for (size_t i = e; i-- > 0;) {
+            uu = max64(uu, c->u[i + 1]);
+            bb = max64(bb, c->beta[i + 1]);
+            if (need_f && i + 2 <= e)
+                hh = max64(hh, c->x[i + 1] + c->g[i + 2]);
+            if (c->x[0] + bb - c->sb[i] > k)
+                break;
+            if (++work > budget) {
+                free(mem);
+                return 0;
+            }
+            if (!reach[i])
+                continue;
+            int64_t t = max64(c->gam[e] + uu, bb) - c->sb[i];
+            if (need_f)
+                t = max64(t, max64(c->g[i + 1], hh));
+            if (pl[i] + t <= k && (pl[i] < bestp || (pl[i] == bestp && cnt[i] < cnt[from]))) {
+                bestp = pl[i];
+                from = i;
+            }
+        }
+        if (from == n)
+            continue;
+        reach[e] = 1;
+        pl[e] = bestp + c->x[e];
+        cnt[e] = cnt[from] + 1;
+        pred[e] = (uint32_t)from;
+        if (pl[e] + c->tl[e] <= k &&
+            (!have || fw[e] < fw[last] || (fw[e] == fw[last] && cnt[e] < cnt[last]))) {
+            last = e;
+            have = 1;
+        }
+    }
+    if (!have) {
+        /* Unreachable when M is right (an optimal set exists); leave the
+         * choice to the greedy scan rather than return a wrong set. */
+        free(mem);
+        return 0;
+    }
+    size_t m = last == 0 ? 0 : cnt[last];
+    for (size_t e = last, q = m; q > 0; e = pred[e])
+        out[--q] = e;
+    *out_m = m;
+    free(mem);
+    return 1;
+}
+
+/* The set: the greedy scan's, or the least-recompute pass's when that one
+ * finishes and comes first in the tie order (remat__tie_cmp). */
+static int choose_set(const struct chain *c, const struct remat_profile *p, size_t budget,
+                      struct remat_plan *plan, struct remat_error *err)
+{
+    int rc = pick_set(c, plan, err);
+    if (rc || budget == 0 || c->n < 2)
+        return rc;
+    size_t *alt = malloc((c->n - 1) * sizeof(size_t)), m = 0;
+    int got = alt ? least_recompute_set(c, p, budget, alt, &m) : -1;
+    if (got < 0) {
+        free(alt);
+        remat_plan_clear(plan);
+        return remat__error(err, REMAT_ENOMEM, "", "out of memory for the checkpoint list");
+    }
+    if (got && remat__tie_cmp(p, alt, m, plan->checkpoints, plan->n_checkpoints) < 0) {
+        free(plan->checkpoints);
+        plan->checkpoints = m > 0 ? alt : NULL;
+        plan->n_checkpoints = m;
+        if (m == 0)
+            free(alt);
+    } else {
+        free(alt);
+    }
+    return REMAT_OK;
+}
+
 int remat__min_peak_with(const struct remat_profile *p, enum remat__minpeak_method method,
                          struct remat_plan *plan, struct remat_error *err)
 {
@@ -735,7 +852,10 @@ int remat__min_peak_with(const struct remat_profile *p, enum remat__minpeak_meth
         chain_free(&c);
         return remat__error(err, REMAT_ENOMEM, "", "out of memory for %zu stages", n);
     }
-    rc = pick_set(&c, plan, err);
+    /* EARLY_SWITCH also leaves out the least-recompute pass, so that the
+     * tests see the greedy set alone. */
+    size_t set_budget = method == REMAT__MINPEAK_EARLY_SWITCH ? 0 : FWD_PER_STAGE * n + SCAN_BASE;
+    rc = choose_set(&c, p, set_budget, plan, err);
     chain_free(&c);
     return rc;
 }

@@ -50,7 +50,7 @@ static int64_t simulate_peak(const struct remat_profile *p, const size_t *ck, si
  * such and stop; otherwise add the largest next checkpoint with which some
  * optimal set begins. */
 static void greedy_optimum(const struct remat_profile *p, int64_t *value, size_t *best,
-                           size_t *best_m)
+                           size_t *best_m, double *least_recompute)
 {
     size_t n = p->n_stages, ck[EXHAUSTIVE_MAX_N];
     uint32_t subsets = (uint32_t)1 << (n - 1);
@@ -70,6 +70,18 @@ static void greedy_optimum(const struct remat_profile *p, int64_t *value, size_t
         }
         if (v == *value)
             opt[mask] = 1;
+    }
+    *least_recompute = -1;
+    for (uint32_t mask = 0; mask < subsets; mask++) {
+        if (!opt[mask])
+            continue;
+        size_t top = 0;
+        for (size_t c = 1; c < n; c++)
+            if (mask & ((uint32_t)1 << (c - 1)))
+                top = c;
+        double r = remat__recompute_ms(p, top);
+        if (*least_recompute < 0 || r < *least_recompute)
+            *least_recompute = r;
     }
     /* prefix: the checkpoints chosen so far, all below `last` + 1. */
     uint32_t prefix = 0;
@@ -127,27 +139,36 @@ static void check_small(const struct remat_profile *p, size_t *n_unique, size_t 
     struct exhaustive_result ex;
     assert_int_equal(exhaustive_search(p, REMAT_MODEL_TRACED, &ex), REMAT_OK);
     int64_t lv = 0;
+    double least_rc;
     size_t lset[EXHAUSTIVE_MAX_N], lm = 0;
-    greedy_optimum(p, &lv, lset, &lm);
+    greedy_optimum(p, &lv, lset, &lm, &least_rc);
     assert_int_equal(lv, ex.value);
     for (size_t k = 0; k < sizeof methods / sizeof methods[0]; k++) {
         struct remat_plan plan;
         solve_with(p, methods[k], &plan);
         assert_int_equal(plan.objective_value, ex.value);
         assert_int_equal(simulate_peak(p, plan.checkpoints, plan.n_checkpoints), ex.value);
-        /* The documented set. */
-        assert_int_equal(plan.n_checkpoints, lm);
-        for (size_t c = 0; c < lm; c++)
-            assert_int_equal(plan.checkpoints[c], lset[c]);
-        if (k == 0 && lm == ex.n_checkpoints &&
-            memcmp(lset, ex.checkpoints, lm * sizeof lset[0]) == 0)
-            (*n_canonical)++;
-        if (ex.n_optimal == 1) {
-            assert_int_equal(plan.n_checkpoints, ex.n_checkpoints);
+        size_t m = plan.n_checkpoints;
+        if (methods[k] == REMAT__MINPEAK_EARLY_SWITCH) {
+            /* The greedy rule alone (docs/min-peak.md, section 7). */
+            assert_int_equal(m, lm);
             for (size_t c = 0; c < lm; c++)
-                assert_int_equal(plan.checkpoints[c], ex.checkpoints[c]);
-            if (k == 0)
-                (*n_unique)++;
+                assert_int_equal(plan.checkpoints[c], lset[c]);
+        } else {
+            /* The least recompute among all optimal sets, and never after
+             * the greedy rule's set in the tie order. */
+            double rc = remat__recompute_ms(p, m > 0 ? plan.checkpoints[m - 1] : 0);
+            assert_true(rc == least_rc);
+            assert_true(remat__tie_cmp(p, plan.checkpoints, m, lset, lm) <= 0);
+            int canonical =
+                m == ex.n_checkpoints && (m == 0 || memcmp(plan.checkpoints, ex.checkpoints,
+                                                           m * sizeof ex.checkpoints[0]) == 0);
+            if (ex.n_optimal == 1)
+                assert_true(canonical);
+            if (k == 0) {
+                *n_canonical += (size_t)canonical;
+                *n_unique += ex.n_optimal == 1;
+            }
         }
         remat_plan_clear(&plan);
     }
@@ -190,9 +211,14 @@ static void check_against_ref(const struct remat_profile *p)
         struct remat_plan plan;
         solve_with(p, methods[k], &plan);
         assert_int_equal(plan.objective_value, ref.objective_value);
-        assert_int_equal(plan.n_checkpoints, ref.n_checkpoints);
-        for (size_t c = 0; c < ref.n_checkpoints; c++)
-            assert_int_equal(plan.checkpoints[c], ref.checkpoints[c]);
+        assert_int_equal(simulate_peak(p, plan.checkpoints, plan.n_checkpoints),
+                         ref.objective_value);
+        if (methods[k] != REMAT__MINPEAK_EARLY_SWITCH) {
+            /* The same M and the same set rules: the same set. */
+            assert_int_equal(plan.n_checkpoints, ref.n_checkpoints);
+            for (size_t c = 0; c < ref.n_checkpoints; c++)
+                assert_int_equal(plan.checkpoints[c], ref.checkpoints[c]);
+        }
         remat_plan_clear(&plan);
     }
     remat_plan_clear(&ref);

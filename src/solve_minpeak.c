@@ -727,13 +727,15 @@ static int pick_set(const struct chain *c, struct remat_plan *plan, struct remat
  * recompute time is the least fwd-time prefix F(c) over those c.  The
  * predecessors i of c are scanned from c-1 down, stopping where
  * x_0 + B(i,c) - Sb_i > K (every P is at least x_0 and B only grows as i
- * falls).  Past `budget` scanned pairs it gives up and returns 0; else it
+ * falls).  Only stages c < stop are looked at (stop <= n: the greedy set's
+ * last checkpoint, which nothing later can beat).  Past `budget` scanned
+ * pairs, or when no optimal set ends before stop, it returns 0; else it
  * writes the path to the best c into out (n entries) and returns 1.
  * -1: out of memory. */
 static int least_recompute_set(const struct chain *c, const struct remat_profile *p, size_t budget,
-                               size_t *out, size_t *out_m)
+                               size_t stop, size_t *out, size_t *out_m)
 {
-    size_t n = c->n;
+    size_t n = stop;
     int64_t k = c->x[0] + c->m[0];
     void *mem = malloc(n * (sizeof(int64_t) + sizeof(double) + 2 * sizeof(uint32_t) + 1));
     if (!mem)
@@ -790,8 +792,7 @@ static int least_recompute_set(const struct chain *c, const struct remat_profile
         }
     }
     if (!have) {
-        /* Unreachable when M is right (an optimal set exists); leave the
-         * choice to the greedy scan rather than return a wrong set. */
+        /* No optimal set ends before `stop`: the greedy set stays. */
         free(mem);
         return 0;
     }
@@ -809,10 +810,20 @@ static int choose_set(const struct chain *c, const struct remat_profile *p, size
                       struct remat_plan *plan, struct remat_error *err)
 {
     int rc = pick_set(c, plan, err);
-    if (rc || budget == 0 || c->n < 2)
+    if (rc || budget == 0 || c->n < 2 || plan->n_checkpoints == 0)
         return rc;
+    /* A necessary condition on a last checkpoint c of an optimal set: its
+     * last segment fits with at least x_0 + x_c held.  When the greedy set's
+     * last checkpoint already has the recompute time of the first c that
+     * passes it, nothing can do better. */
+    size_t cm = plan->checkpoints[plan->n_checkpoints - 1], first = 0;
+    int64_t k = c->x[0] + c->m[0];
+    while (first < cm && c->x[0] + (first > 0 ? c->x[first] : 0) + c->tl[first] > k)
+        first++;
+    if (remat__recompute_ms(p, first) == remat__recompute_ms(p, cm))
+        return REMAT_OK;
     size_t *alt = malloc((c->n - 1) * sizeof(size_t)), m = 0;
-    int got = alt ? least_recompute_set(c, p, budget, alt, &m) : -1;
+    int got = alt ? least_recompute_set(c, p, budget, cm, alt, &m) : -1;
     if (got < 0) {
         free(alt);
         remat_plan_clear(plan);

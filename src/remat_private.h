@@ -68,12 +68,20 @@ int remat__solve_paper_linear(const struct remat_profile *p, struct remat_plan *
 int remat__prefix_ref(const struct remat_profile *p, struct remat_plan *plan,
                       struct remat_error *err);
 
-/* The longest chains acg and paper-cubic take: their cost grows as n^4 and
- * n^3 in the worst case, and a service must not spend minutes on one
- * request.  Longer chains are REMAT_ELIMIT; paper-linear and min-peak take
- * any length. */
+/* What acg and paper-cubic take: their cost grows as n^4 and n^3 in the
+ * worst case, and a service must not spend minutes on one request.  Longer
+ * chains are REMAT_ELIMIT at once; a chain whose search passes
+ * REMAT__SUM_MAX_STEPS inner steps (a few seconds; the count, not a clock,
+ * so the answer is the same on every machine) is REMAT_ELIMIT when it does.
+ * paper-linear and min-peak take any chain. */
 #define REMAT__ACG_MAX_STAGES 2000
-#define REMAT__CUBIC_MAX_STAGES 5000
+#define REMAT__CUBIC_MAX_STAGES 3000
+#define REMAT__SUM_MAX_STEPS ((size_t)1000000000)
+
+/* acg (cubic = 0) or paper-cubic (cubic = 1) with another step budget, so
+ * the tests can reach it quickly. */
+int remat__solve_sum_steps(const struct remat_profile *p, struct remat_plan *plan, int cubic,
+                           size_t max_steps, struct remat_error *err);
 
 /* Copies a checkpoint list into plan (allocating it).  REMAT_OK or ENOMEM. */
 int remat__plan_set_checkpoints(struct remat_plan *plan, const size_t *ck, size_t m,

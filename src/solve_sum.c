@@ -93,7 +93,7 @@ static void choose(struct path_dp *dp, size_t i, int n_ok, size_t j, int j_ok)
 /* paper-cubic's path for one B: a sliding-window minimum over a deque.  The
  * window of i is j in [i+1, R(i)] with U(i, j) ≤ B; as i falls, j = i+1
  * enters at the front and the far end R(i) only moves left. */
-static void path_deque(struct path_dp *dp, int64_t B)
+static size_t path_deque(struct path_dp *dp, int64_t B)
 {
     size_t n = dp->n;
     const int64_t *S = dp->S;
@@ -111,23 +111,28 @@ static void path_deque(struct path_dp *dp, int64_t B)
         int n_ok = S[n - 1] - S[i] <= B;
         choose(dp, i, n_ok, head < tail ? dp->deque[tail - 1] : 0, head < tail);
     }
+    return 2 * n; /* each j enters and leaves the deque once */
 }
 
 /* acg's path for one B: every edge of the accessibility graph relaxed. */
-static void path_edges(struct path_dp *dp, int64_t B)
+static size_t path_edges(struct path_dp *dp, int64_t B)
 {
     size_t n = dp->n;
     const int64_t *S = dp->S;
+    size_t steps = n;
     for (size_t i = n; i-- > 0;) {
         size_t best = 0;
         int have = 0;
-        for (size_t j = i + 1; j < n && S[j - 1] - S[i] <= B; j++)
+        for (size_t j = i + 1; j < n && S[j - 1] - S[i] <= B; j++) {
+            steps++;
             if (!have || j_before(dp, j, best)) {
                 best = j;
                 have = 1;
             }
+        }
         choose(dp, i, S[n - 1] - S[i] <= B, best, have);
     }
+    return steps;
 }
 
 static int cmp_i64(const void *a, const void *b)
@@ -137,7 +142,7 @@ static int cmp_i64(const void *a, const void *b)
 }
 
 static int solve_sum(const struct remat_profile *p, struct remat_plan *plan, int use_deque,
-                     struct remat_error *err)
+                     size_t max_steps, struct remat_error *err)
 {
     size_t n = p->n_stages;
     size_t max_n = use_deque ? REMAT__CUBIC_MAX_STAGES : REMAT__ACG_MAX_STAGES;
@@ -201,16 +206,21 @@ static int solve_sum(const struct remat_profile *p, struct remat_plan *plan, int
     int64_t best = INT64_MAX;
     size_t best_m = 0;
     int64_t ends = remat__d(p, 0) + remat__d(p, n);
+    size_t steps = 0; /* work done, against REMAT__SUM_MAX_STEPS */
     for (size_t c = 0; c < n_cand; c++) {
         int64_t B = cand[c];
         if (c > 0 && B == cand[c - 1])
             continue;
         if (B + ends > best)
             break;
-        if (use_deque)
-            path_deque(&dp, B);
-        else
-            path_edges(&dp, B);
+        if (steps > max_steps) {
+            rc = remat__error(err, REMAT_ELIMIT, "/stages",
+                              "%s gives up on this chain after %zu steps (long segments make it "
+                              "slow); use paper-linear or min-peak",
+                              use_deque ? "paper-cubic" : "acg", steps);
+            goto out;
+        }
+        steps += use_deque ? path_deque(&dp, B) : path_edges(&dp, B);
         int64_t total = remat__d(p, 0) + dp.cost[0] + B;
         if (total > best)
             continue;
@@ -242,11 +252,17 @@ out:
 int remat__solve_paper_cubic(const struct remat_profile *p, struct remat_plan *plan,
                              struct remat_error *err)
 {
-    return solve_sum(p, plan, 1, err);
+    return solve_sum(p, plan, 1, REMAT__SUM_MAX_STEPS, err);
 }
 
 int remat__solve_acg(const struct remat_profile *p, struct remat_plan *plan,
                      struct remat_error *err)
 {
-    return solve_sum(p, plan, 0, err);
+    return solve_sum(p, plan, 0, REMAT__SUM_MAX_STEPS, err);
+}
+
+int remat__solve_sum_steps(const struct remat_profile *p, struct remat_plan *plan, int cubic,
+                           size_t max_steps, struct remat_error *err)
+{
+    return solve_sum(p, plan, cubic, max_steps, err);
 }

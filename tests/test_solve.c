@@ -354,6 +354,23 @@ static void test_sum_limits(void **state)
         assert_null(plan.checkpoints);
         remat_profile_free(p);
     }
+    /* The step budget: a long segment makes every window wide. */
+    struct remat_profile *p = randchain_profile(6, 300, RANDCHAIN_POOLING, 0);
+    assert_non_null(p);
+    for (int cubic = 0; cubic <= 1; cubic++) {
+        struct remat_plan plan;
+        memset(&plan, 0, sizeof plan);
+        struct remat_error err;
+        assert_int_equal(remat__solve_sum_steps(p, &plan, cubic, 10000, &err), REMAT_ELIMIT);
+        assert_string_equal(err.pointer, "/stages");
+        assert_null(plan.checkpoints);
+        assert_int_equal(remat__solve_sum_steps(p, &plan, cubic, REMAT__SUM_MAX_STEPS, &err),
+                         REMAT_OK);
+        assert_int_equal(plan.objective_value,
+                         remat__sum_value(p, plan.checkpoints, plan.n_checkpoints));
+        remat_plan_clear(&plan);
+    }
+    remat_profile_free(p);
 }
 
 /* Names round-trip; the objective can be asked in another model. */

@@ -11,6 +11,7 @@
 
 #include <cmocka.h>
 
+#include "randchain.h"
 #include "remat_private.h"
 
 static char *read_file(const char *rel, size_t *len)
@@ -156,6 +157,44 @@ static void round_trip(void **state)
     free(text);
 }
 
+/* Random profiles survive printing to text and parsing back, every field
+ * exact (times are printed with enough digits to round-trip). */
+static void random_round_trip(void **state)
+{
+    (void)state;
+    for (uint64_t seed = 1; seed <= 40; seed++) {
+        struct remat_profile *p =
+            randchain_profile(seed, 1 + seed * 3, (enum randchain_dist)(seed % 4), 1);
+        assert_non_null(p);
+        p->stages[0].fwd_ms = 0.1 * (double)seed; /* not a multiple of 1/4 */
+        json_t *j = remat_profile_to_json(p);
+        assert_non_null(j);
+        char *text = json_dumps(j, JSON_COMPACT);
+        assert_non_null(text);
+        struct remat_error err;
+        struct remat_profile *q = remat_profile_loadb(text, strlen(text), &err);
+        assert_non_null(q);
+        assert_int_equal(q->n_stages, p->n_stages);
+        assert_int_equal(q->input_bytes, p->input_bytes);
+        assert_int_equal(memcmp(&q->stages[0].out_bytes, &p->stages[0].out_bytes,
+                                sizeof p->stages[0] - offsetof(struct remat_stage, out_bytes)),
+                         0);
+        for (size_t i = 1; i < p->n_stages; i++) {
+            assert_int_equal(q->stages[i].out_bytes, p->stages[i].out_bytes);
+            assert_int_equal(q->stages[i].saved_bytes, p->stages[i].saved_bytes);
+            assert_int_equal(q->stages[i].fwd_tmp_bytes, p->stages[i].fwd_tmp_bytes);
+            assert_int_equal(q->stages[i].bwd_tmp_bytes, p->stages[i].bwd_tmp_bytes);
+            assert_int_equal(q->stages[i].param_bytes, p->stages[i].param_bytes);
+            assert_true(q->stages[i].fwd_ms == p->stages[i].fwd_ms);
+            assert_true(q->stages[i].bwd_ms == p->stages[i].bwd_ms);
+        }
+        free(text);
+        json_decref(j);
+        remat_profile_free(q);
+        remat_profile_free(p);
+    }
+}
+
 /* The stage count is checked before anything is allocated for the stages;
  * the array holds one shared object, so the test itself stays small. */
 static void stage_limit(void **state)
@@ -230,9 +269,9 @@ static void validate_by_hand(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(bad_profiles),     cmocka_unit_test(defaults),
-        cmocka_unit_test(round_trip),       cmocka_unit_test(stage_limit),
-        cmocka_unit_test(validate_by_hand),
+        cmocka_unit_test(bad_profiles), cmocka_unit_test(defaults),
+        cmocka_unit_test(round_trip),   cmocka_unit_test(random_round_trip),
+        cmocka_unit_test(stage_limit),  cmocka_unit_test(validate_by_hand),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -34,8 +34,8 @@ extern "C" {
 #define REMAT_PROFILE_FORMAT "remat.profile/v1"
 
 /* Limits on what comes from outside. */
-#define REMAT_MAX_STAGES 1000000      /* stages in one profile */
-#define REMAT_MAX_NAME 256            /* bytes in a stage name or metadata string */
+#define REMAT_MAX_STAGES 1000000           /* stages in one profile */
+#define REMAT_MAX_NAME 256                 /* bytes in a stage name or metadata string */
 #define REMAT_MAX_BYTES (INT64_C(1) << 60) /* any one byte count */
 
 enum remat_code {
@@ -209,11 +209,11 @@ enum remat_model remat_algorithm_model(enum remat_algorithm a);
 
 struct remat_options {
     enum remat_algorithm algorithm;
-    int has_model;            /* nonzero: report the objective in `model` instead */
+    int has_model; /* nonzero: report the objective in `model` instead */
     enum remat_model model;
-    size_t segments;          /* uniform: K; 0 = unset */
-    int64_t budget_bytes;     /* min-time: the traced peak allowed, weights included; 0 = unset */
-    size_t mem_slots;         /* min-time: memory discretisation; 0 = the default (500) */
+    size_t segments;      /* uniform: K; 0 = unset */
+    int64_t budget_bytes; /* min-time: the traced peak allowed, weights included; 0 = unset */
+    size_t mem_slots;     /* min-time: memory discretisation; 0 = the default (500) */
 };
 
 void remat_options_init(struct remat_options *o); /* min-peak, no budget */
@@ -222,16 +222,16 @@ struct remat_plan {
     enum remat_algorithm algorithm;
     size_t n_stages;
     size_t n_checkpoints;
-    size_t *checkpoints;          /* ascending, 1..n-1; owned.  Single-level plans only */
-    int single_level;             /* 1 unless a nested min-time schedule */
+    size_t *checkpoints; /* ascending, 1..n-1; owned.  Single-level plans only */
+    int single_level;    /* 1 unless a nested min-time schedule */
     enum remat_model objective_model;
     int64_t objective_value;      /* in objective_model, bytes */
     int64_t peak_bytes;           /* traced simulation of the schedule */
     int64_t store_all_peak_bytes; /* traced, for comparison */
     double recompute_ms;
     double total_ms;
-    int64_t budget_bytes;         /* min-time: the budget asked for; else 0 */
-    int64_t min_budget_bytes;     /* min-time when infeasible: the least budget that fits */
+    int64_t budget_bytes;           /* min-time: the budget asked for; else 0 */
+    int64_t min_budget_bytes;       /* min-time when infeasible: the least budget that fits */
     struct remat_schedule schedule; /* owned; always filled */
 };
 

@@ -156,11 +156,13 @@ char *rematd_svg_timeline(const char *title, const struct rematd_series *s, size
         lx, ly, (int)(22 * n_series + 24));
     for (size_t i = 0; i < n_series; i++) {
         int y = ly + 16 + (int)(22 * i);
+        /* Each peak in its own unit: 205 MiB reads better than 0.2 GiB. */
+        int gib = s[i].peak_bytes >= GiB;
         put(&b,
             "<line x1=\"%d\" y1=\"%d\" x2=\"%d\" y2=\"%d\" stroke=\"%s\" stroke-width=\"2.5\"/>\n"
             "<text x=\"%d\" y=\"%d\" dominant-baseline=\"middle\">%s: peak %.3g %s</text>\n",
             lx + 10, y, lx + 40, y, s[i].color, lx + 48, y, s[i].label,
-            s[i].peak_bytes / unit, uname);
+            s[i].peak_bytes / (gib ? GiB : MiB), gib ? "GiB" : "MiB");
     }
     int y = ly + 16 + (int)(22 * n_series);
     put(&b,

@@ -2,7 +2,7 @@
 # loopback, and the CPU accuracy bound of docs/accuracy.md.  They need
 # libtorch; the GPU script is documentation's, run by hand on a GPU machine.
 EXTRA_DIST += tests/worker/e2e.py tests/worker/accuracy-ci.sh tests/worker/accuracy.sh \
-	tests/worker/gpu-accuracy.sh
+	tests/worker/gpu-accuracy.sh tests/worker/compare-timeline.py
 if HAVE_TORCH
 TESTS += tests/worker/e2e.py tests/worker/accuracy-ci.sh
 endif

@@ -370,7 +370,7 @@ int main(int argc, char **argv)
     const char *id = NULL, *profile_spec = NULL, *validate_spec = NULL, *validate_plan = NULL;
     const char *limit_env = getenv("REMAT_CPU_LIMIT_BYTES");
     long long cpu_limit = limit_env != NULL ? atoll(limit_env) : -1;
-    int once = 0, repeats = 0, warmup = -1;
+    int once = 0, repeats = 0, warmup = -1, timeline = 0;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         int more = i + 1 < argc;
@@ -388,6 +388,8 @@ int main(int argc, char **argv)
             cpu_limit = atoll(argv[++i]);
         else if (strcmp(a, "--repeats") == 0 && more)
             repeats = atoi(argv[++i]);
+        else if (strcmp(a, "--timeline") == 0)
+            timeline = 1;
         else if (strcmp(a, "--warmup") == 0 && more)
             warmup = atoi(argv[++i]);
         else if (strcmp(a, "--profile-local") == 0 && more)
@@ -455,6 +457,8 @@ int main(int argc, char **argv)
             json_object_set_new(job, "repeats", json_integer(repeats));
         if (warmup >= 0)
             json_object_set_new(job, "warmup", json_integer(warmup));
+        if (timeline)
+            json_object_set_new(job, "timeline", json_true());
         int rc = print_or_fail(rw_validate(job, on_progress, NULL, &why), &why);
         json_decref(job);
         return rc;

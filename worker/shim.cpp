@@ -1183,8 +1183,9 @@ struct StepResult {
  * y[i] outputs with their graphs (x̄_i), leaf[i] the input leaf of stage
  * i's graph, dy[i] = δ_i.  Frees exactly what the memory model frees. */
 StepResult run_ops(Model &m, const std::vector<Op> &ops, const torch::Tensor &x0, const Device &d,
-                   const Progress &progress)
+                   const Progress &progress, json_t *timeline = nullptr)
 {
+    static const char *const op_names[] = {"F_none", "F_ck", "F_all", "loss", "B"};
     size_t n = m.stages.size();
     std::vector<torch::Tensor> x(n + 1), y(n + 1), leaf(n + 1), dy(n + 1);
     std::vector<bool> kept(n + 1, false);
@@ -1206,6 +1207,7 @@ StepResult run_ops(Model &m, const std::vector<Op> &ops, const torch::Tensor &x0
     d.reset_peak();
     timer.start();
     size_t k = 0;
+    int64_t base = W + x0.numel() * (int64_t)x0.element_size() - start, timeline_peak = 0;
     for (const Op &op : ops) {
         size_t i = op.stage;
         if ((k++ & 15) == 0)
@@ -1264,11 +1266,23 @@ StepResult run_ops(Model &m, const std::vector<Op> &ops, const torch::Tensor &x0
             break;
         }
         }
+        if (timeline != nullptr) {
+            /* The peak during this op and the live bytes after it, counted
+             * as the simulator's timeline counts them. */
+            d.sync();
+            int64_t pk = d.peak() + base;
+            timeline_peak = std::max(timeline_peak, pk);
+            json_array_append_new(timeline,
+                                  json_pack("{s:s, s:I, s:I, s:I}", "op", op_names[op.kind],
+                                            "stage", (json_int_t)i, "peak_bytes", (json_int_t)pk,
+                                            "after_bytes", (json_int_t)(d.current() + base)));
+            d.reset_peak();
+        }
     }
     StepResult r;
     r.ms = timer.stop_ms();
     d.sync();
-    r.peak_bytes = d.peak() - start + W + x0.numel() * (int64_t)x0.element_size();
+    r.peak_bytes = timeline != nullptr ? timeline_peak : d.peak() + base;
     return r;
 }
 
@@ -1337,6 +1351,14 @@ json_t *validate(const json_t *spec, const Progress &progress)
         t_sa.push_back(a.ms);
         t_plan.push_back(b.ms);
     }
+    json_t *timeline = nullptr;
+    if (json_is_true(json_object_get(spec, "timeline"))) {
+        /* One more step of the plan, synchronised after every op: what each
+         * op really peaked at, to set beside the simulator's timeline. */
+        timeline = json_array();
+        run_ops(m, ops, x0, d, progress, timeline);
+        clear_grads(m);
+    }
     json_t *info = device_info_json(d);
     json_t *res = json_pack(
         "{s:I, s:I, s:f, s:f, s:f, s:I, s:f, s:o, s:s, s:I, s:s, s:I}", "measured_peak_bytes",
@@ -1346,6 +1368,8 @@ json_t *validate(const json_t *spec, const Progress &progress)
         (json_int_t)peak_sa, "max_grad_diff", max_diff, "device",
         json_deep_copy(json_object_get(info, "device")), "model", m.name.c_str(), "batch_size",
         (json_int_t)m.batch, "dtype", m.dtype_name.c_str(), "n_ops", (json_int_t)ops.size());
+    if (timeline != nullptr)
+        json_object_set_new(res, "timeline", timeline);
     json_object_set(res, "driver", json_object_get(info, "driver"));
     json_object_set(res, "libtorch", json_object_get(info, "libtorch"));
     json_decref(info);
@@ -1412,6 +1436,11 @@ extern "C" int rw_open(const char *device, long long cpu_limit_bytes, struct rw_
                 c10::cuda::set_device((c10::DeviceIndex)idx);
                 /* Creates the CUDA context now, before any measurement. */
                 torch::zeros({1}, torch::TensorOptions().device(g_device.dev)).sum().item<float>();
+                /* And cuBLAS's handle on autograd's device thread, which has
+                 * no current context of its own. */
+                auto a = torch::ones({8, 8}, torch::TensorOptions().device(g_device.dev))
+                             .requires_grad_(true);
+                torch::mm(a, a).sum().backward();
 #else
                 throw Failure("device " + dev + ": this worker was built without CUDA");
 #endif

@@ -23,7 +23,7 @@ struct opt {
     const char *env;
     enum opt_kind kind;
     size_t offset;
-    size_t size;          /* for strings */
+    size_t size; /* for strings */
     unsigned long long lo, hi;
     const char *help;
 };
@@ -36,21 +36,21 @@ static const struct opt opts[] = {
      "address and port to bind (host:port, [v6]:port; port 0 picks a free one)"},
     {"data-dir", "REMAT_DATA_DIR", O_STR, OFF(data_dir), SZ(data_dir), 0, 0,
      "directory of the SQLite store (created when missing)"},
-    {"max-body-bytes", "REMAT_MAX_BODY_BYTES", O_SIZE, OFF(max_body_bytes), 0, 1024,
-     (1ULL << 31), "largest request body accepted"},
+    {"max-body-bytes", "REMAT_MAX_BODY_BYTES", O_SIZE, OFF(max_body_bytes), 0, 1024, (1ULL << 31),
+     "largest request body accepted"},
     {"max-stages", "REMAT_MAX_STAGES", O_SIZE, OFF(max_stages), 0, 1, REMAT_MAX_STAGES,
      "most stages accepted in one profile"},
     {"max-connections", "REMAT_MAX_CONNECTIONS", O_UINT, OFF(max_connections), 0, 4, 60000,
      "concurrent connections"},
-    {"connection-timeout", "REMAT_CONNECTION_TIMEOUT", O_UINT, OFF(connection_timeout), 0, 1,
-     86400, "seconds an idle or slow connection is kept"},
+    {"connection-timeout", "REMAT_CONNECTION_TIMEOUT", O_UINT, OFF(connection_timeout), 0, 1, 86400,
+     "seconds an idle or slow connection is kept"},
     {"threads", "REMAT_THREADS", O_UINT, OFF(threads), 0, 1, 256, "HTTP polling threads"},
     {"lease-seconds", "REMAT_LEASE_SECONDS", O_UINT, OFF(lease_seconds), 0, 1, 86400,
      "job lease length"},
     {"max-attempts", "REMAT_MAX_ATTEMPTS", O_UINT, OFF(max_attempts), 0, 1, 1000,
      "attempts before a job is failed"},
-    {"idempotency-ttl", "REMAT_IDEMPOTENCY_TTL", O_UINT, OFF(idempotency_ttl), 0, 1,
-     31 * 86400, "seconds an Idempotency-Key is remembered"},
+    {"idempotency-ttl", "REMAT_IDEMPOTENCY_TTL", O_UINT, OFF(idempotency_ttl), 0, 1, 31 * 86400,
+     "seconds an Idempotency-Key is remembered"},
     {"workers", "REMAT_WORKERS", O_WORKERS, OFF(workers), 0, 0, 256,
      "local remat-worker processes to run and supervise (a number or auto)"},
     {"worker-path", "REMAT_WORKER_PATH", O_STR, OFF(worker_path), SZ(worker_path), 0, 0,
@@ -109,8 +109,8 @@ static int set_value(struct rematd_config *c, const struct opt *o, const char *v
     errno = 0;
     unsigned long long x = strtoull(v, &end, 10);
     if (errno || end == v || *end || *v == '-' || x < o->lo || x > o->hi) {
-        fprintf(stderr, "rematd: %s: want an integer in %llu..%llu, got '%s'\n", src, o->lo,
-                o->hi, v);
+        fprintf(stderr, "rematd: %s: want an integer in %llu..%llu, got '%s'\n", src, o->lo, o->hi,
+                v);
         return -1;
     }
     if (o->kind == O_SIZE)

@@ -20,18 +20,28 @@
 #include "rematd.h"
 
 extern const struct remat_route route_healthz, route_readyz, route_openapi, route_metrics,
-    route_models, route_plans_create, route_plans_get, route_plans_timeline,
-    route_profiles_create, route_profiles_get, route_validations_create, route_validations_get,
-    route_worker_lease, route_worker_heartbeat, route_worker_complete, route_worker_fail,
-    route_worker_release;
+    route_models, route_plans_create, route_plans_get, route_plans_timeline, route_profiles_create,
+    route_profiles_get, route_validations_create, route_validations_get, route_worker_lease,
+    route_worker_heartbeat, route_worker_complete, route_worker_fail, route_worker_release;
 
 const struct remat_route *const rematd_routes[] = {
-    &route_healthz,          &route_readyz,          &route_openapi,
-    &route_metrics,          &route_models,          &route_plans_create,
-    &route_plans_get,        &route_plans_timeline,  &route_profiles_create,
-    &route_profiles_get,     &route_validations_create, &route_validations_get,
-    &route_worker_lease,     &route_worker_heartbeat, &route_worker_complete,
-    &route_worker_fail,      &route_worker_release,
+    &route_healthz,
+    &route_readyz,
+    &route_openapi,
+    &route_metrics,
+    &route_models,
+    &route_plans_create,
+    &route_plans_get,
+    &route_plans_timeline,
+    &route_profiles_create,
+    &route_profiles_get,
+    &route_validations_create,
+    &route_validations_get,
+    &route_worker_lease,
+    &route_worker_heartbeat,
+    &route_worker_complete,
+    &route_worker_fail,
+    &route_worker_release,
 };
 const size_t rematd_n_routes = sizeof rematd_routes / sizeof rematd_routes[0];
 
@@ -128,8 +138,8 @@ static void queue(struct rematd_request *r, int status, struct MHD_Response *res
     r->status = status;
 }
 
-void rq_text(struct rematd_request *r, int status, const char *content_type, char *buf,
-             size_t len, int persistent)
+void rq_text(struct rematd_request *r, int status, const char *content_type, char *buf, size_t len,
+             int persistent)
 {
     struct MHD_Response *resp;
     if (persistent)
@@ -159,8 +169,8 @@ void rq_json(struct rematd_request *r, int status, json_t *body)
     send_json(r, status, body, "application/json");
 }
 
-void rq_problem_json(struct rematd_request *r, int status, const char *slug,
-                     const char *pointer, json_t *extra, const char *detail)
+void rq_problem_json(struct rematd_request *r, int status, const char *slug, const char *pointer,
+                     json_t *extra, const char *detail)
 {
     char type[96];
     snprintf(type, sizeof type, "/problems/%s", slug);
@@ -430,8 +440,7 @@ json_t *rq_body_json(struct rematd_request *r)
     }
     if (rematd_json_depth(j, MAX_JSON_DEPTH + 1) > MAX_JSON_DEPTH) {
         json_decref(j);
-        rq_problem(r, 400, "json-too-deep", NULL, "nesting deeper than %d levels",
-                   MAX_JSON_DEPTH);
+        rq_problem(r, 400, "json-too-deep", NULL, "nesting deeper than %d levels", MAX_JSON_DEPTH);
         return NULL;
     }
     r->json = j;
@@ -564,10 +573,10 @@ void rematd_completed(void *cls, struct MHD_Connection *c, void **req_cls,
     double dur = rematd_mono() - r->t0;
     int status = r->responded ? r->status : 0;
     rematd_metrics_observe(r->route_index, status, dur);
-    json_t *f = json_pack("{s:s, s:s, s:s, s:s, s:i, s:f}", "request_id", r->request_id,
-                          "method", r->method, "path", r->path, "route",
-                          r->route ? r->route->name : "unmatched", "status", status, "dur_ms",
-                          dur * 1000.0);
+    json_t *f =
+        json_pack("{s:s, s:s, s:s, s:s, s:i, s:f}", "request_id", r->request_id, "method",
+                  r->method, "path", r->path, "route", r->route ? r->route->name : "unmatched",
+                  "status", status, "dur_ms", dur * 1000.0);
     if (f && r->problem_type)
         json_object_set_new(f, "problem", json_string(r->problem_type));
     if (f && toe != MHD_REQUEST_TERMINATED_COMPLETED_OK)

@@ -57,8 +57,8 @@ void rematd_queue_job(struct rematd_request *r, const char *kind, json_t *spec,
                 rq_header(r, "Location", loc);
             rq_header(r, "Idempotent-Replayed", "true");
             const char *b = json_string_value(json_object_get(resp, "body"));
-            rq_text(r, (int)json_integer_value(json_object_get(resp, "status")),
-                    "application/json", strdup(b), strlen(b), 0);
+            rq_text(r, (int)json_integer_value(json_object_get(resp, "status")), "application/json",
+                    strdup(b), strlen(b), 0);
         }
         json_decref(resp);
         return;

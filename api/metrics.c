@@ -36,8 +36,7 @@ void rematd_metrics_observe(int route_index, int status, double seconds)
     while (b < N_BUCKETS && seconds > bucket_le[b])
         b++;
     atomic_fetch_add_explicit(&buckets[r][b], 1, memory_order_relaxed);
-    atomic_fetch_add_explicit(&dur_sum_us[r], (unsigned long)(seconds * 1e6),
-                              memory_order_relaxed);
+    atomic_fetch_add_explicit(&dur_sum_us[r], (unsigned long)(seconds * 1e6), memory_order_relaxed);
 }
 
 struct out {
@@ -84,8 +83,8 @@ char *rematd_metrics_render(struct rematd_server *srv, size_t *len)
         for (int s = 0; s < 600; s++) {
             unsigned long n = atomic_load_explicit(&requests[r][s], memory_order_relaxed);
             if (n)
-                put(&o, "remat_http_requests_total{route=\"%s\",code=\"%d\"} %lu\n",
-                    route_name(r), s, n);
+                put(&o, "remat_http_requests_total{route=\"%s\",code=\"%d\"} %lu\n", route_name(r),
+                    s, n);
         }
     }
     put(&o, "# HELP remat_http_request_duration_seconds Time from the request's headers to its "
@@ -126,8 +125,9 @@ char *rematd_metrics_render(struct rematd_server *srv, size_t *len)
         put(&o, "remat_plans_created_total{algorithm=\"%s\"} %ld\n",
             remat_algorithm_name((enum remat_algorithm)a),
             atomic_load(&srv->plans_by_algorithm[a]));
-    put(&o, "# HELP remat_in_flight_requests Requests being handled now.\n"
-            "# TYPE remat_in_flight_requests gauge\nremat_in_flight_requests %ld\n",
+    put(&o,
+        "# HELP remat_in_flight_requests Requests being handled now.\n"
+        "# TYPE remat_in_flight_requests gauge\nremat_in_flight_requests %ld\n",
         atomic_load(&srv->in_flight));
     *len = o.len;
     return o.buf;

@@ -20,10 +20,10 @@ void rematd_answer_remat_error(struct rematd_request *r, int rc, const struct re
         rq_problem(r, 400, "limit-exceeded", ptr, "%s", err->message);
         break;
     case REMAT_EINFEASIBLE:
-        rq_problem_json(r, 422, "infeasible", ptr,
-                        json_pack("{s:I}", "min_budget_bytes",
-                                  (json_int_t)(plan ? plan->min_budget_bytes : 0)),
-                        err->message[0] ? err->message : "no schedule fits the budget");
+        rq_problem_json(
+            r, 422, "infeasible", ptr,
+            json_pack("{s:I}", "min_budget_bytes", (json_int_t)(plan ? plan->min_budget_bytes : 0)),
+            err->message[0] ? err->message : "no schedule fits the budget");
         break;
     case REMAT_EUNSUPPORTED:
         rq_problem(r, 501, "unsupported", ptr, "%s",
@@ -35,8 +35,8 @@ void rematd_answer_remat_error(struct rematd_request *r, int rc, const struct re
     }
 }
 
-static const char *const plan_fields[] = {"profile", "profile_id", "algorithm", "segments",
-                                          "budget_bytes", "model", "mem_slots", NULL};
+static const char *const plan_fields[] = {"profile",      "profile_id", "algorithm", "segments",
+                                          "budget_bytes", "model",      "mem_slots", NULL};
 
 static int get_count(struct rematd_request *r, json_t *body, const char *name, json_int_t lo,
                      json_int_t hi, json_int_t *out)

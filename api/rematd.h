@@ -93,7 +93,7 @@ struct rematd_plan_write {
     char body_hash[65]; /* SHA-256 of the request body */
     const char *request_body;
     size_t request_len;
-    int store_request; /* nonzero: request_body is new to the blob table */
+    int store_request;    /* nonzero: request_body is new to the blob table */
     const char *idem_key; /* NULL: none */
     const char *idem_scope;
     int result; /* 0 committed, 1 idempotency key taken meanwhile, -1 error */
@@ -235,14 +235,14 @@ void rematd_completed(void *cls, struct MHD_Connection *c, void **req_cls,
 
 /* Responses: each queues one response and marks the request answered. */
 void rq_json(struct rematd_request *r, int status, json_t *body); /* steals body */
-void rq_text(struct rematd_request *r, int status, const char *content_type, char *buf,
-             size_t len, int persistent); /* buf freed unless persistent */
+void rq_text(struct rematd_request *r, int status, const char *content_type, char *buf, size_t len,
+             int persistent); /* buf freed unless persistent */
 /* problem: the slug after /problems/; pointer may be NULL. */
 void rq_problem(struct rematd_request *r, int status, const char *slug, const char *pointer,
                 const char *fmt, ...) __attribute__((format(printf, 5, 6)));
 /* Adds an extension member to the next problem: used for min_budget_bytes. */
-void rq_problem_json(struct rematd_request *r, int status, const char *slug,
-                     const char *pointer, json_t *extra, const char *detail);
+void rq_problem_json(struct rematd_request *r, int status, const char *slug, const char *pointer,
+                     json_t *extra, const char *detail);
 void rq_header(struct rematd_request *r, const char *name, const char *value);
 /* Parses the body as a JSON object, answering the problem itself on failure
  * (returns NULL). */
@@ -290,8 +290,7 @@ char *rematd_svg_timeline(const char *title, const struct rematd_series *s, size
  */
 
 struct rematd_supervisor;
-struct rematd_supervisor *rematd_supervisor_start(const struct rematd_config *cfg,
-                                                  unsigned port);
+struct rematd_supervisor *rematd_supervisor_start(const struct rematd_config *cfg, unsigned port);
 void rematd_supervisor_tick(struct rematd_supervisor *sv);
 void rematd_supervisor_stop(struct rematd_supervisor *sv, double grace_seconds);
 int rematd_count_devices(void);

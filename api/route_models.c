@@ -42,8 +42,8 @@ json_t *rematd_zoo(void)
                               "default_input_shape", shape, "dtypes", "fp32", "fp16", "bf16");
         if (m && strcmp(zoo[i].name, "gpt") == 0)
             json_object_set_new(m, "model_options",
-                                json_pack("{s:i, s:i, s:i, s:i, s:i}", "d_model", 768, "heads",
-                                          12, "layers", 12, "seq_len", 512, "vocab", 50257));
+                                json_pack("{s:i, s:i, s:i, s:i, s:i}", "d_model", 768, "heads", 12,
+                                          "layers", 12, "seq_len", 512, "vocab", 50257));
         json_array_append_new(list, m);
     }
     return json_pack("{s:o}", "models", list);

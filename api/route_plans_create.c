@@ -204,8 +204,8 @@ static enum rematd_handled create(struct rematd_request *r)
     w->idem_scope = r->route->name;
     w->done = committed;
     w->cls = r;
-    atomic_fetch_add(&r->srv->plans_by_algorithm[(int)alg < REMAT_ALG_COUNT ? (int)alg : REMAT_ALG_COUNT],
-                     1);
+    atomic_fetch_add(
+        &r->srv->plans_by_algorithm[(int)alg < REMAT_ALG_COUNT ? (int)alg : REMAT_ALG_COUNT], 1);
     /* Suspend first: the writer may commit and resume before this returns. */
     rq_suspend(r);
     rematd_store_enqueue_plan(r->srv->store, w);

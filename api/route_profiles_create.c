@@ -11,9 +11,9 @@
 
 #include "jobs_common.h"
 
-static const char *const fields[] = {"model",  "layers", "model_options", "batch_size",
-                                     "input_shape", "dtype", "device", "warmup", "repeats",
-                                     NULL};
+static const char *const fields[] = {"model",       "layers", "model_options", "batch_size",
+                                     "input_shape", "dtype",  "device",        "warmup",
+                                     "repeats",     NULL};
 
 /* Fields each layer type may carry, besides "type" and "name". */
 static const struct {
@@ -35,8 +35,7 @@ static const struct {
     {"sequential", {0}, 0, 0, 0, 0, 1},
 };
 
-static int check_layers(struct rematd_request *r, json_t *layers, const char *prefix,
-                        size_t max);
+static int check_layers(struct rematd_request *r, json_t *layers, const char *prefix, size_t max);
 
 static int check_layer(struct rematd_request *r, json_t *l, const char *ptr)
 {
@@ -111,7 +110,8 @@ static int check_layer(struct rematd_request *r, json_t *l, const char *ptr)
             if (check_layers(r, v, p, 1000) < 0)
                 return -1;
         } else {
-            rq_problem(r, 400, "validation", p, "unknown field for a %s layer", layer_types[k].type);
+            rq_problem(r, 400, "validation", p, "unknown field for a %s layer",
+                       layer_types[k].type);
             return -1;
         }
     }
@@ -188,8 +188,8 @@ static json_t *normalise(struct rematd_request *r, json_t *body)
     }
     json_t *mo = json_object_get(body, "model_options");
     if (mo) {
-        static const char *const mo_fields[] = {"d_model", "heads", "layers", "seq_len",
-                                                "vocab", NULL};
+        static const char *const mo_fields[] = {"d_model", "heads", "layers",
+                                                "seq_len", "vocab", NULL};
         if (!is_gpt || !json_is_object(mo)) {
             rq_problem(r, 400, "validation", "/model_options",
                        "model_options is an object, and only for model gpt");

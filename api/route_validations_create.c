@@ -14,9 +14,9 @@
 #include "jobs_common.h"
 #include "plan_common.h"
 
-static const char *const fields[] = {"profile_id", "plan_id",   "checkpoints", "algorithm",
-                                     "segments",   "budget_bytes", "model",    "mem_slots",
-                                     "repeats",    NULL};
+static const char *const fields[] = {
+    "profile_id",   "plan_id", "checkpoints", "algorithm", "segments",
+    "budget_bytes", "model",   "mem_slots",   "repeats",   NULL};
 
 /* The single-level plan of an explicit checkpoint list, as plan JSON. */
 static json_t *plan_of_checkpoints(struct rematd_request *r, const struct remat_profile *p,
@@ -90,12 +90,13 @@ static enum rematd_handled create(struct rematd_request *r)
         return HANDLED;
     json_t *pid = json_object_get(body, "profile_id");
     if (!json_is_string(pid)) {
-        rq_problem(r, 400, "validation", "/profile_id", "profile_id (a done profile job) is needed");
+        rq_problem(r, 400, "validation", "/profile_id",
+                   "profile_id (a done profile job) is needed");
         return HANDLED;
     }
     json_t *rep = json_object_get(body, "repeats");
-    if (rep && (!json_is_integer(rep) || json_integer_value(rep) < 1 ||
-                json_integer_value(rep) > 1000)) {
+    if (rep &&
+        (!json_is_integer(rep) || json_integer_value(rep) < 1 || json_integer_value(rep) > 1000)) {
         rq_problem(r, 400, "validation", "/repeats", "repeats must be an integer in 1..1000");
         return HANDLED;
     }
@@ -109,7 +110,8 @@ static enum rematd_handled create(struct rematd_request *r)
     json_t *model_spec, *result;
     const char *id = json_string_value(pid);
     if (!rematd_is_id(id)) {
-        rq_problem(r, 400, "validation", "/profile_id", "ids are 32 lowercase hexadecimal characters");
+        rq_problem(r, 400, "validation", "/profile_id",
+                   "ids are 32 lowercase hexadecimal characters");
         return HANDLED;
     }
     struct remat_profile *profile = rematd_profile_by_id(r, id, "/profile_id");

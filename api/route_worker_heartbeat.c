@@ -28,8 +28,8 @@ static enum rematd_handled heartbeat(struct rematd_request *r)
         if ((k && (!json_is_integer(k) || json_integer_value(k) < 0)) ||
             (n && (!json_is_integer(n) || json_integer_value(n) < 0)) ||
             (k && n && json_integer_value(k) > json_integer_value(n))) {
-            rq_problem(r, 400, "validation", k && !json_is_integer(k) ? "/progress/stage"
-                                                                       : "/progress/stages",
+            rq_problem(r, 400, "validation",
+                       k && !json_is_integer(k) ? "/progress/stage" : "/progress/stages",
                        "stage and stages are integers with 0 <= stage <= stages");
             return HANDLED;
         }

@@ -74,8 +74,8 @@ static int exec(sqlite3 *db, const char *sql)
     char *msg = NULL;
     int rc = sqlite3_exec(db, sql, NULL, NULL, &msg);
     if (rc != SQLITE_OK) {
-        rematd_log("error", "sqlite", json_pack("{s:s, s:s}", "sql", sql, "error",
-                                                msg ? msg : sqlite3_errstr(rc)));
+        rematd_log("error", "sqlite",
+                   json_pack("{s:s, s:s}", "sql", sql, "error", msg ? msg : sqlite3_errstr(rc)));
     }
     sqlite3_free(msg);
     return rc == SQLITE_OK ? 0 : -1;
@@ -222,8 +222,8 @@ void rematd_store_close(struct rematd_store *st)
 int rematd_store_ready(struct rematd_store *st)
 {
     pthread_mutex_lock(&st->rmu);
-    int ok = sqlite3_exec(st->r, "SELECT count(*) FROM sqlite_master", NULL, NULL, NULL) ==
-             SQLITE_OK;
+    int ok =
+        sqlite3_exec(st->r, "SELECT count(*) FROM sqlite_master", NULL, NULL, NULL) == SQLITE_OK;
     pthread_mutex_unlock(&st->rmu);
     pthread_mutex_lock(&st->qmu);
     ok = ok && !st->stopping;
@@ -502,22 +502,20 @@ static json_t *job_view(sqlite3 *db, const char *id, const char *kind)
         rematd_rfc3339(sqlite3_column_double(s, 8), updated);
         snprintf(self, sizeof self, "/v1/%s/%s",
                  strcmp(k, "profile") == 0 ? "profiles" : "validations", id);
-        j = json_pack("{s:s, s:s, s:s, s:i, s:s, s:s, s:o*, s:o, s:{s:s}}", "id", id, "kind", k,
-                      "status", status, "attempts", sqlite3_column_int(s, 2), "created_at",
-                      created, "updated_at", updated, "spec", parse_text(sqlite3_column_text(s, 3)),
-                      "progress",
-                      sqlite3_column_type(s, 4) == SQLITE_NULL
-                          ? json_null()
-                          : parse_text(sqlite3_column_text(s, 4)),
-                      "links", "self", self);
+        j = json_pack(
+            "{s:s, s:s, s:s, s:i, s:s, s:s, s:o*, s:o, s:{s:s}}", "id", id, "kind", k, "status",
+            status, "attempts", sqlite3_column_int(s, 2), "created_at", created, "updated_at",
+            updated, "spec", parse_text(sqlite3_column_text(s, 3)), "progress",
+            sqlite3_column_type(s, 4) == SQLITE_NULL ? json_null()
+                                                     : parse_text(sqlite3_column_text(s, 4)),
+            "links", "self", self);
         if (j && strcmp(status, "done") == 0) {
             json_t *res = parse_text(sqlite3_column_text(s, 5));
             json_object_set_new(j, strcmp(k, "profile") == 0 ? "profile" : "result",
                                 res ? res : json_null());
         }
         if (j && strcmp(status, "failed") == 0 && sqlite3_column_text(s, 6))
-            json_object_set_new(j, "error",
-                                json_string((const char *)sqlite3_column_text(s, 6)));
+            json_object_set_new(j, "error", json_string((const char *)sqlite3_column_text(s, 6)));
         if (j && strcmp(status, "running") == 0) {
             char le[32];
             rematd_rfc3339(sqlite3_column_double(s, 9), le);
@@ -544,9 +542,8 @@ int rematd_store_job_result(struct rematd_store *st, const char *id, const char 
     sqlite3_stmt *s = NULL;
     int found = -1;
     pthread_mutex_lock(&st->rmu);
-    if (sqlite3_prepare_v2(st->r,
-                           "SELECT status, spec, result FROM jobs WHERE id = ? AND kind = ?", -1,
-                           &s, NULL) == SQLITE_OK) {
+    if (sqlite3_prepare_v2(st->r, "SELECT status, spec, result FROM jobs WHERE id = ? AND kind = ?",
+                           -1, &s, NULL) == SQLITE_OK) {
         sqlite3_bind_text(s, 1, id, -1, SQLITE_STATIC);
         sqlite3_bind_text(s, 2, kind, -1, SQLITE_STATIC);
         int rc = sqlite3_step(s);
@@ -580,9 +577,9 @@ int rematd_store_create_job(struct rematd_store *st, const struct rematd_job_new
         int got = idem_lookup(st, st->w, job->idem_scope, job->idem_key, &rec);
         if (got != 0) {
             if (got == 1) {
-                *response_out = json_pack("{s:s, s:i, s:s?, s:s}", "body_hash", rec.body_hash,
-                                          "status", rec.status, "location", rec.location,
-                                          "body", rec.body);
+                *response_out =
+                    json_pack("{s:s, s:i, s:s?, s:s}", "body_hash", rec.body_hash, "status",
+                              rec.status, "location", rec.location, "body", rec.body);
                 ret = 1;
             }
             rematd_idem_clear(&rec);
@@ -689,8 +686,8 @@ static int json_array_has(json_t *a, const char *s)
 {
     size_t i;
     json_t *v;
-    json_array_foreach(a, i, v) if (json_is_string(v) && strcmp(json_string_value(v), s) == 0)
-        return 1;
+    json_array_foreach(a, i,
+                       v) if (json_is_string(v) && strcmp(json_string_value(v), s) == 0) return 1;
     return 0;
 }
 
@@ -774,10 +771,10 @@ int rematd_store_lease(struct rematd_store *st, const char *worker_id, json_t *k
     }
     char exp[32];
     rematd_rfc3339(until, exp);
-    *lease_out = json_pack("{s:s, s:s, s:s, s:i, s:i, s:s, s:o}", "job_id", id, "lease_id",
-                           lease_id, "kind", kind, "attempt", attempts + 1, "lease_seconds",
-                           (int)st->lease_seconds, "lease_expires_at", exp, "spec",
-                           spec ? spec : json_object());
+    *lease_out =
+        json_pack("{s:s, s:s, s:s, s:i, s:i, s:s, s:o}", "job_id", id, "lease_id", lease_id, "kind",
+                  kind, "attempt", attempts + 1, "lease_seconds", (int)st->lease_seconds,
+                  "lease_expires_at", exp, "spec", spec ? spec : json_object());
     ret = *lease_out ? 0 : -1;
     goto out;
 rollback:
@@ -813,8 +810,7 @@ static int lease_update(struct rematd_store *st, const char *sql, const char *id
         return 0;
     s = NULL;
     int found = 0;
-    if (sqlite3_prepare_v2(st->w, "SELECT 1 FROM jobs WHERE id = ?", -1, &s, NULL) ==
-        SQLITE_OK) {
+    if (sqlite3_prepare_v2(st->w, "SELECT 1 FROM jobs WHERE id = ?", -1, &s, NULL) == SQLITE_OK) {
         sqlite3_bind_text(s, 1, id, -1, SQLITE_STATIC);
         found = sqlite3_step(s) == SQLITE_ROW;
     }
@@ -894,8 +890,8 @@ int rematd_store_release(struct rematd_store *st, const char *id, const char *le
 
 json_t *rematd_store_job_counts(struct rematd_store *st)
 {
-    json_t *o = json_pack("{s:i, s:i, s:i, s:i}", "queued", 0, "running", 0, "done", 0,
-                          "failed", 0);
+    json_t *o =
+        json_pack("{s:i, s:i, s:i, s:i}", "queued", 0, "running", 0, "done", 0, "failed", 0);
     sqlite3_stmt *s = NULL;
     pthread_mutex_lock(&st->rmu);
     if (sqlite3_prepare_v2(st->r, "SELECT status, count(*) FROM jobs GROUP BY status", -1, &s,

@@ -78,8 +78,8 @@ static void spawn(struct rematd_supervisor *sv, struct child *c)
     c->pid = pid;
     c->started = rematd_mono();
     rematd_log("info", "worker started",
-               json_pack("{s:i, s:s, s:s, s:s}", "pid", (int)pid, "device", c->device,
-                         "worker_id", c->id, "path", sv->path));
+               json_pack("{s:i, s:s, s:s, s:s}", "pid", (int)pid, "device", c->device, "worker_id",
+                         c->id, "path", sv->path));
 }
 
 struct rematd_supervisor *rematd_supervisor_start(const struct rematd_config *cfg, unsigned port)

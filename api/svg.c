@@ -103,7 +103,8 @@ char *rematd_svg_timeline(const char *title, const struct rematd_series *s, size
         double y = MT + ph - v / ymax * ph;
         put(&b,
             "<line x1=\"%d\" y1=\"%.1f\" x2=\"%d\" y2=\"%.1f\" stroke=\"#e0e0e0\"/>\n"
-            "<text x=\"%d\" y=\"%.1f\" text-anchor=\"end\" dominant-baseline=\"middle\">%g</text>\n",
+            "<text x=\"%d\" y=\"%.1f\" text-anchor=\"end\" "
+            "dominant-baseline=\"middle\">%g</text>\n",
             ML, y, W - MR, y, ML - 8, y, v);
     }
     for (double v = 0; v <= xmax + 1e-9; v += xstep) {
@@ -120,8 +121,8 @@ char *rematd_svg_timeline(const char *title, const struct rematd_series *s, size
         "and recomputation)</text>\n"
         "<text transform=\"translate(22 %.1f) rotate(-90)\" text-anchor=\"middle\">live memory "
         "(%s)</text>\n",
-        ML, MT, ML, (int)(MT + ph), ML, (int)(MT + ph), W - MR, (int)(MT + ph), ML + pw / 2,
-        H - 14, MT + ph / 2, uname);
+        ML, MT, ML, (int)(MT + ph), ML, (int)(MT + ph), W - MR, (int)(MT + ph), ML + pw / 2, H - 14,
+        MT + ph / 2, uname);
     /* Series: polylines, thinned to at most four points per pixel column
      * (first, min, max, last) so a million-phase chart stays small. */
     for (size_t i = 0; i < n_series; i++) {
@@ -139,12 +140,13 @@ char *rematd_svg_timeline(const char *title, const struct rematd_series *s, size
             }
             put(&b, "%.1f,%.1f ", X((double)k), Y((double)s[i].bytes[k]));
             if (per > 1)
-                put(&b, "%.1f,%.1f %.1f,%.1f %.1f,%.1f ", X((double)k), Y((double)hi),
-                    X((double)k), Y((double)lo), X((double)(e - 1)), Y((double)s[i].bytes[e - 1]));
+                put(&b, "%.1f,%.1f %.1f,%.1f %.1f,%.1f ", X((double)k), Y((double)hi), X((double)k),
+                    Y((double)lo), X((double)(e - 1)), Y((double)s[i].bytes[e - 1]));
         }
         put(&b, "\"/>\n");
         put(&b,
-            "<line x1=\"%d\" y1=\"%.1f\" x2=\"%d\" y2=\"%.1f\" stroke=\"%s\" stroke-dasharray=\"6 4\" "
+            "<line x1=\"%d\" y1=\"%.1f\" x2=\"%d\" y2=\"%.1f\" stroke=\"%s\" stroke-dasharray=\"6 "
+            "4\" "
             "stroke-opacity=\"0.7\"/>\n",
             ML, Y((double)s[i].peak_bytes), W - MR, Y((double)s[i].peak_bytes), s[i].color);
     }

@@ -99,8 +99,10 @@ static void test_svg(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_sha256_vectors), cmocka_unit_test(test_ids),
-        cmocka_unit_test(test_json_depth),     cmocka_unit_test(test_rfc3339),
+        cmocka_unit_test(test_sha256_vectors),
+        cmocka_unit_test(test_ids),
+        cmocka_unit_test(test_json_depth),
+        cmocka_unit_test(test_rfc3339),
         cmocka_unit_test(test_svg),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

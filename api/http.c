@@ -368,7 +368,9 @@ static int begin(struct rematd_request *r, const char *url, const char *method)
             return 1;
         }
         if (n > 0) {
-            r->body_cap = (size_t)n + 1;
+            /* At most 64 KiB up front: a client announcing 8 MiB and then
+             * trickling must not pin 8 MiB per connection. */
+            r->body_cap = n + 1 < 65536 ? (size_t)n + 1 : 65536;
             r->body = malloc(r->body_cap);
             if (!r->body)
                 r->body_cap = 0;

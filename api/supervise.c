@@ -71,6 +71,9 @@ static void spawn(struct rematd_supervisor *sv, struct child *c)
         sigset_t none;
         sigemptyset(&none);
         sigprocmask(SIG_SETMASK, &none, NULL);
+        /* rematd ignores SIGPIPE, and an ignored signal stays ignored
+         * across exec: give the worker the default back. */
+        signal(SIGPIPE, SIG_DFL);
         execl(sv->path, sv->path, "--server", sv->server, "--device", c->device, "--id", c->id,
               (char *)NULL);
         _exit(127);

@@ -106,6 +106,23 @@ struct rematd_supervisor *rematd_supervisor_start(const struct rematd_config *cf
     sv->n = n;
     snprintf(sv->server, sizeof sv->server, "http://127.0.0.1:%u", port);
     snprintf(sv->path, sizeof sv->path, "%s", cfg->worker_path);
+    if (access(sv->path, X_OK) != 0) {
+        /* Not installed: in a build tree the worker sits in ../worker/
+         * beside api/rematd, so `./api/rematd --workers 1` works there. */
+        char self[900];
+        ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
+        if (n > 0) {
+            self[n] = '\0';
+            char *slash = strrchr(self, '/');
+            if (slash) {
+                *slash = '\0';
+                char alt[1024];
+                snprintf(alt, sizeof alt, "%s/../worker/remat-worker", self);
+                if (access(alt, X_OK) == 0)
+                    snprintf(sv->path, sizeof sv->path, "%s", alt);
+            }
+        }
+    }
     snprintf(sv->token, sizeof sv->token, "%s",
              cfg->worker_token[0] ? cfg->worker_token : cfg->token);
     char host[64] = "local";

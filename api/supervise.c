@@ -110,9 +110,9 @@ struct rematd_supervisor *rematd_supervisor_start(const struct rematd_config *cf
         /* Not installed: in a build tree the worker sits in ../worker/
          * beside api/rematd, so `./api/rematd --workers 1` works there. */
         char self[900];
-        ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
-        if (n > 0) {
-            self[n] = '\0';
+        ssize_t len = readlink("/proc/self/exe", self, sizeof self - 1);
+        if (len > 0) {
+            self[len] = '\0';
             char *slash = strrchr(self, '/');
             if (slash) {
                 *slash = '\0';

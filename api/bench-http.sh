@@ -4,8 +4,9 @@
 # algorithm) and GET /healthz with wrk, 64 connections for 10 s each, and
 # print requests/s, p50 and p99 of both and their ratio.
 # Usage: bench-http.sh PATH/TO/rematd SRCDIR   (env: BENCH_SECONDS, BENCH_CONNECTIONS,
-#        BENCH_ALGORITHM to pass an algorithm, BENCH_THREADS, BENCH_SYNC for rematd
-#        --threads and --sync)
+#        BENCH_ALGORITHM to pass an algorithm, BENCH_THREADS and BENCH_SYNC for rematd
+#        --threads and --sync, REMAT_BENCH_SAME=1 to repeat one body (rematd's cached
+#        path) instead of a distinct profile every request)
 set -e
 rematd=$1
 srcdir=${2:-.}
@@ -69,6 +70,7 @@ printf '%-22s %12s %10s %10s\n' "GET /healthz" "$(rps healthz)" "$(pct healthz 5
 awk -v a="$(rps plans)" -v b="$(rps healthz)" 'BEGIN {printf "plans/healthz ratio: %.2f\n", a / b}'
 e=$(errs plans)$(errs healthz)
 [ -z "$e" ] || echo "errors: $e"
-echo "($secs s each, $conns connections, wrk -t2, 50-stage profile, ${BENCH_ALGORITHM:-default (min-peak)} algorithm, --sync ${BENCH_SYNC:-full}, $(nproc) cores)"
+if [ "${REMAT_BENCH_SAME:-0}" = 1 ]; then bodies="the same body every request: the cached path"; else bodies="a distinct body every request"; fi
+echo "($secs s each, $conns connections, wrk -t2, 50-stage profile, $bodies, ${BENCH_ALGORITHM:-default (min-peak)} algorithm, --sync ${BENCH_SYNC:-full}, $(nproc) cores)"
 n=$(curl -s "$base/metrics" | awk '/^remat_plans_created_total/ {s += $2} END {print s}')
 echo "plans stored: $n"

@@ -83,7 +83,9 @@ char *rematd_svg_timeline(const char *title, const struct rematd_series *s, size
     if (ymax <= 0)
         ymax = ystep;
     double xmax = (double)(max_n > 1 ? max_n - 1 : 1);
-    double xstep = nice_step(xmax, 8);
+    /* Phases are whole numbers: a step of 2.5 would label phases that do
+     * not exist, so round it to a whole step. */
+    double xstep = ceil(nice_step(xmax, 8));
     if (xstep < 1)
         xstep = 1;
     const double pw = W - ML - MR, ph = H - MT - MB;

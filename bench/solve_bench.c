@@ -9,6 +9,10 @@
  * What is timed is the solver itself (the checkpoint choice), not the
  * schedule, simulation and JSON that remat_solve adds around it; the
  * "simulate" row times one traced simulation of a sqrt plan for scale.
+ * The "parse" row times remat_profile_parse (the streaming reader) of the
+ * chain's compact JSON text, made once, at n = 50 (a service request) and
+ * n = 1,000,000 (the largest profile); "parse-jansson" times what it
+ * replaced (jansson's tree, then remat_profile_from_json) at n = 50.
  * Sizes a solver's complexity makes absurd are skipped: acg (O(n^4) in the
  * worst case) and paper-cubic (O(n^3)) stop where one run would pass ~2 s. */
 #include <stdio.h>
@@ -64,18 +68,32 @@ enum which {
     W_PREFIX_REF,
     W_MIN_PEAK,
     W_SIMULATE,
+    W_PARSE,
+    W_PARSE_JANSSON,
     W_COUNT
 };
 
-static const char *const names[W_COUNT] = {"store-all",  "sqrt",        "uniform",
-                                           "acg",        "paper-cubic", "paper-linear",
-                                           "prefix-ref", "min-peak",    "simulate"};
+static const char *const names[W_COUNT] = {
+    "store-all",  "sqrt",     "uniform",  "acg",   "paper-cubic",  "paper-linear",
+    "prefix-ref", "min-peak", "simulate", "parse", "parse-jansson"};
 
 /* The largest n each one runs at (the next size would pass ~2 s a run). */
-static const size_t max_n[W_COUNT] = {1000000, 1000000, 1000000, 1000,   1000,
-                                      1000000, 10000,   1000000, 1000000};
+static const size_t max_n[W_COUNT] = {1000000, 1000000, 1000000, 1000,    1000, 1000000,
+                                      10000,   1000000, 1000000, 1000000, 50};
 
-static int run_once(enum which w, const struct remat_profile *p)
+/* The parse rows run only at these sizes. */
+static int parse_size(size_t n)
+{
+    return n == 50 || n == 1000000;
+}
+
+/* The profile's text for the parse rows. */
+struct text {
+    char *s;
+    size_t len;
+};
+
+static int run_once(enum which w, const struct remat_profile *p, const struct text *text)
 {
     struct remat_plan plan;
     memset(&plan, 0, sizeof plan);
@@ -105,6 +123,20 @@ static int run_once(enum which w, const struct remat_profile *p)
     case W_MIN_PEAK:
         rc = remat__solve_min_peak(p, &plan, NULL);
         break;
+    case W_PARSE: {
+        struct remat_profile *q = remat_profile_parse(text->s, text->len, "", NULL);
+        rc = q != NULL ? REMAT_OK : REMAT_EINVAL;
+        remat_profile_free(q);
+        break;
+    }
+    case W_PARSE_JANSSON: {
+        json_t *root = json_loadb(text->s, text->len, JSON_REJECT_DUPLICATES, NULL);
+        struct remat_profile *q = remat_profile_from_json(root, "", NULL);
+        rc = q != NULL ? REMAT_OK : REMAT_EINVAL;
+        remat_profile_free(q);
+        json_decref(root);
+        break;
+    }
     default: {
         rc = remat__solve_sqrt(p, &plan, NULL);
         struct remat_sim sim;
@@ -162,13 +194,28 @@ int main(int argc, char **argv)
             fprintf(stderr, "solve_bench: out of memory at n = %zu\n", n);
             return 1;
         }
+        struct text text = {NULL, 0};
         for (int w = 0; w < W_COUNT; w++) {
             if (n > max_n[w] || (only != NULL && strcmp(only, names[w]) != 0))
                 continue;
+            if (w == W_PARSE || w == W_PARSE_JANSSON) {
+                if (!parse_size(n))
+                    continue;
+                if (text.s == NULL) {
+                    json_t *j = remat_profile_to_json(p);
+                    text.s = j != NULL ? json_dumps(j, JSON_COMPACT) : NULL;
+                    json_decref(j);
+                    if (text.s == NULL) {
+                        fprintf(stderr, "solve_bench: out of memory at n = %zu\n", n);
+                        return 1;
+                    }
+                    text.len = strlen(text.s);
+                }
+            }
             /* One run to size the repetitions: about 0.3 s of runs (less
              * with --quick), at least 3 and at most 100,000. */
             int64_t t0 = bench_now_ns();
-            if (run_once((enum which)w, p) != REMAT_OK)
+            if (run_once((enum which)w, p, &text) != REMAT_OK)
                 continue; /* not built in this tree (min-peak placeholder) */
             int64_t one = bench_now_ns() - t0;
             double want = 0.3e9 * cfg.scale / (double)(one > 0 ? one : 1);
@@ -178,13 +225,14 @@ int main(int argc, char **argv)
                 return 1;
             for (int r = 0; r < runs; r++) {
                 int64_t a = bench_now_ns();
-                run_once((enum which)w, p);
+                run_once((enum which)w, p, &text);
                 t[r] = bench_now_ns() - a;
             }
             qsort(t, (size_t)runs, sizeof *t, cmp_i64);
             bench_report(&cfg, names[w], n, t[runs / 2], runs, NULL);
             free(t);
         }
+        free(text.s);
         remat_profile_free(p);
     }
     if (only == NULL)

@@ -397,15 +397,30 @@ fail:
 
 struct remat_profile *remat_profile_loadb(const char *text, size_t len, struct remat_error *err)
 {
-    json_error_t jerr;
-    json_t *root = json_loadb(text, len, JSON_REJECT_DUPLICATES, &jerr);
-    if (root == NULL) {
-        remat__error(err, REMAT_EINVAL, "", "bad JSON at line %d, column %d: %s", jerr.line,
-                     jerr.column, jerr.text);
+    return remat_profile_parse(text, len, "", err);
+}
+
+struct remat_profile *remat__profile_adopt(struct remat_stage *stages, size_t n, char *names,
+                                           struct remat_error *err)
+{
+    struct remat_profile *p = calloc(1, sizeof *p);
+    struct profile_priv *priv = calloc(1, sizeof *priv);
+    if (p == NULL || priv == NULL) {
+        free(p);
+        free(priv);
+        free(stages);
+        free(names);
+        remat__error(err, REMAT_ENOMEM, "", "out of memory for a profile of %zu stages", n);
         return NULL;
     }
-    struct remat_profile *p = remat_profile_from_json(root, "", err);
-    json_decref(root);
+    for (size_t i = 0; i < n; i++) {
+        uintptr_t off = (uintptr_t)stages[i].name;
+        stages[i].name = off == 0 ? empty_name : names + off - 1;
+    }
+    priv->names = names;
+    p->priv = priv;
+    p->stages = stages;
+    p->n_stages = n;
     return p;
 }
 

@@ -97,6 +97,14 @@ struct remat_profile *remat_profile_from_json(const json_t *root, const char *po
  * with the line and column in the message). */
 struct remat_profile *remat_profile_loadb(const char *text, size_t len, struct remat_error *err);
 
+/* Parses remat.profile/v1 text (len bytes, need not be NUL-terminated) in
+ * one pass without building a JSON tree: the same profile, error codes and
+ * JSON pointers as remat_profile_from_json on jansson's tree of the text
+ * (duplicate keys rejected), with pointer_prefix (may be NULL) as there.
+ * Returns: new profile, or NULL with err filled. */
+struct remat_profile *remat_profile_parse(const char *text, size_t len, const char *pointer_prefix,
+                                          struct remat_error *err);
+
 /* A profile of n stages with every field at its documented default and
  * out_bytes = 0: for programs that fill one in.  Returns: new, or NULL. */
 struct remat_profile *remat_profile_new(size_t n_stages, struct remat_error *err);

@@ -87,4 +87,18 @@ int remat__solve_sum_steps(const struct remat_profile *p, struct remat_plan *pla
 int remat__plan_set_checkpoints(struct remat_plan *plan, const size_t *ck, size_t m,
                                 struct remat_error *err);
 
+/* The streaming profile reader (profile_fast.c): remat_profile_parse, and
+ * for a caller that must tell bad JSON from a bad profile, *syntax is set to
+ * 1 on a JSON syntax error (0 otherwise) and *max_depth to the deepest
+ * nesting seen (the root object is 1); either may be NULL. */
+struct remat_profile *remat__profile_parse(const char *text, size_t len, const char *pointer_prefix,
+                                           int *syntax, int *max_depth, struct remat_error *err);
+
+/* A profile owning stages[0..n) (n >= 1) and the name arena `names` (may be
+ * NULL), both malloc'd and stolen even on failure.  Each stage's name holds
+ * an arena offset plus one, or 0 for the empty name, cast to a pointer: it
+ * is made a real pointer here.  Returns: new, or NULL (ENOMEM). */
+struct remat_profile *remat__profile_adopt(struct remat_stage *stages, size_t n, char *names,
+                                           struct remat_error *err);
+
 #endif

@@ -41,6 +41,74 @@ static char *read_file(const char *rel, size_t *len)
     return buf;
 }
 
+/* What remat_profile_loadb did before the streaming reader: jansson's tree,
+ * then remat_profile_from_json.  The reader is held to its answers. */
+static struct remat_profile *jansson_load(const char *text, size_t n, const char *prefix,
+                                          struct remat_error *err)
+{
+    json_error_t jerr;
+    json_t *root = json_loadb(text, n, JSON_REJECT_DUPLICATES, &jerr);
+    if (root == NULL) {
+        err->code = REMAT_EINVAL;
+        err->pointer[0] = '\0';
+        snprintf(err->message, sizeof err->message, "%s", jerr.text);
+        return NULL;
+    }
+    struct remat_profile *p = remat_profile_from_json(root, prefix, err);
+    json_decref(root);
+    return p;
+}
+
+static void assert_same_profile(const struct remat_profile *a, const struct remat_profile *b)
+{
+    assert_int_equal(a->n_stages, b->n_stages);
+    assert_int_equal(a->input_bytes, b->input_bytes);
+    assert_int_equal(a->batch_size, b->batch_size);
+    const char *const am[] = {a->model, a->dtype, a->device, a->driver, a->libtorch};
+    const char *const bm[] = {b->model, b->dtype, b->device, b->driver, b->libtorch};
+    for (int k = 0; k < 5; k++) {
+        assert_true((am[k] == NULL) == (bm[k] == NULL));
+        if (am[k] != NULL)
+            assert_string_equal(am[k], bm[k]);
+    }
+    for (size_t i = 0; i < a->n_stages; i++) {
+        const struct remat_stage *x = &a->stages[i], *y = &b->stages[i];
+        assert_string_equal(x->name, y->name);
+        assert_int_equal(x->out_bytes, y->out_bytes);
+        assert_int_equal(x->saved_bytes, y->saved_bytes);
+        assert_int_equal(x->fwd_tmp_bytes, y->fwd_tmp_bytes);
+        assert_int_equal(x->bwd_tmp_bytes, y->bwd_tmp_bytes);
+        assert_int_equal(x->param_bytes, y->param_bytes);
+        assert_memory_equal(&x->fwd_ms, &y->fwd_ms, sizeof x->fwd_ms);
+        assert_memory_equal(&x->bwd_ms, &y->bwd_ms, sizeof x->bwd_ms);
+    }
+}
+
+/* Both readers on text under prefix: the same profile, or the same code
+ * and pointer.  Returns 1 when the text parsed. */
+static int both_agree(const char *what, const char *text, size_t n, const char *prefix)
+{
+    struct remat_error ej, ef;
+    memset(&ej, 0, sizeof ej);
+    memset(&ef, 0, sizeof ef);
+    struct remat_profile *pj = jansson_load(text, n, prefix, &ej);
+    struct remat_profile *pf = remat_profile_parse(text, n, prefix, &ef);
+    if ((pj == NULL) != (pf == NULL))
+        fail_msg("%s: jansson path %s (%s), streaming reader %s (%s)", what,
+                 pj ? "parsed" : "failed", ej.message, pf ? "parsed" : "failed", ef.message);
+    if (pj == NULL) {
+        if (ej.code != ef.code || strcmp(ej.pointer, ef.pointer) != 0)
+            fail_msg("%s: jansson path %d at '%s' (%s), streaming reader %d at '%s' (%s)", what,
+                     ej.code, ej.pointer, ej.message, ef.code, ef.pointer, ef.message);
+        assert_true(strlen(ef.message) > 0);
+        return 0;
+    }
+    assert_same_profile(pj, pf);
+    remat_profile_free(pj);
+    remat_profile_free(pf);
+    return 1;
+}
+
 static int code_of(const char *name)
 {
     if (strcmp(name, "EINVAL") == 0)
@@ -78,6 +146,9 @@ static void bad_profiles(void **state)
                      err.message, code, pointer);
         assert_true(strlen(err.message) > 0);
         assert_null(strchr(err.message, '\n'));
+        /* Both readers, with and without a prefix, agree on code and pointer. */
+        assert_int_equal(both_agree(name, text, n, ""), 0);
+        assert_int_equal(both_agree(name, text, n, "/profile"), 0);
         /* The same under a caller's prefix, when the text is JSON at all. */
         json_t *root = json_loadb(text, n, JSON_REJECT_DUPLICATES, NULL);
         if (root != NULL) {
@@ -174,6 +245,10 @@ static void random_round_trip(void **state)
         struct remat_error err;
         struct remat_profile *q = remat_profile_loadb(text, strlen(text), &err);
         assert_non_null(q);
+        struct remat_profile *qj = jansson_load(text, strlen(text), NULL, &err);
+        assert_non_null(qj);
+        assert_same_profile(q, qj);
+        remat_profile_free(qj);
         assert_int_equal(q->n_stages, p->n_stages);
         assert_int_equal(q->input_bytes, p->input_bytes);
         assert_int_equal(memcmp(&q->stages[0].out_bytes, &p->stages[0].out_bytes,
@@ -192,6 +267,159 @@ static void random_round_trip(void **state)
         json_decref(j);
         remat_profile_free(q);
         remat_profile_free(p);
+    }
+}
+
+/* Text the bad/ files do not reach: JSON syntax at its edges, errors in
+ * several places at once (the first in the jansson path's order must win
+ * whatever the order of the text), and odd but valid input. */
+static void streaming_matches_jansson(void **state)
+{
+    (void)state;
+    static const char *const cases[] = {
+        "",
+        " ",
+        "5",
+        "\"x\"",
+        "null",
+        "[]",
+        "[1,2]",
+        "{}",
+        "{",
+        "{\"a\"}",
+        "{\"a\":}",
+        "{\"input_bytes\":1,\"stages\":[{\"out_bytes\":1}]}",
+        "{\"input_bytes\":1,\"stages\":[{\"out_bytes\":1}]} ",
+        "{\"input_bytes\":1,\"stages\":[{\"out_bytes\":1}]} x",
+        "{\"input_bytes\":1,\"stages\":[{\"out_bytes\":1}]}{}",
+        "{\"input_bytes\":1,\"stages\":[{\"out_bytes\":1},]}",
+        "{\"input_bytes\":1,\"stages\":[{\"out_bytes\":1}],}",
+        "{\"input_bytes\":01,\"stages\":[{\"out_bytes\":1}]}",
+        "{\"input_bytes\":-0,\"stages\":[{\"out_bytes\":1}]}",
+        "{\"input_bytes\":1.,\"stages\":[{\"out_bytes\":1}]}",
+        "{\"input_bytes\":1,\"stages\":[{\"out_bytes\":1,\"fwd_ms\":.5}]}",
+        "{\"input_bytes\":1,\"stages\":[{\"out_bytes\":1,\"fwd_ms\":1e}]}",
+        "{\"input_bytes\":1,\"stages\":[{\"out_bytes\":1,\"fwd_ms\":1e-400}]}",
+        "{\"input_bytes\":1,\"stages\":[{\"out_bytes\":1,\"fwd_ms\":1e400}]}",
+        "{\"input_bytes\":1,\"stages\":[{\"out_bytes\":1,\"fwd_ms\":-0.0}]}",
+        "{\"input_bytes\":1,\"stages\":[{\"out_bytes\":1,\"fwd_ms\":NaN}]}",
+        "{\"input_bytes\":1,\"stages\":[{\"out_bytes\":1,\"fwd_ms\":Infinity}]}",
+        "{\"input_bytes\":1,\"stages\":[{\"out_bytes\":1,\"fwd_ms\":12345678901234567890}]}",
+        "{\"input_bytes\":1,\"stages\":[{\"out_bytes\":1,\"fwd_ms\":9223372036854775807}]}",
+        "{\"input_bytes\":-9223372036854775808,\"stages\":[{\"out_bytes\":1}]}",
+        "{\"input_bytes\":-9223372036854775809,\"stages\":[{\"out_bytes\":1}]}",
+        "{\"input_bytes\":1152921504606846977,\"stages\":[{\"out_bytes\":1}]}",
+        "{\"input_bytes\":1,\"stages\":[{\"out_bytes\":1,\"fwd_ms\":0."
+        "1000000000000000055511151231257827021181583404541015625}]}",
+        "{\"input_bytes\":1,\"stages\":[{\"out_bytes\":1,\"fwd_ms\":5}]}",
+        "{\"input_bytes\":1,\"stages\":[{\"out_bytes\":1,\"fwd_ms\":true}]}",
+        "{\"input_bytes\":1,\"stages\":[{\"out_bytes\":1,\"bwd_ms\":null}]}",
+        "{\"input_bytes\":1,\"stages\":[{\"out_bytes\":1,\"out_bytes\":2}]}",
+        "{\"input_bytes\":1,\"input_bytes\":1,\"stages\":[{\"out_bytes\":1}]}",
+        "{\"input_bytes\":1,\"x\":1,\"x\":2,\"stages\":[{\"out_bytes\":1}]}",
+        "{\"input_bytes\":1,\"x\":1,\"\\u0078\":2,\"stages\":[{\"out_bytes\":1}]}",
+        "{\"input_bytes\":1,\"stages\":[{\"out_bytes\":1,\"y\":{\"a\":1,\"a\":1}}]}",
+        "{\"input_bytes\":1,\"stages\":[{\"out_bytes\":1,\"y\":{\"a\":1},\"z\":{\"a\":1}}]}",
+        "{\"input_bytes\":1,\"stages\":[{\"out_bytes\":1,\"y\":1,\"y\":1}]}",
+        "{\"input_bytes\":1,\"stages\":[{\"out_bytes\":1,\"o\\u0075t_bytes\":1}]}",
+        "{\"input_bytes\":1,\"stages\":[[{\"a\":1,\"a\":2}]]}",
+        "{\"input_bytes\":1,\"stages\":[{\"out_bytes\":1,\"name\":\"a\\u0000b\"}]}",
+        "{\"input_bytes\":1,\"stages\":[{\"out_bytes\":1,\"name\":\"\\ud800\"}]}",
+        "{\"input_bytes\":1,\"stages\":[{\"out_bytes\":1,\"name\":\"\\udc00\"}]}",
+        "{\"input_bytes\":1,\"stages\":[{\"out_bytes\":1,\"name\":\"\\ud83d\\ude00 "
+        "\\u00e9\\n\\t\\\"\\\\\\/\"}]}",
+        "{\"input_bytes\":1,\"stages\":[{\"out_bytes\":1,\"name\":\"\\x\"}]}",
+        "{\"input_bytes\":1,\"stages\":[{\"out_bytes\":1,\"name\":\"\\u12\"}]}",
+        "{\"input_bytes\":1,\"stages\":[{\"out_bytes\":1,\"name\":\"tab\there\"}]}",
+        "{\"input_bytes\":1,\"stages\":[{\"out_bytes\":1,\"name\":"
+        "\"\xc3\xa9\xe2\x82\xac\xf0\x9f\x98\x80\"}]}",
+        "{\"input_bytes\":1,\"stages\":[{\"out_bytes\":1,\"name\":\"\xc3\"}]}",
+        "{\"input_bytes\":1,\"stages\":[{\"out_bytes\":1,\"name\":\"\xc0\xaf\"}]}",
+        "{\"input_bytes\":1,\"stages\":[{\"out_bytes\":1,\"name\":\"\xed\xa0\x80\"}]}",
+        "{\"input_bytes\":1,\"stages\":[{\"out_bytes\":1,\"name\":\"\xf4\x90\x80\x80\"}]}",
+        "{\"input_bytes\":1,\"stages\":[{\"out_bytes\":1,\"name\":\"\xff\"}]}",
+        "{\"input_bytes\":1,\"stages\":[{\"out_bytes\":1,\"name\":null}]}",
+        "{\"input_bytes\":1,\"stages\":[{\"out_bytes\":1,\"name\":\"\"}]}",
+        "{\"input_bytes\":1,\"stages\":[{\"out_bytes\":1,\"name\":\"unterminated",
+        "{\"input_bytes\":1,\"stages\":[{\"out_bytes\":1}], \"model\":null, "
+        "\"dtype\":\"f\\u0031\"}",
+        "{\"format\":\"remat.profile/v1\",\"input_bytes\":1,\"stages\":[{\"out_bytes\":1}]}",
+        "{\"format\":\"remat.profile\\/v1\",\"input_bytes\":1,\"stages\":[{\"out_bytes\":1}]}",
+        "{\"format\":\"remat.profile/v2\",\"input_bytes\":1,\"stages\":[{\"out_bytes\":1}]}",
+        "{\"format\":null,\"input_bytes\":1,\"stages\":[{\"out_bytes\":1}]}",
+        "{\"stages\":[{\"out_bytes\":-1}],\"format\":7}",
+        "{\"stages\":[{\"out_bytes\":-1}],\"input_bytes\":\"1\"}",
+        "{\"stages\":[{\"out_bytes\":-1},5],\"input_bytes\":1}",
+        "{\"stages\":[{\"out_bytes\":-1},{\"name\":7}],\"input_bytes\":1}",
+        "{\"stages\":[{\"out_bytes\":1,\"saved_bytes\":0,\"fwd_ms\":-1}],\"input_bytes\":1}",
+        "{\"stages\":[{\"bwd_ms\":-1,\"out_bytes\":1,\"saved_bytes\":0}],\"input_bytes\":1}",
+        "{\"stages\":[{\"out_bytes\":1,\"saved_bytes\":0}],\"input_bytes\":1,\"model\":5}",
+        "{\"stages\":[{\"out_bytes\":1}],\"input_bytes\":1,\"model\":5,\"batch_size\":-1}",
+        "{\"stages\":[{\"out_bytes\":1}],\"input_bytes\":1,\"batch_size\":-1,\"model\":5}",
+        "{\"stages\":[{\"out_bytes\":1}],\"input_bytes\":1,\"batch_size\":2.0}",
+        "{\"stages\":[{\"out_bytes\":1}],\"input_bytes\":1,\"batch_size\":null}",
+        "{\"stages\":[{\"out_bytes\":1}],\"input_bytes\":1,\"batch_size\":0}",
+        "{\"stages\":[{\"out_bytes\":1152921504606846976},{\"out_bytes\":1}],\"input_bytes\":1,"
+        "\"batch_size\":-1}",
+        "{\"stages\":[{\"out_bytes\":1152921504606846976},{\"out_bytes\":1}],\"input_bytes\":1}",
+        "{\"stages\":{},\"input_bytes\":1}",
+        "{\"stages\":[],\"input_bytes\":-1}",
+        "{\"stages\":[1,2,{\"name\":5}],\"input_bytes\":1}",
+        "{\"stages\":[{\"out_bytes\":1,\"name\":5},[]],\"input_bytes\":1}",
+        " \t\r\n{\"stages\" : [ { \"out_bytes\" : 1 } ] , \"input_bytes\" : 1 } \n",
+        "{\"input_bytes\":1,\"stages\":[{\"out_bytes\":1}],\"extra\":[true,false,null,{\"k\":[]}]}",
+        "{\"input_bytes\":1,\"stages\":[{\"out_bytes\":1}],\"extra\":tru}",
+        "{\"input_bytes\":1,\"stages\":[{\"out_bytes\":1}],\"extra\":nul}",
+    };
+    size_t ncases = sizeof cases / sizeof cases[0];
+    int parsed = 0;
+    for (size_t k = 0; k < ncases; k++) {
+        char what[32];
+        snprintf(what, sizeof what, "case %zu", k);
+        parsed += both_agree(what, cases[k], strlen(cases[k]), "");
+        both_agree(what, cases[k], strlen(cases[k]), "/profile");
+    }
+    assert_true(parsed >= 10 && (size_t)parsed < ncases - 40);
+    /* Text that does not end in a NUL: the number and the literal at the
+     * very end of the buffer, read from a copy without a terminator. */
+    const char *t = "{\"input_bytes\":1,\"stages\":[{\"out_bytes\":1,\"fwd_ms\":2.5}]}";
+    size_t n = strlen(t);
+    char *copy = malloc(n);
+    assert_non_null(copy);
+    memcpy(copy, t, n);
+    for (size_t cut = 0; cut <= n; cut++)
+        both_agree("a prefix of the text", copy, cut, "");
+    free(copy);
+    /* Times in the forms people and printers write them: the reader's
+     * shortcut for short decimals must give strtod's double exactly. */
+    struct randchain_rng rng;
+    randchain_seed(&rng, 7);
+    static const char *const forms[] = {"%.17g", "%.3f", "%.15g", "%g", "%.1e", "%.20f", "%.6E"};
+    for (int k = 0; k < 3000; k++) {
+        uint64_t bits = randchain_next(&rng);
+        double x = (double)(bits >> 11) / (double)(1ULL << (bits % 60));
+        if (k % 3 == 0)
+            x = (double)(bits % 100000) / 1000.0;
+        char num[400], text[512];
+        snprintf(num, sizeof num, forms[k % 7], x);
+        snprintf(text, sizeof text,
+                 "{\"input_bytes\":1,\"stages\":[{\"out_bytes\":1,\"fwd_ms\":%s}]}", num);
+        assert_int_equal(both_agree(num, text, strlen(text), ""), 1);
+    }
+    /* Nesting: jansson allows 2048 values deep. */
+    for (int depth = 2046; depth <= 2050; depth++) {
+        size_t cap = 64 + 2 * (size_t)depth;
+        char *deep = malloc(cap);
+        assert_non_null(deep);
+        int m = snprintf(deep, cap, "{\"input_bytes\":1,\"stages\":[{\"out_bytes\":1}],\"x\":");
+        for (int d = 0; d < depth - 2; d++)
+            deep[m++] = '[';
+        deep[m++] = '1';
+        for (int d = 0; d < depth - 2; d++)
+            deep[m++] = ']';
+        deep[m++] = '}';
+        both_agree("deep nesting", deep, (size_t)m, "");
+        free(deep);
     }
 }
 
@@ -269,9 +497,13 @@ static void validate_by_hand(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(bad_profiles), cmocka_unit_test(defaults),
-        cmocka_unit_test(round_trip),   cmocka_unit_test(random_round_trip),
-        cmocka_unit_test(stage_limit),  cmocka_unit_test(validate_by_hand),
+        cmocka_unit_test(bad_profiles),
+        cmocka_unit_test(defaults),
+        cmocka_unit_test(round_trip),
+        cmocka_unit_test(random_round_trip),
+        cmocka_unit_test(stage_limit),
+        cmocka_unit_test(validate_by_hand),
+        cmocka_unit_test(streaming_matches_jansson),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

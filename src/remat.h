@@ -257,6 +257,14 @@ void remat_plan_clear(struct remat_plan *plan);
  * Returns: new reference, or NULL when out of memory. */
 json_t *remat_plan_to_json(const struct remat_profile *profile, const struct remat_plan *plan);
 
+/* The plan's compact JSON text: byte for byte what json_dumps(
+ * remat_plan_to_json(profile, plan), JSON_COMPACT) gives, written without
+ * building the tree.  *len_out (may be NULL) gets its length.
+ * Returns: new NUL-terminated string (free it), or NULL when out of memory
+ * or when remat_plan_to_json would fail. */
+char *remat_plan_dumps(const struct remat_profile *profile, const struct remat_plan *plan,
+                       size_t *len_out);
+
 /* ------------------------------------------------------------------------
  * The memory/time frontier (min-time's table, read at every budget)
  */

@@ -1,0 +1,214 @@
+/* plan_dump.c - a plan's JSON text written directly, without jansson's tree.
+ *
+ * The service answers thousands of plans a second; building the tree of
+ * remat_plan_to_json and printing it cost more than solving.  This writes
+ * the very bytes json_dumps(remat_plan_to_json(...), JSON_COMPACT) writes:
+ * the same keys in the same order, integers in decimal, and reals as
+ * jansson prints them ("%.17g", then ".0" when neither '.' nor 'e' is
+ * there, then no '+' and no leading zeros in the exponent).  test_plan_dump
+ * compares the two byte for byte.  Nested min-time plans describe their
+ * segments with remat__nested_segments_json, printed by jansson: that tree
+ * is small and only those plans have it. */
+#include <math.h>
+#include <stdio.h>
+
+#include "mintime.h"
+
+/* curl's dynbuf rule: the buffer has a maximum.  A plan of REMAT_MAX_STAGES
+ * stages is at most a few hundred megabytes of text. */
+#define MAX_TEXT ((size_t)1 << 31)
+
+struct buf {
+    char *s;
+    size_t len, cap;
+    int bad; /* out of memory or over MAX_TEXT: the text is abandoned */
+};
+
+static int reserve(struct buf *b, size_t more)
+{
+    if (b->bad)
+        return -1;
+    if (b->len + more + 1 <= b->cap)
+        return 0;
+    size_t cap = b->cap ? b->cap : 1024;
+    while (cap < b->len + more + 1)
+        cap *= 2;
+    if (cap > MAX_TEXT) {
+        if (b->len + more + 1 > MAX_TEXT) {
+            b->bad = 1;
+            return -1;
+        }
+        cap = MAX_TEXT;
+    }
+    char *s = realloc(b->s, cap);
+    if (s == NULL) {
+        b->bad = 1;
+        return -1;
+    }
+    b->s = s;
+    b->cap = cap;
+    return 0;
+}
+
+static void put(struct buf *b, const char *s, size_t n)
+{
+    if (reserve(b, n) < 0)
+        return;
+    memcpy(b->s + b->len, s, n);
+    b->len += n;
+}
+
+#define PUT_LIT(b, lit) put((b), (lit), sizeof(lit) - 1)
+
+static void put_str(struct buf *b, const char *s)
+{
+    put(b, s, strlen(s));
+}
+
+/* An integer as json_dumps prints a json_int_t ("%lld"). */
+static void put_int(struct buf *b, int64_t v)
+{
+    char tmp[24];
+    char *end = tmp + sizeof tmp, *q = end;
+    uint64_t u = v < 0 ? (uint64_t)0 - (uint64_t)v : (uint64_t)v;
+    do {
+        *--q = (char)('0' + u % 10);
+        u /= 10;
+    } while (u != 0);
+    if (v < 0)
+        *--q = '-';
+    put(b, q, (size_t)(end - q));
+}
+
+/* A real as jansson's jsonp_dtostr prints it at its default precision. */
+static void put_real(struct buf *b, double v)
+{
+    char tmp[64];
+    int n = snprintf(tmp, sizeof tmp, "%.17g", v);
+    if (n < 0 || (size_t)n >= sizeof tmp - 3) {
+        b->bad = 1;
+        return;
+    }
+    size_t len = (size_t)n;
+    if (strchr(tmp, '.') == NULL && strchr(tmp, 'e') == NULL) {
+        tmp[len++] = '.';
+        tmp[len++] = '0';
+        tmp[len] = '\0';
+    }
+    char *start = strchr(tmp, 'e');
+    if (start != NULL) {
+        start++;
+        char *end = start + 1;
+        if (*start == '-')
+            start++;
+        while (*end == '0')
+            end++;
+        if (end != start) {
+            memmove(start, end, len - (size_t)(end - tmp) + 1);
+            len -= (size_t)(end - start);
+        }
+    }
+    put(b, tmp, len);
+}
+
+static void put_pair(struct buf *b, int64_t x, int64_t y)
+{
+    PUT_LIT(b, "[");
+    put_int(b, x);
+    PUT_LIT(b, ",");
+    put_int(b, y);
+    PUT_LIT(b, "]");
+}
+
+char *remat_plan_dumps(const struct remat_profile *profile, const struct remat_plan *plan,
+                       size_t *len_out)
+{
+    /* json_real refuses what JSON cannot say, so remat_plan_to_json fails. */
+    if (!isfinite(plan->recompute_ms) || !isfinite(plan->total_ms))
+        return NULL;
+    struct buf b = {NULL, 0, 0, 0};
+    size_t guess = 512 + 40 * plan->schedule.n_ops + 48 * (plan->n_checkpoints + 1);
+    if (reserve(&b, guess < MAX_TEXT / 2 ? guess : MAX_TEXT / 2) < 0)
+        return NULL;
+    PUT_LIT(&b, "{\"algorithm\":\"");
+    put_str(&b, remat_algorithm_name(plan->algorithm));
+    PUT_LIT(&b, "\"");
+    if (plan->single_level) {
+        PUT_LIT(&b, ",\"checkpoints\":[");
+        for (size_t k = 0; k < plan->n_checkpoints; k++) {
+            if (k > 0)
+                PUT_LIT(&b, ",");
+            put_int(&b, (int64_t)plan->checkpoints[k]);
+        }
+        /* Segment (prev, end] of stages is stages prev+1..end, modules
+         * prev..end-1 of an nn.Sequential (as in remat_plan_to_json). */
+        PUT_LIT(&b, "],\"segments\":[");
+        size_t prev = 0;
+        for (size_t k = 0; k <= plan->n_checkpoints; k++) {
+            size_t end = k < plan->n_checkpoints ? plan->checkpoints[k] : plan->n_stages;
+            if (k > 0)
+                PUT_LIT(&b, ",");
+            put_pair(&b, (int64_t)prev + 1, (int64_t)end);
+            prev = end;
+        }
+        PUT_LIT(&b, "],\"torch_segments\":[");
+        prev = 0;
+        for (size_t k = 0; k <= plan->n_checkpoints; k++) {
+            size_t end = k < plan->n_checkpoints ? plan->checkpoints[k] : plan->n_stages;
+            if (k > 0)
+                PUT_LIT(&b, ",");
+            put_pair(&b, (int64_t)prev, (int64_t)end);
+            prev = end;
+        }
+        PUT_LIT(&b, "]");
+    } else {
+        json_t *nested = remat__nested_segments_json(profile, plan);
+        char *text = nested != NULL ? json_dumps(nested, JSON_COMPACT) : NULL;
+        json_decref(nested);
+        if (text == NULL) {
+            free(b.s);
+            return NULL;
+        }
+        PUT_LIT(&b, ",\"nested_segments\":");
+        put_str(&b, text);
+        free(text);
+    }
+    PUT_LIT(&b, ",\"objective\":{\"model\":\"");
+    put_str(&b, remat_model_name(plan->objective_model));
+    PUT_LIT(&b, "\",\"value\":");
+    put_int(&b, plan->objective_value);
+    PUT_LIT(&b, "},\"peak_bytes\":");
+    put_int(&b, plan->peak_bytes);
+    PUT_LIT(&b, ",\"store_all_peak_bytes\":");
+    put_int(&b, plan->store_all_peak_bytes);
+    PUT_LIT(&b, ",\"recompute_ms\":");
+    put_real(&b, plan->recompute_ms);
+    PUT_LIT(&b, ",\"total_ms\":");
+    put_real(&b, plan->total_ms);
+    if (plan->algorithm == REMAT_ALG_MIN_TIME) {
+        PUT_LIT(&b, ",\"budget_bytes\":");
+        put_int(&b, plan->budget_bytes);
+    }
+    PUT_LIT(&b, ",\"schedule\":[");
+    static const char *const ops[] = {
+        "{\"op\":\"F_none\",\"stage\":", "{\"op\":\"F_ck\",\"stage\":",
+        "{\"op\":\"F_all\",\"stage\":", "{\"op\":\"loss\",\"stage\":", "{\"op\":\"B\",\"stage\":"};
+    const struct remat_schedule *s = &plan->schedule;
+    for (size_t k = 0; k < s->n_ops; k++) {
+        uint8_t kind = s->ops[k].kind;
+        if (k > 0)
+            PUT_LIT(&b, ",");
+        put_str(&b, kind < 5 ? ops[kind] : "{\"op\":\"?\",\"stage\":");
+        put_int(&b, (int64_t)s->ops[k].stage);
+        PUT_LIT(&b, "}");
+    }
+    PUT_LIT(&b, "]}");
+    if (b.bad) {
+        free(b.s);
+        return NULL;
+    }
+    b.s[b.len] = '\0';
+    if (len_out != NULL)
+        *len_out = b.len;
+    return b.s;
+}

@@ -8,7 +8,10 @@ set -u
 : "${top_srcdir:=$(cd "$(dirname "$0")/../.." && pwd)}"
 : "${top_builddir:=$top_srcdir}"
 REMATD=${REMATD:-$top_builddir/api/rematd}
-PYTHON=${PYTHON:-python3}
+# Debian's python3 is the one deploy/install-deps.sh gives jsonschema and yaml.
+if [ -z "${PYTHON:-}" ]; then
+    if [ -x /usr/bin/python3 ]; then PYTHON=/usr/bin/python3; else PYTHON=python3; fi
+fi
 T=$(mktemp -d "${TMPDIR:-/tmp}/remat-api-test.XXXXXX")
 N=0
 FAILS=0
@@ -138,8 +141,8 @@ problem() {
 # schema_check: validates every listed response against openapi.yaml.
 schema_check() {
     if ! "$PYTHON" -c 'import jsonschema, yaml' 2>/dev/null; then
-        echo "SKIP schema check: python3-jsonschema or python3-yaml missing"
-        return 0
+        fail "schema check impossible: $PYTHON lacks jsonschema or yaml (sh deploy/install-deps.sh installs them)"
+        return 1
     fi
     if "$PYTHON" "$top_srcdir/tests/api/check_schema.py" "$top_srcdir/openapi.yaml" "$1"; then
         ok

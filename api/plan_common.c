@@ -93,6 +93,13 @@ struct remat_profile *rematd_profile_by_id(struct rematd_request *r, const char 
 int rematd_plan_request(struct rematd_request *r, json_t *body, struct remat_profile **profile,
                         struct remat_options *opts, json_t **options_json)
 {
+    return rematd_plan_request_parsed(r, body, NULL, profile, opts, options_json);
+}
+
+int rematd_plan_request_parsed(struct rematd_request *r, json_t *body, struct remat_profile *parsed,
+                               struct remat_profile **profile, struct remat_options *opts,
+                               json_t **options_json)
+{
     *profile = NULL;
     *options_json = NULL;
     if (rq_reject_unknown(r, body, "", plan_fields) < 0)
@@ -148,7 +155,19 @@ int rematd_plan_request(struct rematd_request *r, json_t *body, struct remat_pro
                    "give exactly one of profile and profile_id");
         goto bad;
     }
-    if (pid) {
+    if (parsed != NULL && pid == NULL) {
+        /* The inline profile was read from the text already (and without
+         * error, or the caller would not pass it); only this server's own
+         * limit is left, checked as below. */
+        if (parsed->n_stages > r->srv->cfg.max_stages) {
+            rq_problem(r, 400, "limit-exceeded", "/profile/stages",
+                       "%zu stages; this server accepts at most %zu", parsed->n_stages,
+                       r->srv->cfg.max_stages);
+            goto bad;
+        }
+        *profile = parsed;
+        parsed = NULL;
+    } else if (pid) {
         if (!json_is_string(pid)) {
             rq_problem(r, 400, "validation", "/profile_id", "profile_id must be a string");
             goto bad;
@@ -176,9 +195,11 @@ int rematd_plan_request(struct rematd_request *r, json_t *body, struct remat_pro
             goto bad;
         }
     }
+    remat_profile_free(parsed);
     *options_json = oj;
     return 0;
 bad:
+    remat_profile_free(parsed);
     json_decref(oj);
     return -1;
 }

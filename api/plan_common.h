@@ -9,6 +9,12 @@
  * normalised options), or -1 after answering the problem. */
 int rematd_plan_request(struct rematd_request *r, json_t *body, struct remat_profile **profile,
                         struct remat_options *opts, json_t **options_json);
+/* The same, for POST /v1/plans's fast path: body's "profile" member is a
+ * placeholder and `parsed` (new, stolen; may be NULL for the plain path)
+ * is the profile read from the request text by remat_profile_parse. */
+int rematd_plan_request_parsed(struct rematd_request *r, json_t *body, struct remat_profile *parsed,
+                               struct remat_profile **profile, struct remat_options *opts,
+                               json_t **options_json);
 /* The done profile job's result as a profile (new), or NULL after answering. */
 struct remat_profile *rematd_profile_by_id(struct rematd_request *r, const char *id,
                                            const char *pointer);

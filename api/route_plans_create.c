@@ -128,6 +128,195 @@ static char *finish_body(const char *plan, size_t len, const char *id, const cha
     return b;
 }
 
+/* ---- the fast path: no jansson tree of the profile ------------------
+ *
+ * A request is mostly its profile.  Reading it into jansson's tree and then
+ * into a profile cost several times the solve, and so did printing the
+ * plan through a tree.  Here a small scanner finds the top-level "profile"
+ * member's value, the rest of the body (the envelope, with a placeholder in
+ * that value's place) goes to jansson, the profile text to
+ * remat_profile_parse, and the plan is written by remat_plan_dumps.
+ *
+ * The answers must not change, so the fast path only ever answers what the
+ * plain path would: whenever anything is unusual or wrong (bad JSON
+ * anywhere, a bad profile, escapes in top-level keys, "profile" given twice,
+ * deep nesting) it gives up before answering and the plain path runs on the
+ * whole body.  A valid profile cannot change which envelope error comes
+ * first, so envelope errors are answered by the same code on either path. */
+
+static const char *skip_ws(const char *p, const char *e)
+{
+    while (p < e && (*p == ' ' || *p == '\t' || *p == '\n' || *p == '\r'))
+        p++;
+    return p;
+}
+
+/* p at a '"': past the closing quote, or NULL.  *escaped is set when the
+ * string has a backslash. */
+static const char *skip_string(const char *p, const char *e, int *escaped)
+{
+    for (p++; p < e; p++) {
+        if (*p == '\\') {
+            *escaped = 1;
+            p++;
+        } else if (*p == '"') {
+            return p + 1;
+        }
+    }
+    return NULL;
+}
+
+/* One value at p (after whitespace): its end, or NULL.  Loose about what is
+ * inside (jansson and remat_profile_parse check that); *depth gets the
+ * deepest bracket nesting, as rematd_json_depth counts it. */
+static const char *skip_value(const char *p, const char *e, size_t *depth)
+{
+    int escaped = 0;
+    size_t d = 0;
+    *depth = 0;
+    if (p < e && *p == '"')
+        return skip_string(p, e, &escaped);
+    if (p < e && (*p == '{' || *p == '[')) {
+        while (p < e) {
+            if (*p == '"') {
+                p = skip_string(p, e, &escaped);
+                if (p == NULL)
+                    return NULL;
+                continue;
+            }
+            if (*p == '{' || *p == '[') {
+                if (++d > *depth)
+                    *depth = d;
+            } else if (*p == '}' || *p == ']') {
+                if (--d == 0)
+                    return p + 1;
+            }
+            p++;
+        }
+        return NULL;
+    }
+    const char *b = p;
+    while (p < e && *p != ',' && *p != '}' && *p != ']' && *p != ' ' && *p != '\t' && *p != '\n' &&
+           *p != '\r')
+        p++;
+    return p > b ? p : NULL;
+}
+
+/* The span of the top-level "profile" member's value: 1 when there is
+ * exactly one such member and the scan saw nothing odd, else 0. */
+static int find_profile(const char *body, size_t len, size_t *vs, size_t *ve, size_t *depth)
+{
+    const char *p = body, *e = body + len;
+    int found = 0;
+    p = skip_ws(p, e);
+    if (p >= e || *p != '{')
+        return 0;
+    p = skip_ws(p + 1, e);
+    if (p < e && *p == '}')
+        return 0;
+    for (;;) {
+        p = skip_ws(p, e);
+        if (p >= e || *p != '"')
+            return 0;
+        const char *k = p + 1;
+        int escaped = 0;
+        p = skip_string(p, e, &escaped);
+        if (p == NULL || escaped)
+            return 0;
+        int is_profile = p - 1 - k == 7 && memcmp(k, "profile", 7) == 0;
+        p = skip_ws(p, e);
+        if (p >= e || *p != ':')
+            return 0;
+        p = skip_ws(p + 1, e);
+        const char *v = p;
+        size_t d;
+        p = skip_value(p, e, &d);
+        if (p == NULL)
+            return 0;
+        if (is_profile) {
+            if (found++)
+                return 0;
+            *vs = (size_t)(v - body);
+            *ve = (size_t)(p - body);
+            *depth = d;
+        }
+        p = skip_ws(p, e);
+        if (p < e && *p == ',') {
+            p++;
+            continue;
+        }
+        if (p < e && *p == '}')
+            break;
+        return 0;
+    }
+    return found == 1 && skip_ws(p + 1, e) == e;
+}
+
+/* 1: the plan is in w->body and w->options; -1: a problem was answered
+ * (one the plain path would answer too); 0: nothing done, take the plain
+ * path. */
+static int fast_create(struct rematd_request *r, struct rematd_plan_write *w,
+                       enum remat_algorithm *alg)
+{
+    size_t vs = 0, ve = 0, pdepth = 0;
+    if (r->body_len == 0 || !find_profile(r->body, r->body_len, &vs, &ve, &pdepth) || pdepth > 8)
+        return 0;
+    struct remat_error err = {0};
+    struct remat_profile *profile = remat_profile_parse(r->body + vs, ve - vs, "/profile", &err);
+    if (profile == NULL)
+        return 0;
+    /* The envelope: the body with "0" for the profile's value. */
+    size_t elen = r->body_len - (ve - vs) + 1;
+    char *env_text = malloc(elen);
+    if (env_text == NULL) {
+        remat_profile_free(profile);
+        return 0;
+    }
+    memcpy(env_text, r->body, vs);
+    env_text[vs] = '0';
+    memcpy(env_text + vs + 1, r->body + ve, r->body_len - ve);
+    json_t *env = json_loadb(env_text, elen, JSON_REJECT_DUPLICATES, NULL);
+    free(env_text);
+    if (env == NULL || !json_is_object(env) || !json_is_integer(json_object_get(env, "profile")) ||
+        rematd_json_depth(env, 9) > 8) {
+        json_decref(env);
+        remat_profile_free(profile);
+        return 0;
+    }
+    struct remat_options opts;
+    json_t *options;
+    struct remat_profile *p;
+    int rc = rematd_plan_request_parsed(r, env, profile, &p, &opts, &options);
+    json_decref(env);
+    if (rc < 0)
+        return -1;
+    struct remat_plan plan;
+    memset(&plan, 0, sizeof plan);
+    rc = remat_solve(p, &opts, &plan, &err);
+    if (rc != REMAT_OK) {
+        rematd_answer_remat_error(r, rc, &err, &plan);
+        remat_plan_clear(&plan);
+        remat_profile_free(p);
+        json_decref(options);
+        return -1;
+    }
+    size_t len = 0;
+    char *text = remat_plan_dumps(p, &plan, &len);
+    remat_plan_clear(&plan);
+    remat_profile_free(p);
+    w->options = json_dumps(options, JSON_COMPACT);
+    json_decref(options);
+    *alg = opts.algorithm;
+    if (text && w->options) {
+        len--; /* drop the closing brace */
+        w->body = finish_body(text, len, w->id, w->created_at);
+        body_hash(r, w->body_hash);
+        cache_store(r, text, len, *alg, w->options);
+    }
+    free(text);
+    return 1;
+}
+
 static void committed(struct rematd_plan_write *w)
 {
     rq_resume(w->cls);
@@ -144,7 +333,7 @@ static enum rematd_handled create(struct rematd_request *r)
     rematd_new_ordered_id(w->id);
     rematd_rfc3339(rematd_now(), w->created_at);
     enum remat_algorithm alg;
-    int skip_request = 0;
+    int skip_request = 0, rc_fast;
     struct hash_cache *hit = cache_hit(r);
     if (hit) {
         w->body = finish_body(hit->plan, hit->plan_len, w->id, w->created_at);
@@ -152,6 +341,9 @@ static enum rematd_handled create(struct rematd_request *r)
         alg = hit->algorithm;
         memcpy(w->body_hash, hit->hash, 65);
         skip_request = hit->request_stored;
+    } else if ((rc_fast = fast_create(r, w, &alg)) != 0) {
+        if (rc_fast < 0)
+            return HANDLED;
     } else {
         json_t *body = rq_body_json(r);
         if (!body)

@@ -4,7 +4,7 @@
 # jsonschema and yaml, from deploy/install-deps.sh).
 API_TESTS = \
 	tests/api/endpoints.sh tests/api/hostile.sh tests/api/jobs.sh \
-	tests/api/durability.sh tests/api/supervise.sh
+	tests/api/durability.sh tests/api/supervise.sh tests/api/fastpath.sh
 dist_check_SCRIPTS += $(API_TESTS)
 TESTS += $(API_TESTS)
 EXTRA_DIST += tests/api/lib.sh tests/api/check_schema.py tests/api/fake-worker.sh

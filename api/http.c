@@ -8,6 +8,11 @@
  * Each request owns one struct rematd_request, created on the first call of
  * the access handler and freed in one place, rematd_completed (MHD's
  * NOTIFY_COMPLETED), whether or not the request finished.
+ *
+ * Shutdown (see main.c) relies on the counters kept here: in_flight (first
+ * access call to NOTIFY_COMPLETED), fresh (connections whose first request
+ * has not begun), suspended (rq_suspend to rq_resume) and in_access (access
+ * calls running), and on every access call refusing once closing is set.
  */
 #include "config.h"
 
@@ -129,6 +134,10 @@ static void queue(struct rematd_request *r, int status, struct MHD_Response *res
     if (content_type)
         MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, content_type);
     MHD_add_response_header(resp, "X-Request-Id", r->request_id);
+    /* Draining: a keep-alive client must not send its next request on this
+     * connection, which is about to be closed. */
+    if (atomic_load(&r->srv->draining))
+        MHD_add_response_header(resp, MHD_HTTP_HEADER_CONNECTION, "close");
     for (int i = 0; i < r->n_headers; i++)
         if (r->header_name[i] && r->header_value[i])
             MHD_add_response_header(resp, r->header_name[i], r->header_value[i]);
@@ -200,13 +209,20 @@ void rq_problem(struct rematd_request *r, int status, const char *slug, const ch
 
 void rq_suspend(struct rematd_request *r)
 {
+    /* Counted before MHD sees it, so that shutdown never finds the count
+     * at zero while a connection is suspended. */
+    atomic_fetch_add(&r->srv->suspended, 1);
     r->suspended = 1;
     MHD_suspend_connection(r->conn);
 }
 
 void rq_resume(struct rematd_request *r)
 {
+    /* Once resumed, the request may complete and be freed on its MHD
+     * thread at any moment: take what is needed from it first. */
+    struct rematd_server *srv = r->srv;
     MHD_resume_connection(r->conn);
+    atomic_fetch_sub(&srv->suspended, 1);
 }
 
 /* Matches path against a pattern segment by segment; {id} takes one
@@ -526,20 +542,56 @@ static void dispatch(struct rematd_request *r)
         rq_problem(r, 500, "internal", NULL, "the handler gave no answer");
 }
 
-enum MHD_Result rematd_access(void *cls, struct MHD_Connection *c, const char *url,
-                              const char *method, const char *version, const char *upload_data,
-                              size_t *upload_data_size, void **req_cls)
+/* Per connection (MHD's socket context): whether its first request has
+ * begun. */
+struct conn_state {
+    int fresh;
+};
+
+void rematd_connection(void *cls, struct MHD_Connection *c, void **socket_context,
+                       enum MHD_ConnectionNotificationCode toe)
+{
+    struct rematd_server *srv = cls;
+    (void)c;
+    if (toe == MHD_CONNECTION_NOTIFY_STARTED) {
+        struct conn_state *cs = calloc(1, sizeof *cs);
+        if (cs) {
+            cs->fresh = 1;
+            atomic_fetch_add(&srv->fresh, 1);
+        }
+        *socket_context = cs;
+        return;
+    }
+    struct conn_state *cs = *socket_context;
+    if (cs && cs->fresh)
+        atomic_fetch_sub(&srv->fresh, 1);
+    free(cs);
+    *socket_context = NULL;
+}
+
+static enum MHD_Result access_call(struct rematd_server *srv, struct MHD_Connection *c,
+                                   const char *url, const char *method, const char *upload_data,
+                                   size_t *upload_data_size, void **req_cls)
 {
     struct rematd_request *r = *req_cls;
     if (!r) {
         r = calloc(1, sizeof *r);
         if (!r)
             return MHD_NO;
-        r->srv = cls;
+        r->srv = srv;
         r->conn = c;
         r->t0 = rematd_mono();
         *req_cls = r;
-        atomic_fetch_add(&r->srv->in_flight, 1);
+        /* in_flight before fresh: shutdown reads fresh first, so when it
+         * sees this connection no longer fresh it also sees the request. */
+        atomic_fetch_add(&srv->in_flight, 1);
+        const union MHD_ConnectionInfo *ci =
+            MHD_get_connection_info(c, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+        struct conn_state *cs = ci ? ci->socket_context : NULL;
+        if (cs && cs->fresh) {
+            cs->fresh = 0;
+            atomic_fetch_sub(&srv->fresh, 1);
+        }
         set_request_id(r);
         begin(r, url, method);
         return MHD_YES;
@@ -563,6 +615,24 @@ enum MHD_Result rematd_access(void *cls, struct MHD_Connection *c, const char *u
     }
     dispatch(r);
     return MHD_YES;
+}
+
+enum MHD_Result rematd_access(void *cls, struct MHD_Connection *c, const char *url,
+                              const char *method, const char *version, const char *upload_data,
+                              size_t *upload_data_size, void **req_cls)
+{
+    struct rematd_server *srv = cls;
+    (void)version;
+    /* Counted, then checked (both sequentially consistent): shutdown sets
+     * closing, then waits for in_access to reach zero, so either this call
+     * sees closing, or shutdown waits until it has returned.  After that no
+     * handler can suspend a connection behind MHD_stop_daemon's back. */
+    atomic_fetch_add(&srv->in_access, 1);
+    enum MHD_Result res = MHD_NO;
+    if (!atomic_load(&srv->closing))
+        res = access_call(srv, c, url, method, upload_data, upload_data_size, req_cls);
+    atomic_fetch_sub(&srv->in_access, 1);
+    return res;
 }
 
 void rematd_completed(void *cls, struct MHD_Connection *c, void **req_cls,

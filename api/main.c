@@ -6,9 +6,16 @@
  * self-pipe for SIGTERM/SIGINT and ticks the worker supervisor.
  *
  * Shutdown (SIGTERM or SIGINT): /readyz turns 503, MHD_quiesce_daemon stops
- * accepting, in-flight requests finish (bounded wait), local workers get
- * SIGTERM, the daemon stops, the writer flushes and the store checkpoints.
- * Exit status 0.
+ * accepting, local workers get SIGTERM, in-flight requests finish (bounded
+ * wait), then every access call is refused and the daemon stops, the writer
+ * flushes and the store checkpoints.  Exit status 0.
+ *
+ * MHD_stop_daemon aborts the process when a connection is still suspended,
+ * and a plan's connection stays suspended until the writer has committed
+ * it.  So the daemon is stopped only once no handler is running, none can
+ * start, and every suspended connection has been resumed (see http.c).
+ * "In flight" also covers a connection accepted before MHD_quiesce_daemon
+ * whose request MHD has not parsed yet: it is answered too.
  */
 #include "config.h"
 
@@ -123,7 +130,7 @@ int main(int argc, char **argv)
         MHD_OPTION_CONNECTION_LIMIT, cfg->max_connections, MHD_OPTION_CONNECTION_TIMEOUT,
         cfg->connection_timeout, MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)32 * 1024,
         MHD_OPTION_LISTEN_BACKLOG_SIZE, 1024u, MHD_OPTION_NOTIFY_COMPLETED, rematd_completed, &srv,
-        MHD_OPTION_END);
+        MHD_OPTION_NOTIFY_CONNECTION, rematd_connection, &srv, MHD_OPTION_END);
     if (!srv.daemon) {
         rematd_log("error", "cannot listen",
                    json_pack("{s:s, s:s}", "listen", cfg->listen, "detail", strerror(errno)));
@@ -168,11 +175,22 @@ int main(int argc, char **argv)
     if (lfd != MHD_INVALID_SOCKET)
         close(lfd);
     rematd_supervisor_stop(sv, 5.0);
+    /* Every request that has begun, and every accepted connection whose
+     * request has not begun yet, gets its answer (bounded: a client that
+     * trickles or never sends is cut off).  fresh is read before in_flight:
+     * a request begins by counting itself in flight, then leaving fresh. */
     double end = rematd_mono() + 10.0;
-    while (atomic_load(&srv.in_flight) > 0 && rematd_mono() < end) {
-        struct timespec ts = {0, 5 * 1000 * 1000};
-        nanosleep(&ts, NULL);
-    }
+    struct timespec tick = {0, 2 * 1000 * 1000};
+    while ((atomic_load(&srv.fresh) > 0 || atomic_load(&srv.in_flight) > 0) && rematd_mono() < end)
+        nanosleep(&tick, NULL);
+    /* From here every access call is refused (a request arriving now on a
+     * kept-alive connection is closed unanswered, so never acknowledged).
+     * Wait for the calls still running, which may suspend a connection, and
+     * for the writer to resume every suspended one: it is still running and
+     * does so once the plan is committed. */
+    atomic_store(&srv.closing, 1);
+    while (atomic_load(&srv.in_access) > 0 || atomic_load(&srv.suspended) > 0)
+        nanosleep(&tick, NULL);
     MHD_stop_daemon(srv.daemon);
     rematd_store_close(srv.store);
     rematd_log("info", "stopped", NULL);

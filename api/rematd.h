@@ -188,6 +188,15 @@ struct rematd_server {
     struct MHD_Daemon *daemon;
     atomic_int draining;
     atomic_long in_flight;
+    /* Shutdown bookkeeping (main.c): closing makes every access call refuse;
+     * in_access counts the access calls running now, suspended the
+     * connections suspended and not yet resumed (MHD_stop_daemon aborts the
+     * process when one is left), fresh the connections accepted whose first
+     * request has not begun. */
+    atomic_int closing;
+    atomic_long in_access;
+    atomic_long suspended;
+    atomic_long fresh;
     atomic_long plans_by_algorithm[REMAT_ALG_COUNT + 1];
     const char *openapi;
     size_t openapi_len;
@@ -232,6 +241,8 @@ enum MHD_Result rematd_access(void *cls, struct MHD_Connection *c, const char *u
                               size_t *upload_data_size, void **req_cls);
 void rematd_completed(void *cls, struct MHD_Connection *c, void **req_cls,
                       enum MHD_RequestTerminationCode toe);
+void rematd_connection(void *cls, struct MHD_Connection *c, void **socket_context,
+                       enum MHD_ConnectionNotificationCode toe);
 
 /* Responses: each queues one response and marks the request answered. */
 void rq_json(struct rematd_request *r, int status, json_t *body); /* steals body */

@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "plan_common.h"
+#include "remat_private.h"
 
 /* The last request this thread answered: its body, the body's SHA-256 and
  * the plan it gave (the JSON text without its closing brace, before id,
@@ -47,7 +48,14 @@ static void cache_init(void)
     pthread_key_create(&cache_key, cache_free);
 }
 
-static void body_hash(struct rematd_request *r, char out[65])
+/* The key of the stored request body (requests.hash, plans.request_hash).
+ * With an Idempotency-Key the body's SHA-256 is already at hand (http.c
+ * compares it with the key's first body).  Without one, hashing 8 KB per
+ * request was the largest single cost of POST /v1/plans, and the key need
+ * only be unique: "plan:" and the id of the plan that first stored the
+ * body (never a hexadecimal hash).  Identical requests still share one row
+ * through this thread's cache below, which remembers the key. */
+static void body_hash(struct rematd_request *r, const char *id, char out[65])
 {
     if (r->body_hash[0]) {
         memcpy(out, r->body_hash, 65);
@@ -59,7 +67,7 @@ static void body_hash(struct rematd_request *r, char out[65])
         memcpy(out, c->hash, 65);
         return;
     }
-    rematd_sha256_hex(r->body, r->body_len, out);
+    snprintf(out, 65, "plan:%s", id);
     if (!c) {
         c = calloc(1, sizeof *c);
         if (!c || pthread_setspecific(cache_key, c) != 0) {
@@ -202,43 +210,55 @@ static const char *skip_value(const char *p, const char *e, size_t *depth)
     return p > b ? p : NULL;
 }
 
-/* The span of the top-level "profile" member's value: 1 when there is
- * exactly one such member and the scan saw nothing odd, else 0. */
-static int find_profile(const char *body, size_t len, size_t *vs, size_t *ve, size_t *depth)
+/* Reads the body's top level: the profile (new) from the one "profile"
+ * member, read in place by the streaming reader, which says where it ended,
+ * and that value's span.  NULL when the scan saw anything odd, including a
+ * profile the reader refused. */
+static struct remat_profile *find_profile(const char *body, size_t len, size_t *vs, size_t *ve)
 {
     const char *p = body, *e = body + len;
-    int found = 0;
+    struct remat_profile *profile = NULL;
     p = skip_ws(p, e);
     if (p >= e || *p != '{')
-        return 0;
+        return NULL;
     p = skip_ws(p + 1, e);
     if (p < e && *p == '}')
-        return 0;
+        return NULL;
     for (;;) {
         p = skip_ws(p, e);
         if (p >= e || *p != '"')
-            return 0;
+            goto odd;
         const char *k = p + 1;
         int escaped = 0;
         p = skip_string(p, e, &escaped);
         if (p == NULL || escaped)
-            return 0;
+            goto odd;
         int is_profile = p - 1 - k == 7 && memcmp(k, "profile", 7) == 0;
         p = skip_ws(p, e);
         if (p >= e || *p != ':')
-            return 0;
+            goto odd;
         p = skip_ws(p + 1, e);
         const char *v = p;
-        size_t d;
-        p = skip_value(p, e, &d);
-        if (p == NULL)
-            return 0;
         if (is_profile) {
-            if (found++)
-                return 0;
+            if (profile != NULL)
+                goto odd;
+            int depth = 0;
+            size_t used = 0;
+            struct remat_error err;
+            profile =
+                remat__profile_parse(v, (size_t)(e - v), "/profile", NULL, &depth, &used, &err);
+            /* rematd_json_depth's limit applies to the whole body: a
+             * profile nested deeper than usual goes the plain way. */
+            if (profile == NULL || depth > 8)
+                goto odd;
+            p = v + used;
             *vs = (size_t)(v - body);
             *ve = (size_t)(p - body);
-            *depth = d;
+        } else {
+            size_t d;
+            p = skip_value(p, e, &d);
+            if (p == NULL)
+                goto odd;
         }
         p = skip_ws(p, e);
         if (p < e && *p == ',') {
@@ -247,9 +267,13 @@ static int find_profile(const char *body, size_t len, size_t *vs, size_t *ve, si
         }
         if (p < e && *p == '}')
             break;
-        return 0;
+        goto odd;
     }
-    return found == 1 && skip_ws(p + 1, e) == e;
+    if (profile != NULL && skip_ws(p + 1, e) == e)
+        return profile;
+odd:
+    remat_profile_free(profile);
+    return NULL;
 }
 
 /* 1: the plan is in w->body and w->options; -1: a problem was answered
@@ -258,13 +282,12 @@ static int find_profile(const char *body, size_t len, size_t *vs, size_t *ve, si
 static int fast_create(struct rematd_request *r, struct rematd_plan_write *w,
                        enum remat_algorithm *alg)
 {
-    size_t vs = 0, ve = 0, pdepth = 0;
-    if (r->body_len == 0 || !find_profile(r->body, r->body_len, &vs, &ve, &pdepth) || pdepth > 8)
-        return 0;
-    struct remat_error err = {0};
-    struct remat_profile *profile = remat_profile_parse(r->body + vs, ve - vs, "/profile", &err);
+    size_t vs = 0, ve = 0;
+    struct remat_profile *profile =
+        r->body_len > 0 ? find_profile(r->body, r->body_len, &vs, &ve) : NULL;
     if (profile == NULL)
         return 0;
+    struct remat_error err = {0};
     /* The envelope: the body with "0" for the profile's value. */
     size_t elen = r->body_len - (ve - vs) + 1;
     char *env_text = malloc(elen);
@@ -310,7 +333,7 @@ static int fast_create(struct rematd_request *r, struct rematd_plan_write *w,
     if (text && w->options) {
         len--; /* drop the closing brace */
         w->body = finish_body(text, len, w->id, w->created_at);
-        body_hash(r, w->body_hash);
+        body_hash(r, w->id, w->body_hash);
         cache_store(r, text, len, *alg, w->options);
     }
     free(text);
@@ -378,7 +401,7 @@ static enum rematd_handled create(struct rematd_request *r)
         if (text && w->options) {
             size_t len = strlen(text) - 1; /* drop the closing brace */
             w->body = finish_body(text, len, w->id, w->created_at);
-            body_hash(r, w->body_hash);
+            body_hash(r, w->id, w->body_hash);
             cache_store(r, text, len, alg, w->options);
         }
         free(text);

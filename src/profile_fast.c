@@ -250,6 +250,16 @@ static int hex4(const char *q, uint32_t *out)
     return 0;
 }
 
+/* Bytes a string holds as they are: printable ASCII but '"' and '\\'. */
+static const unsigned char plain[256] = {
+#define R16(v) v, v, v, v, v, v, v, v, v, v, v, v, v, v, v, v
+    R16(0), R16(0), 1,      1,      0,      1,      1,      1,      1,      1,     1, 1,
+    1,      1,      1,      1,      1,      1,      R16(1), R16(1), 1,      1,     1, 1,
+    1,      1,      1,      1,      1,      1,      1,      1,      0,      1,     1, 1,
+    R16(1), R16(1), R16(0), R16(0), R16(0), R16(0), R16(0), R16(0), R16(0), R16(0)
+#undef R16
+};
+
 /* Reads a string whose opening quote is at r->p.  *s and *len are the
  * decoded bytes: in the text itself when there is no escape, else in the
  * scratch buffer (valid until the next string). */
@@ -259,7 +269,7 @@ static int read_string(struct reader *r, const char **s, size_t *len)
     const unsigned char *end = (const unsigned char *)r->end;
     const unsigned char *begin = q;
     for (;;) {
-        while (q < end && *q >= 0x20 && *q != '"' && *q != '\\' && *q < 0x80)
+        while (q < end && plain[*q])
             q++;
         if (q >= end) {
             r->p = (const char *)q;
@@ -1097,7 +1107,8 @@ static void reader_free(struct reader *r)
 }
 
 struct remat_profile *remat__profile_parse(const char *text, size_t len, const char *pointer_prefix,
-                                           int *syntax, int *max_depth, struct remat_error *err)
+                                           int *syntax, int *max_depth, size_t *consumed,
+                                           struct remat_error *err)
 {
     struct reader r;
     memset(&r, 0, sizeof r);
@@ -1130,7 +1141,9 @@ struct remat_profile *remat__profile_parse(const char *text, size_t len, const c
         r.depth = 0;
     }
     skip_ws(&r);
-    if (r.p < r.end) {
+    if (consumed != NULL)
+        *consumed = (size_t)(r.p - text);
+    else if (r.p < r.end) {
         syntax_error(&r, "end of file expected");
         goto out;
     }
@@ -1165,5 +1178,5 @@ out:
 struct remat_profile *remat_profile_parse(const char *text, size_t len, const char *pointer_prefix,
                                           struct remat_error *err)
 {
-    return remat__profile_parse(text, len, pointer_prefix, NULL, NULL, err);
+    return remat__profile_parse(text, len, pointer_prefix, NULL, NULL, NULL, err);
 }

@@ -90,9 +90,13 @@ int remat__plan_set_checkpoints(struct remat_plan *plan, const size_t *ck, size_
 /* The streaming profile reader (profile_fast.c): remat_profile_parse, and
  * for a caller that must tell bad JSON from a bad profile, *syntax is set to
  * 1 on a JSON syntax error (0 otherwise) and *max_depth to the deepest
- * nesting seen (the root object is 1); either may be NULL. */
+ * nesting of values seen (the root object is 1, its members' values 2).
+ * With consumed not NULL the profile may be followed by more text (the
+ * rest of a request): *consumed is set to the bytes read, the profile and
+ * the whitespace after it.  Any of the three may be NULL. */
 struct remat_profile *remat__profile_parse(const char *text, size_t len, const char *pointer_prefix,
-                                           int *syntax, int *max_depth, struct remat_error *err);
+                                           int *syntax, int *max_depth, size_t *consumed,
+                                           struct remat_error *err);
 
 /* A profile owning stages[0..n) (n >= 1) and the name arena `names` (may be
  * NULL), both malloc'd and stolen even on failure.  Each stage's name holds

@@ -406,6 +406,18 @@ static void streaming_matches_jansson(void **state)
                  "{\"input_bytes\":1,\"stages\":[{\"out_bytes\":1,\"fwd_ms\":%s}]}", num);
         assert_int_equal(both_agree(num, text, strlen(text), ""), 1);
     }
+    /* A profile followed by more text (the rest of a request): read up
+     * to its end and the whitespace after it, and no further. */
+    const char *req = "{\"input_bytes\":1,\"stages\":[{\"out_bytes\":1}]} \n,\"algorithm\":\"x\"}";
+    size_t used = 0;
+    int req_depth = 0;
+    struct remat_profile *q =
+        remat__profile_parse(req, strlen(req), "/profile", NULL, &req_depth, &used, NULL);
+    assert_non_null(q);
+    assert_int_equal(used, strlen(req) - strlen(",\"algorithm\":\"x\"}"));
+    assert_int_equal(req_depth, 4);
+    remat_profile_free(q);
+    assert_null(remat_profile_parse(req, strlen(req), "/profile", NULL));
     /* Nesting: jansson allows 2048 values deep. */
     for (int depth = 2046; depth <= 2050; depth++) {
         size_t cap = 64 + 2 * (size_t)depth;

@@ -8,7 +8,9 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdlib.h>
+#include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <cmocka.h>
 
@@ -96,6 +98,69 @@ static void test_svg(void **state)
     free(svg);
 }
 
+/* rematd_log writes its line directly; it must be the line jansson would
+ * print for {ts, level, msg, ...fields} (fields of the same name taking
+ * the place of the first three), escapes, reals and nested values included. */
+static void log_one(const char *level, const char *msg, json_t *fields, char *out, size_t cap)
+{
+    FILE *f = tmpfile();
+    assert_non_null(f);
+    int saved = dup(STDERR_FILENO);
+    assert_true(saved >= 0);
+    assert_true(dup2(fileno(f), STDERR_FILENO) >= 0);
+    rematd_log(level, msg, fields);
+    assert_true(dup2(saved, STDERR_FILENO) >= 0);
+    close(saved);
+    rewind(f);
+    size_t n = fread(out, 1, cap - 1, f);
+    out[n] = '\0';
+    fclose(f);
+}
+
+static void test_log_line(void **state)
+{
+    (void)state;
+    static const double reals[] = {0.0, 1.0, 12.345678, 1e-7, 2.5e21, -3.0, 123456789.0};
+    for (size_t k = 0; k < sizeof reals / sizeof reals[0]; k++) {
+        json_t *fields = json_pack(
+            "{s:s, s:s, s:i, s:f, s:b, s:n, s:I, s:[i, s], s:{s:f}}", "request_id", "abc", "path",
+            "/v1/\"q\"\\x\n\t\001\x7f\xc3\xa9/", "status", 201, "dur_ms", reals[k], "ok", 1, "none",
+            "big", (json_int_t)-9007199254740993LL, "list", 1, "two", "obj", "r", reals[k]);
+        assert_non_null(fields);
+        if (k == 1)
+            json_object_set_new(fields, "msg", json_string("replaced"));
+        char got[4096];
+        json_incref(fields);
+        log_one("info", "request", fields, got, sizeof got);
+        /* The line jansson prints, with the timestamp rematd_log wrote. */
+        json_t *line = json_loads(got, 0, NULL);
+        assert_non_null(line);
+        json_t *o = json_pack("{s:O, s:s, s:s}", "ts", json_object_get(line, "ts"), "level", "info",
+                              "msg", "request");
+        json_object_update(o, fields);
+        char *want = json_dumps(o, JSON_COMPACT | JSON_REAL_PRECISION(6));
+        assert_non_null(want);
+        size_t wl = strlen(want);
+        assert_int_equal(strlen(got), wl + 1);
+        assert_memory_equal(got, want, wl);
+        assert_int_equal(got[wl], '\n');
+        free(want);
+        json_decref(o);
+        json_decref(line);
+        json_decref(fields);
+    }
+    /* A line too long for the direct writer still comes out whole. */
+    char big[5000];
+    memset(big, 'x', sizeof big - 1);
+    big[sizeof big - 1] = '\0';
+    char got[8192];
+    log_one("warn", "long", json_pack("{s:s}", "detail", big), got, sizeof got);
+    assert_int_equal(
+        strlen(got),
+        strlen(big) +
+            strlen("{\"ts\":\"\",\"level\":\"warn\",\"msg\":\"long\",\"detail\":\"\"}\n") + 24);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -104,6 +169,7 @@ int main(void)
         cmocka_unit_test(test_json_depth),
         cmocka_unit_test(test_rfc3339),
         cmocka_unit_test(test_svg),
+        cmocka_unit_test(test_log_line),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

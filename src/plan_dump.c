@@ -68,16 +68,21 @@ static void put_str(struct buf *b, const char *s)
 /* An integer as json_dumps prints a json_int_t ("%lld"). */
 static void put_int(struct buf *b, int64_t v)
 {
-    char tmp[24];
-    char *end = tmp + sizeof tmp, *q = end;
+    /* Written in place: a copy per number showed in profiles. */
+    if (reserve(b, 20) < 0)
+        return;
     uint64_t u = v < 0 ? (uint64_t)0 - (uint64_t)v : (uint64_t)v;
-    do {
-        *--q = (char)('0' + u % 10);
-        u /= 10;
-    } while (u != 0);
+    int digits = 1;
+    for (uint64_t t = u; t >= 10; t /= 10)
+        digits++;
+    char *q = b->s + b->len;
     if (v < 0)
-        *--q = '-';
-    put(b, q, (size_t)(end - q));
+        *q++ = '-';
+    for (int k = digits - 1; k >= 0; k--) {
+        q[k] = (char)('0' + u % 10);
+        u /= 10;
+    }
+    b->len = (size_t)(q + digits - b->s);
 }
 
 /* A real as jansson's jsonp_dtostr prints it at its default precision. */
@@ -190,15 +195,24 @@ char *remat_plan_dumps(const struct remat_profile *profile, const struct remat_p
         put_int(&b, plan->budget_bytes);
     }
     PUT_LIT(&b, ",\"schedule\":[");
-    static const char *const ops[] = {
-        "{\"op\":\"F_none\",\"stage\":", "{\"op\":\"F_ck\",\"stage\":",
-        "{\"op\":\"F_all\",\"stage\":", "{\"op\":\"loss\",\"stage\":", "{\"op\":\"B\",\"stage\":"};
+#define OP(name)                                                                                   \
+    {                                                                                              \
+        "{\"op\":\"" name "\",\"stage\":", sizeof("{\"op\":\"" name "\",\"stage\":") - 1           \
+    }
+    static const struct {
+        const char *text;
+        size_t len;
+    } ops[] = {OP("F_none"), OP("F_ck"), OP("F_all"), OP("loss"), OP("B")};
+#undef OP
     const struct remat_schedule *s = &plan->schedule;
     for (size_t k = 0; k < s->n_ops; k++) {
         uint8_t kind = s->ops[k].kind;
         if (k > 0)
             PUT_LIT(&b, ",");
-        put_str(&b, kind < 5 ? ops[kind] : "{\"op\":\"?\",\"stage\":");
+        if (kind < 5)
+            put(&b, ops[kind].text, ops[kind].len);
+        else
+            PUT_LIT(&b, "{\"op\":\"?\",\"stage\":");
         put_int(&b, (int64_t)s->ops[k].stage);
         PUT_LIT(&b, "}");
     }

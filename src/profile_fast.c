@@ -448,7 +448,11 @@ static int read_number(struct reader *r, struct val *v)
         /* Exactly strtoll's range, as jansson reads integers. */
         uint64_t limit = neg ? (uint64_t)INT64_MAX + 1 : (uint64_t)INT64_MAX;
         uint64_t x = 0;
-        for (const char *d = begin + neg; d < q; d++) {
+        const char *d = begin + neg;
+        /* 18 digits cannot overflow: check only past them. */
+        for (const char *safe = q - d > 18 ? d + 18 : q; d < safe; d++)
+            x = x * 10 + (unsigned)(*d - '0');
+        for (; d < q; d++) {
             unsigned digit = (unsigned)(*d - '0');
             if (x > (limit - digit) / 10)
                 return syntax_error(r, neg ? "too big negative integer" : "too big integer");
@@ -644,12 +648,21 @@ static int read_key(struct reader *r, const char **k, size_t *klen)
     return 0;
 }
 
+/* Keys are short: a loop beats a call to memcmp. */
+static int same_key(const char *a, const char *b, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        if (a[i] != b[i])
+            return 0;
+    return 1;
+}
+
 /* The members of an object opened at r->p: each known key calls member()
  * with its index, others are read and dropped. */
 typedef int (*member_fn)(struct reader *r, void *ctx, int which);
 
-static int read_object(struct reader *r, const char *const *known, int n_known, member_fn member,
-                       void *ctx)
+static int read_object(struct reader *r, const char *const *known, const unsigned char *known_len,
+                       int n_known, member_fn member, void *ctx)
 {
     uint64_t frame = r->next_frame++;
     unsigned seen = 0;
@@ -666,8 +679,7 @@ static int read_object(struct reader *r, const char *const *known, int n_known, 
             return -1;
         int which = -1;
         for (int j = 0; j < n_known; j++)
-            if (known[j][0] == (klen > 0 ? k[0] : '\0') && strlen(known[j]) == klen &&
-                memcmp(known[j], k, klen) == 0) {
+            if (known_len[j] == klen && same_key(known[j], k, klen)) {
                 which = j;
                 break;
             }
@@ -723,7 +735,7 @@ static int any_value(struct reader *r, struct val *v)
         switch (*r->p) {
         case '{':
             v->type = V_OBJ;
-            rc = read_object(r, NULL, 0, NULL, NULL);
+            rc = read_object(r, NULL, NULL, 0, NULL, NULL);
             break;
         case '[':
             v->type = V_ARR;
@@ -894,6 +906,7 @@ static void check_stage(struct reader *r, struct stage_ctx *c)
 static const char *const stage_members[] = {"out_bytes",     "saved_bytes", "fwd_tmp_bytes",
                                             "bwd_tmp_bytes", "param_bytes", "fwd_ms",
                                             "bwd_ms",        "name"};
+static const unsigned char stage_member_len[] = {9, 11, 13, 13, 11, 6, 6, 4};
 
 static int read_stages(struct reader *r)
 {
@@ -927,7 +940,7 @@ static int read_stages(struct reader *r)
                 return -1;
             if (r->depth > r->max_depth)
                 r->max_depth = r->depth;
-            int rc = read_object(r, stage_members, 8, stage_member, &c);
+            int rc = read_object(r, stage_members, stage_member_len, 8, stage_member, &c);
             r->depth--;
             if (rc < 0)
                 return -1;
@@ -969,6 +982,7 @@ static int read_stages(struct reader *r)
 enum { K_FORMAT, K_INPUT, K_STAGES, K_BATCH, K_META };
 static const char *const root_members[] = {"format", "input_bytes", "stages", "batch_size", "model",
                                            "dtype",  "device",      "driver", "libtorch"};
+static const unsigned char root_member_len[] = {6, 11, 6, 10, 5, 5, 6, 6, 8};
 
 static int root_member(struct reader *r, void *ctx, int which)
 {
@@ -1136,7 +1150,7 @@ struct remat_profile *remat__profile_parse(const char *text, size_t len, const c
     } else {
         r.depth = 1;
         r.max_depth = 1;
-        if (read_object(&r, root_members, 9, root_member, NULL) < 0)
+        if (read_object(&r, root_members, root_member_len, 9, root_member, NULL) < 0)
             goto out;
         r.depth = 0;
     }

@@ -175,14 +175,23 @@ int main(int argc, char **argv)
     if (lfd != MHD_INVALID_SOCKET)
         close(lfd);
     rematd_supervisor_stop(sv, 5.0);
-    /* Every request that has begun, and every accepted connection whose
-     * request has not begun yet, gets its answer (bounded: a client that
-     * trickles or never sends is cut off).  fresh is read before in_flight:
-     * a request begins by counting itself in flight, then leaving fresh. */
-    double end = rematd_mono() + 10.0;
+    /* Every request that has begun gets its answer (bounded: a client that
+     * trickles its body is cut off), and so does every accepted connection
+     * whose request arrives within a second (one that stays silent longer
+     * is an idle pre-connection, not a request in flight).  fresh is read
+     * before in_flight: a request begins by counting itself in flight, then
+     * leaving fresh. */
+    double now = rematd_mono(), end = now + 10.0, fresh_end = now + 1.0;
     struct timespec tick = {0, 2 * 1000 * 1000};
-    while ((atomic_load(&srv.fresh) > 0 || atomic_load(&srv.in_flight) > 0) && rematd_mono() < end)
+    for (;;) {
+        now = rematd_mono();
+        int waiting = atomic_load(&srv.fresh) > 0 && now < fresh_end;
+        if (!waiting && atomic_load(&srv.in_flight) == 0)
+            break;
+        if (now >= end)
+            break;
         nanosleep(&tick, NULL);
+    }
     /* From here every access call is refused (a request arriving now on a
      * kept-alive connection is closed unanswered, so never acknowledged).
      * Wait for the calls still running, which may suspend a connection, and

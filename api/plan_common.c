@@ -96,10 +96,26 @@ int rematd_plan_request(struct rematd_request *r, json_t *body, struct remat_pro
     return rematd_plan_request_parsed(r, body, NULL, profile, opts, options_json);
 }
 
+static int plan_request(struct rematd_request *r, json_t *body, struct remat_profile **given,
+                        struct remat_profile **profile, struct remat_options *opts,
+                        json_t **options_json);
+
 int rematd_plan_request_parsed(struct rematd_request *r, json_t *body, struct remat_profile *parsed,
                                struct remat_profile **profile, struct remat_options *opts,
                                json_t **options_json)
 {
+    /* plan_request takes `parsed` (setting it to NULL) only when it uses
+     * it; whatever it left is freed here, on every path. */
+    int rc = plan_request(r, body, &parsed, profile, opts, options_json);
+    remat_profile_free(parsed);
+    return rc;
+}
+
+static int plan_request(struct rematd_request *r, json_t *body, struct remat_profile **given,
+                        struct remat_profile **profile, struct remat_options *opts,
+                        json_t **options_json)
+{
+    struct remat_profile *parsed = *given;
     *profile = NULL;
     *options_json = NULL;
     if (rq_reject_unknown(r, body, "", plan_fields) < 0)
@@ -166,7 +182,7 @@ int rematd_plan_request_parsed(struct rematd_request *r, json_t *body, struct re
             goto bad;
         }
         *profile = parsed;
-        parsed = NULL;
+        *given = NULL;
     } else if (pid) {
         if (!json_is_string(pid)) {
             rq_problem(r, 400, "validation", "/profile_id", "profile_id must be a string");
@@ -195,11 +211,9 @@ int rematd_plan_request_parsed(struct rematd_request *r, json_t *body, struct re
             goto bad;
         }
     }
-    remat_profile_free(parsed);
     *options_json = oj;
     return 0;
 bad:
-    remat_profile_free(parsed);
     json_decref(oj);
     return -1;
 }

@@ -81,7 +81,7 @@ TESTS += tests/cli.sh tests/check-exports.sh tests/check-format.sh
 # The allocation-failure loop: the core's allocations are wrapped at link time.
 check_PROGRAMS += tests/test_alloc
 TESTS += tests/test_alloc
-tests_test_alloc_SOURCES = tests/test_alloc.c
+tests_test_alloc_SOURCES = tests/test_alloc.c tests/failalloc.c tests/failalloc.h
 tests_test_alloc_CFLAGS = $(CORE_TEST_CFLAGS)
 tests_test_alloc_LDADD = $(CORE_TEST_LDADD)
 tests_test_alloc_LDFLAGS = -Wl,--wrap=malloc,--wrap=calloc,--wrap=realloc,--wrap=free

@@ -15,76 +15,8 @@
 
 #include <cmocka.h>
 
+#include "failalloc.h"
 #include "remat_private.h"
-
-void *__real_malloc(size_t size);
-void *__real_calloc(size_t n, size_t size);
-void *__real_realloc(void *ptr, size_t size);
-void __real_free(void *ptr);
-void *__wrap_malloc(size_t size);
-void *__wrap_calloc(size_t n, size_t size);
-void *__wrap_realloc(void *ptr, size_t size);
-void __wrap_free(void *ptr);
-
-/* Test state: the test program is single-threaded. */
-static long countdown = -1; /* allocations left before one fails; -1: never */
-static long live;           /* allocations not yet freed */
-static int failed;          /* the countdown fired */
-
-static int should_fail(void)
-{
-    if (countdown < 0)
-        return 0;
-    if (countdown == 0) {
-        failed = 1;
-        return 1;
-    }
-    countdown--;
-    return 0;
-}
-
-void *__wrap_malloc(size_t size)
-{
-    if (should_fail())
-        return NULL;
-    void *p = __real_malloc(size);
-    live += p != NULL;
-    return p;
-}
-
-void *__wrap_calloc(size_t n, size_t size)
-{
-    if (should_fail())
-        return NULL;
-    void *p = __real_calloc(n, size);
-    live += p != NULL;
-    return p;
-}
-
-void *__wrap_realloc(void *ptr, size_t size)
-{
-    if (should_fail())
-        return NULL;
-    void *p = __real_realloc(ptr, size);
-    live += ptr == NULL && p != NULL;
-    return p;
-}
-
-void __wrap_free(void *ptr)
-{
-    live -= ptr != NULL;
-    __real_free(ptr);
-}
-
-static void *json_malloc(size_t size)
-{
-    return __wrap_malloc(size);
-}
-
-static void json_free(void *ptr)
-{
-    __wrap_free(ptr);
-}
 
 static char *profile_text(size_t *len)
 {
@@ -102,7 +34,6 @@ static char *profile_text(size_t *len)
 
 /* One operation under test: returns 0 on success, nonzero on a clean
  * failure; anything else is an assertion inside. */
-typedef int (*op_fn)(const struct remat_profile *p, int arg);
 
 /* Text that takes every allocating path of the streaming reader: names,
  * metadata, escapes (the scratch buffer), unknown keys (the duplicate-key
@@ -114,7 +45,7 @@ static const char tricky[] =
     "{\"name\":\"c\",\"out_bytes\":2,\"fwd_ms\":"
     "0.1000000000000000055511151231257827021181583404541015625000000000000}]}";
 
-static int op_parse(const struct remat_profile *unused, int arg)
+static int op_parse(const struct remat_profile *unused, int64_t arg)
 {
     (void)unused;
     size_t len;
@@ -132,7 +63,7 @@ static int op_parse(const struct remat_profile *unused, int arg)
     return 0;
 }
 
-static int op_solve(const struct remat_profile *p, int alg)
+static int op_solve(const struct remat_profile *p, int64_t alg)
 {
     struct remat_options o;
     remat_options_init(&o);
@@ -155,7 +86,7 @@ static int op_solve(const struct remat_profile *p, int alg)
     return 0;
 }
 
-static int op_simulate(const struct remat_profile *p, int model)
+static int op_simulate(const struct remat_profile *p, int64_t model)
 {
     const size_t ck[] = {2, 5};
     struct remat_sim sim;
@@ -168,7 +99,7 @@ static int op_simulate(const struct remat_profile *p, int model)
     return 0;
 }
 
-static int op_profile_json(const struct remat_profile *p, int arg)
+static int op_profile_json(const struct remat_profile *p, int64_t arg)
 {
     (void)arg;
     json_t *j = remat_profile_to_json(p);
@@ -178,35 +109,12 @@ static int op_profile_json(const struct remat_profile *p, int arg)
     return 0;
 }
 
-/* Fails allocation 0, 1, 2, ... until the operation runs through. */
-static void torture(const struct remat_profile *p, op_fn op, int arg, const char *what)
-{
-    for (long n = 0;; n++) {
-        long before = live;
-        failed = 0;
-        countdown = n;
-        int rc = op(p, arg);
-        countdown = -1;
-        if (live != before)
-            fail_msg("%s: %ld allocations left behind when allocation %ld failed", what,
-                     live - before, n);
-        if (!failed) {
-            assert_int_equal(rc, 0);
-            assert_true(n > 0); /* it allocates at all, so the loop tested something */
-            print_message("%s: survived %ld failed allocations\n", what, n);
-            return;
-        }
-        if (n > 100000)
-            fail_msg("%s: never succeeds", what);
-    }
-}
-
 static void all_operations(void **state)
 {
     (void)state;
-    json_set_alloc_funcs(json_malloc, json_free);
-    torture(NULL, op_parse, 0, "parse");
-    torture(NULL, op_parse, 1, "parse (escapes, unknown keys, a long number)");
+    failalloc_install_jansson();
+    failalloc_torture(NULL, op_parse, 0, "parse", 100000);
+    failalloc_torture(NULL, op_parse, 1, "parse (escapes, unknown keys, a long number)", 100000);
     size_t len;
     const char *text = profile_text(&len);
     struct remat_profile *p = remat_profile_loadb(text, len, NULL);
@@ -214,10 +122,11 @@ static void all_operations(void **state)
     static const int algs[] = {REMAT_ALG_STORE_ALL, REMAT_ALG_SQRT,        REMAT_ALG_UNIFORM,
                                REMAT_ALG_ACG,       REMAT_ALG_PAPER_CUBIC, REMAT_ALG_PAPER_LINEAR};
     for (size_t a = 0; a < sizeof algs / sizeof algs[0]; a++)
-        torture(p, op_solve, algs[a], remat_algorithm_name((enum remat_algorithm)algs[a]));
+        failalloc_torture(p, op_solve, algs[a], remat_algorithm_name((enum remat_algorithm)algs[a]),
+                          100000);
     for (int m = REMAT_MODEL_SUM; m <= REMAT_MODEL_TRACED; m++)
-        torture(p, op_simulate, m, remat_model_name((enum remat_model)m));
-    torture(p, op_profile_json, 0, "profile_to_json");
+        failalloc_torture(p, op_simulate, m, remat_model_name((enum remat_model)m), 100000);
+    failalloc_torture(p, op_profile_json, 0, "profile_to_json", 100000);
     remat_profile_free(p);
 }
 

@@ -14,76 +14,8 @@
 
 #include <cmocka.h>
 
+#include "failalloc.h"
 #include "mintime.h"
-
-void *__real_malloc(size_t size);
-void *__real_calloc(size_t n, size_t size);
-void *__real_realloc(void *ptr, size_t size);
-void __real_free(void *ptr);
-void *__wrap_malloc(size_t size);
-void *__wrap_calloc(size_t n, size_t size);
-void *__wrap_realloc(void *ptr, size_t size);
-void __wrap_free(void *ptr);
-
-/* Test state: the program is single-threaded. */
-static long countdown = -1; /* allocations left before one fails; -1: never */
-static long live;           /* allocations not yet freed */
-static int failed;          /* the countdown fired */
-
-static int should_fail(void)
-{
-    if (countdown < 0)
-        return 0;
-    if (countdown == 0) {
-        failed = 1;
-        return 1;
-    }
-    countdown--;
-    return 0;
-}
-
-void *__wrap_malloc(size_t size)
-{
-    if (should_fail())
-        return NULL;
-    void *p = __real_malloc(size);
-    live += p != NULL;
-    return p;
-}
-
-void *__wrap_calloc(size_t n, size_t size)
-{
-    if (should_fail())
-        return NULL;
-    void *p = __real_calloc(n, size);
-    live += p != NULL;
-    return p;
-}
-
-void *__wrap_realloc(void *ptr, size_t size)
-{
-    if (should_fail())
-        return NULL;
-    void *p = __real_realloc(ptr, size);
-    live += ptr == NULL && p != NULL;
-    return p;
-}
-
-void __wrap_free(void *ptr)
-{
-    live -= ptr != NULL;
-    __real_free(ptr);
-}
-
-static void *json_malloc(size_t size)
-{
-    return __wrap_malloc(size);
-}
-
-static void json_free(void *ptr)
-{
-    __wrap_free(ptr);
-}
 
 /* A chain where the answers are nested (see test_mintime.c). */
 static struct remat_profile *chain(size_t n)
@@ -100,8 +32,6 @@ static struct remat_profile *chain(size_t n)
     }
     return p;
 }
-
-typedef int (*op_fn)(const struct remat_profile *p, int64_t budget);
 
 static int op_solve(const struct remat_profile *p, int64_t budget)
 {
@@ -163,33 +93,10 @@ static int op_frontier(const struct remat_profile *p, int64_t unused)
     return 0;
 }
 
-/* Fails allocation 0, 1, 2, ... until the operation runs through. */
-static void torture(const struct remat_profile *p, op_fn op, int64_t arg, const char *what)
-{
-    for (long n = 0;; n++) {
-        long before = live;
-        failed = 0;
-        countdown = n;
-        int rc = op(p, arg);
-        countdown = -1;
-        if (live != before)
-            fail_msg("%s: %ld allocations left behind when allocation %ld failed", what,
-                     live - before, n);
-        if (!failed) {
-            assert_int_equal(rc, 0);
-            assert_true(n > 0);
-            print_message("%s: survived %ld failed allocations\n", what, n);
-            return;
-        }
-        if (n > 200000)
-            fail_msg("%s: never succeeds", what);
-    }
-}
-
 static void all_operations(void **state)
 {
     (void)state;
-    json_set_alloc_funcs(json_malloc, json_free);
+    failalloc_install_jansson();
     struct remat_profile *p = chain(7);
     struct remat_options o;
     remat_options_init(&o);
@@ -198,15 +105,15 @@ static void all_operations(void **state)
     struct remat_plan plan;
     assert_int_equal(remat_solve(p, &o, &plan, NULL), REMAT_EINFEASIBLE);
     int64_t least = plan.min_budget_bytes;
-    torture(p, op_solve, least, "min-time at the least budget");
-    torture(p, op_solve, least + 9, "min-time above it");
-    torture(p, op_solve, 0, "min-time unlimited");
-    torture(p, op_infeasible, least - 1, "min-time infeasible");
+    failalloc_torture(p, op_solve, least, "min-time at the least budget", 200000);
+    failalloc_torture(p, op_solve, least + 9, "min-time above it", 200000);
+    failalloc_torture(p, op_solve, 0, "min-time unlimited", 200000);
+    failalloc_torture(p, op_infeasible, least - 1, "min-time infeasible", 200000);
     remat_profile_free(p);
     /* The frontier allocates a plan per point: a shorter chain keeps the
      * loop to seconds under the sanitizers. */
     p = chain(4);
-    torture(p, op_frontier, 0, "frontier");
+    failalloc_torture(p, op_frontier, 0, "frontier", 200000);
     remat_profile_free(p);
 }
 

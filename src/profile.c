@@ -16,7 +16,7 @@ struct profile_priv {
     char *names; /* arena of every stage name, NUL-separated */
 };
 
-static char empty_name[] = "";
+static const char empty_name[] = "";
 
 static void join_pointer(char *buf, size_t size, const char *prefix, const char *suffix)
 {

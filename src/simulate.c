@@ -120,7 +120,7 @@ void remat_sim_clear(struct remat_sim *sim)
 
 static const char *op_name(uint8_t kind)
 {
-    static const char *names[] = {"F_none", "F_ck", "F_all", "loss", "B"};
+    static const char *const names[] = {"F_none", "F_ck", "F_all", "loss", "B"};
     return kind < 5 ? names[kind] : "?";
 }
 

@@ -19,7 +19,6 @@
 #include "config.h"
 
 #include <errno.h>
-#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -49,9 +48,6 @@ struct rematd_store {
     sqlite3 *ck;
     pthread_cond_t ckcv;
     int ck_started;
-    /* Set by the checkpoint thread when a checkpoint copied every frame it
-     * saw: the writer then has only the frames added meanwhile to copy. */
-    atomic_int ck_caught_up;
     pthread_t ck_thread;
 
     unsigned lease_seconds, max_attempts, idem_ttl;
@@ -125,17 +121,12 @@ static void *checkpoint_main(void *arg);
  * WAL over from its beginning when a write transaction finds it so: the
  * file then grew without bound (hundreds of MB a minute), every append
  * allocating new blocks.  Here, between transactions, no frame can be added
- * while the checkpoint runs, so it copies what the checkpoint thread left
- * and the next transaction restarts the WAL.  That checkpoint ends with an
- * fsync of the database file, which under load measured 25-120 ms while the
- * 201s of the batch just committed wait: so only once the WAL holds 65536
- * frames (1 GiB of 16 KiB pages, a few seconds of plans at full load), right
- * after the checkpoint thread caught up (the copy is then small), or
- * regardless past 131072 frames. */
+ * while the checkpoint runs, so it copies the little the checkpoint thread
+ * left and the next transaction restarts the WAL. */
 static int wal_committed(void *arg, sqlite3 *db, const char *name, int frames)
 {
-    struct rematd_store *st = arg;
-    if (frames >= 131072 || (frames >= 65536 && atomic_exchange(&st->ck_caught_up, 0)))
+    (void)arg;
+    if (frames >= 4096)
         sqlite3_wal_checkpoint_v2(db, name, SQLITE_CHECKPOINT_PASSIVE, NULL, NULL);
     return SQLITE_OK;
 }
@@ -190,7 +181,7 @@ struct rematd_store *rematd_store_open(const char *dir, const struct rematd_conf
     if (!st->ck || exec(st->ck, "SELECT count(*) FROM sqlite_master") < 0 ||
         exec(st->w, "PRAGMA wal_autocheckpoint=0") < 0)
         goto fail;
-    sqlite3_wal_hook(st->w, wal_committed, st);
+    sqlite3_wal_hook(st->w, wal_committed, NULL);
     if (sqlite3_prepare_v2(st->w,
                            "INSERT INTO plans (id, created_at, algorithm, options, request_hash,"
                            " body) VALUES (?, ?, ?, ?, ?, ?)",
@@ -412,11 +403,7 @@ static void *checkpoint_main(void *arg)
         if (st->stopping)
             break;
         pthread_mutex_unlock(&st->qmu);
-        int log = 0, copied = 0;
-        if (sqlite3_wal_checkpoint_v2(st->ck, NULL, SQLITE_CHECKPOINT_PASSIVE, &log, &copied) ==
-                SQLITE_OK &&
-            log > 0 && copied == log)
-            atomic_store(&st->ck_caught_up, 1);
+        sqlite3_wal_checkpoint_v2(st->ck, NULL, SQLITE_CHECKPOINT_PASSIVE, NULL, NULL);
         pthread_mutex_lock(&st->qmu);
     }
     pthread_mutex_unlock(&st->qmu);

@@ -115,22 +115,6 @@ static sqlite3 *open_db(const char *path, int flags, char *errbuf, size_t errlen
 static void *writer_main(void *arg);
 static void *checkpoint_main(void *arg);
 
-/* Called by SQLite after each commit on the writer connection.  The
- * checkpoint thread copies most of the WAL, but under a steady stream of
- * commits it never finds the WAL fully copied, and SQLite only starts the
- * WAL over from its beginning when a write transaction finds it so: the
- * file then grew without bound (hundreds of MB a minute), every append
- * allocating new blocks.  Here, between transactions, no frame can be added
- * while the checkpoint runs, so it copies the little the checkpoint thread
- * left and the next transaction restarts the WAL. */
-static int wal_committed(void *arg, sqlite3 *db, const char *name, int frames)
-{
-    (void)arg;
-    if (frames >= 4096)
-        sqlite3_wal_checkpoint_v2(db, name, SQLITE_CHECKPOINT_PASSIVE, NULL, NULL);
-    return SQLITE_OK;
-}
-
 struct rematd_store *rematd_store_open(const char *dir, const struct rematd_config *cfg,
                                        char *errbuf, size_t errlen)
 {
@@ -174,14 +158,8 @@ struct rematd_store *rematd_store_open(const char *dir, const struct rematd_conf
     if (!st->r)
         goto fail;
     st->ck = open_db(path, SQLITE_OPEN_READWRITE, errbuf, errlen);
-    /* The SELECT makes the checkpoint connection read the database once:
-     * until then it does not know the file is in WAL mode, and each
-     * checkpoint it runs silently does nothing (the WAL then grew without
-     * bound under load). */
-    if (!st->ck || exec(st->ck, "SELECT count(*) FROM sqlite_master") < 0 ||
-        exec(st->w, "PRAGMA wal_autocheckpoint=0") < 0)
+    if (!st->ck || exec(st->w, "PRAGMA wal_autocheckpoint=0") < 0)
         goto fail;
-    sqlite3_wal_hook(st->w, wal_committed, NULL);
     if (sqlite3_prepare_v2(st->w,
                            "INSERT INTO plans (id, created_at, algorithm, options, request_hash,"
                            " body) VALUES (?, ?, ?, ?, ?, ?)",

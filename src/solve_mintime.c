@@ -366,6 +366,47 @@ static void fill_pruned(struct remat__mt *t)
     }
 }
 
+/* The best time of cell (i, l) with m units free, every option checked:
+ * "chain" (F_all at i) and every "leaf" j (F_ck at i, F_none up to j-1).
+ * *choice (when not NULL) gets 0 for chain, else the leaf's j.  The
+ * unpruned fill and the schedule rebuild both use it, so they compare the
+ * same doubles computed the same way. */
+static double cell_best(const struct remat__mt *t, size_t i, size_t l, int32_t m, size_t *choice)
+{
+    int32_t S = t->S;
+    double best = HUGE_VAL;
+    size_t pick = 0;
+    int32_t a = up(t, t->xb[i]);
+    int32_t own = max32(up(t, t->xb[i] + t->ft[i]), up(t, chain_bwd_bytes(t, i, l)));
+    if (m >= own && m - a >= 0)
+        best = (t->tf[i] + get(t, cell(t, i + 1, l), m - a)) + t->tb[i];
+    double cf = t->tf[i];
+    int64_t maxd = fwd_bytes(t, i, i);
+    for (size_t j = i + 1; j <= l; j++) {
+        if (j > i + 1) {
+            int64_t d = fwd_bytes(t, i, j - 1);
+            maxd = maxd > d ? maxd : d;
+            cf += t->tf[j - 1];
+        }
+        /* maxd never falls as j grows: no later leaf fits either. */
+        if (up(t, maxd) > m)
+            break;
+        int32_t aj = up(t, t->x[j - 1]);
+        int64_t mb = (int64_t)m + down(t, leaf_gain_bytes(t, i, j, l));
+        if (m - aj < 0 || mb < 0)
+            continue;
+        double v =
+            (cf + get(t, cell(t, j, l), m - aj)) + get(t, cell(t, i, j - 1), mb > S ? S : mb);
+        if (v < best) {
+            best = v;
+            pick = j;
+        }
+    }
+    if (choice)
+        *choice = pick;
+    return best;
+}
+
 /* Rotor's fill, unpruned: every m of every cell, every option checked per m.
  * Kept for the bench (what pruning buys) and for the tests (both agree). */
 static void fill_full(struct remat__mt *t)
@@ -377,35 +418,10 @@ static void fill_full(struct remat__mt *t)
         t->hi[pc] = t->lo[pc];
         t->cv[pc] = t->lo[pc] > S ? HUGE_VAL : 0.0;
         for (size_t i = l; i >= 1; i--) {
-            size_t c = cell(t, i, l), q = cell(t, i + 1, l);
+            size_t c = cell(t, i, l);
             double *T = t->tab + t->off[c];
-            int32_t a = up(t, t->xb[i]);
-            int32_t own = max32(up(t, t->xb[i] + t->ft[i]), up(t, chain_bwd_bytes(t, i, l)));
-            for (int32_t m = 0; m <= S; m++) {
-                double best = HUGE_VAL;
-                if (m >= own && m - a >= 0)
-                    best = (t->tf[i] + get(t, q, m - a)) + t->tb[i];
-                double cf = t->tf[i];
-                int64_t maxd = fwd_bytes(t, i, i);
-                for (size_t j = i + 1; j <= l; j++) {
-                    if (j > i + 1) {
-                        int64_t d = fwd_bytes(t, i, j - 1);
-                        maxd = maxd > d ? maxd : d;
-                        cf += t->tf[j - 1];
-                    }
-                    if (up(t, maxd) > m)
-                        continue;
-                    int32_t aj = up(t, t->x[j - 1]);
-                    int64_t mb = (int64_t)m + down(t, leaf_gain_bytes(t, i, j, l));
-                    if (m - aj < 0 || mb < 0)
-                        continue;
-                    double v = (cf + get(t, cell(t, j, l), m - aj)) +
-                               get(t, cell(t, i, j - 1), mb > S ? S : mb);
-                    if (v < best)
-                        best = v;
-                }
-                T[m] = best;
-            }
+            for (int32_t m = 0; m <= S; m++)
+                T[m] = cell_best(t, i, l, m, NULL);
             t->cv[c] = T[S];
         }
     }
@@ -540,46 +556,21 @@ static int rebuild(const struct remat__mt *t, size_t i, size_t l, int32_t m,
 {
     if (i == l + 1)
         return l == t->n ? remat_schedule_push(s, REMAT_OP_LOSS, (uint32_t)l) : REMAT_OK;
-    size_t c = cell(t, i, l), q = cell(t, i + 1, l);
+    size_t c = cell(t, i, l);
     if (m >= t->sat[c])
         return push_chain_all(t, i, l, s);
     if (m < t->lo[c])
         return REMAT_EINVAL;
     int32_t S = t->S;
-    double best = HUGE_VAL;
-    size_t choice = 0; /* 0 = chain, else j */
-    int32_t a = up(t, t->xb[i]);
-    int32_t own = max32(up(t, t->xb[i] + t->ft[i]), up(t, chain_bwd_bytes(t, i, l)));
-    if (m >= own && m - a >= 0)
-        best = (t->tf[i] + get(t, q, m - a)) + t->tb[i];
-    double cf = t->tf[i];
-    int64_t maxd = fwd_bytes(t, i, i);
-    for (size_t j = i + 1; j <= l; j++) {
-        if (j > i + 1) {
-            int64_t d = fwd_bytes(t, i, j - 1);
-            maxd = maxd > d ? maxd : d;
-            cf += t->tf[j - 1];
-        }
-        if (up(t, maxd) > m)
-            break;
-        int32_t aj = up(t, t->x[j - 1]);
-        int64_t mb = (int64_t)m + down(t, leaf_gain_bytes(t, i, j, l));
-        if (m - aj < 0 || mb < 0)
-            continue;
-        double v =
-            (cf + get(t, cell(t, j, l), m - aj)) + get(t, cell(t, i, j - 1), mb > S ? S : mb);
-        if (v < best) {
-            best = v;
-            choice = j;
-        }
-    }
+    size_t choice; /* 0 = chain, else j */
+    double best = cell_best(t, i, l, m, &choice);
     if (best == HUGE_VAL)
         return REMAT_EINVAL;
     int rc;
     if (choice == 0) {
         rc = remat_schedule_push(s, REMAT_OP_F_ALL, (uint32_t)i);
         if (rc == REMAT_OK)
-            rc = rebuild(t, i + 1, l, m - a, s);
+            rc = rebuild(t, i + 1, l, m - up(t, t->xb[i]), s);
         if (rc == REMAT_OK)
             rc = remat_schedule_push(s, REMAT_OP_B, (uint32_t)i);
         return rc;

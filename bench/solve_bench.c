@@ -2,6 +2,7 @@
  * 1,000,000 stages and prints the median of repeated runs (make bench).
  *
  *   bench/solve_bench [--json] [--quick] [--only SOLVER] [--dist D]
+ *   bench/solve_bench --print-request
  *
  * D is the size distribution of the random chains (tests/randchain.h):
  * uniform (the default), heavy, ties or pooling.
@@ -13,6 +14,11 @@
  * chain's compact JSON text, made once, at n = 50 (a service request) and
  * n = 1,000,000 (the largest profile); "parse-jansson" times what it
  * replaced (jansson's tree, then remat_profile_from_json) at n = 50.
+ * The "request50" row times what rematd's POST /v1/plans does per request
+ * on the 50-stage profile of api/bench-http.sh (that text, made here by the
+ * same loop): remat_profile_parse, remat_solve (min-peak, the default
+ * options), remat_plan_dumps and the frees.  "req-parse", "req-solve" and
+ * "req-dump" time its three parts alone on the same profile.
  * Sizes a solver's complexity makes absurd are skipped: acg (O(n^4) in the
  * worst case) and paper-cubic (O(n^3)) stop where one run would pass ~2 s. */
 #include <stdio.h>
@@ -70,16 +76,22 @@ enum which {
     W_SIMULATE,
     W_PARSE,
     W_PARSE_JANSSON,
+    W_REQUEST,
+    W_REQ_PARSE,
+    W_REQ_SOLVE,
+    W_REQ_DUMP,
     W_COUNT
 };
 
 static const char *const names[W_COUNT] = {
-    "store-all",  "sqrt",     "uniform",  "acg",   "paper-cubic",  "paper-linear",
-    "prefix-ref", "min-peak", "simulate", "parse", "parse-jansson"};
+    "store-all",     "sqrt",       "uniform",   "acg",       "paper-cubic",
+    "paper-linear",  "prefix-ref", "min-peak",  "simulate",  "parse",
+    "parse-jansson", "request50",  "req-parse", "req-solve", "req-dump"};
 
 /* The largest n each one runs at (the next size would pass ~2 s a run). */
-static const size_t max_n[W_COUNT] = {1000000, 1000000, 1000000, 1000,    1000, 1000000,
-                                      10000,   1000000, 1000000, 1000000, 50};
+static const size_t max_n[W_COUNT] = {1000000, 1000000, 1000000, 1000,    1000,
+                                      1000000, 10000,   1000000, 1000000, 1000000,
+                                      50,      50,      50,      50,      50};
 
 /* The parse rows run only at these sizes. */
 static int parse_size(size_t n)
@@ -93,7 +105,74 @@ struct text {
     size_t len;
 };
 
-static int run_once(enum which w, const struct remat_profile *p, const struct text *text)
+/* The request rows' input: the profile object of api/bench-http.sh's body,
+ * written by the same loop, and that profile parsed and solved once for the
+ * rows that time one part alone. */
+struct request {
+    char s[16384];
+    size_t len;
+    struct remat_profile *profile;
+    struct remat_plan plan;
+};
+
+static int request_init(struct request *q)
+{
+    size_t cap = sizeof q->s, len = 0;
+    len += (size_t)snprintf(q->s + len, cap - len,
+                            "{\"format\":\"remat.profile/v1\",\"input_bytes\":19267584,"
+                            "\"stages\":[");
+    for (int i = 1; i <= 50; i++) {
+        long long out = (long long)(i % 7 + 1) * 3211264;
+        len += (size_t)snprintf(q->s + len, cap - len,
+                                "%s{\"name\":\"layer%d\",\"out_bytes\":%lld,\"saved_bytes\":%lld,"
+                                "\"fwd_tmp_bytes\":%lld,\"bwd_tmp_bytes\":%lld,\"param_bytes\":%d,"
+                                "\"fwd_ms\":%d.%d,\"bwd_ms\":%d.%d}",
+                                i > 1 ? "," : "", i, out, out * 2, out / 2, out, (i % 5) * 147456,
+                                i % 3, i % 10, i % 4 + 1, i % 7);
+    }
+    len += (size_t)snprintf(q->s + len, cap - len, "]}");
+    if (len >= cap)
+        return -1;
+    q->len = len;
+    memset(&q->plan, 0, sizeof q->plan);
+    q->profile = remat_profile_parse(q->s, q->len, "/profile", NULL);
+    if (q->profile == NULL || remat_solve(q->profile, NULL, &q->plan, NULL) != REMAT_OK)
+        return -1;
+    return 0;
+}
+
+static void request_clear(struct request *q)
+{
+    remat_plan_clear(&q->plan);
+    remat_profile_free(q->profile);
+    q->profile = NULL;
+}
+
+/* One request as fast_create in api/route_plans_create.c serves it. */
+static int request_once(const struct request *q)
+{
+    struct remat_error err;
+    struct remat_profile *p = remat_profile_parse(q->s, q->len, "/profile", &err);
+    if (p == NULL)
+        return REMAT_EINVAL;
+    struct remat_options opts;
+    remat_options_init(&opts);
+    struct remat_plan plan;
+    memset(&plan, 0, sizeof plan);
+    int rc = remat_solve(p, &opts, &plan, &err);
+    if (rc == REMAT_OK) {
+        size_t len = 0;
+        char *text = remat_plan_dumps(p, &plan, &len);
+        rc = text != NULL ? REMAT_OK : REMAT_ENOMEM;
+        free(text);
+    }
+    remat_plan_clear(&plan);
+    remat_profile_free(p);
+    return rc;
+}
+
+static int run_once(enum which w, const struct remat_profile *p, const struct text *text,
+                    const struct request *req)
 {
     struct remat_plan plan;
     memset(&plan, 0, sizeof plan);
@@ -137,6 +216,24 @@ static int run_once(enum which w, const struct remat_profile *p, const struct te
         json_decref(root);
         break;
     }
+    case W_REQUEST:
+        rc = request_once(req);
+        break;
+    case W_REQ_PARSE: {
+        struct remat_profile *q = remat_profile_parse(req->s, req->len, "/profile", NULL);
+        rc = q != NULL ? REMAT_OK : REMAT_EINVAL;
+        remat_profile_free(q);
+        break;
+    }
+    case W_REQ_SOLVE:
+        rc = remat_solve(req->profile, NULL, &plan, NULL);
+        break;
+    case W_REQ_DUMP: {
+        char *s = remat_plan_dumps(req->profile, &req->plan, NULL);
+        rc = s != NULL ? REMAT_OK : REMAT_ENOMEM;
+        free(s);
+        break;
+    }
     default: {
         rc = remat__solve_sqrt(p, &plan, NULL);
         struct remat_sim sim;
@@ -168,6 +265,15 @@ int main(int argc, char **argv)
             cfg.json = 1;
         } else if (strcmp(argv[i], "--quick") == 0) {
             cfg.scale = 0.1;
+        } else if (strcmp(argv[i], "--print-request") == 0) {
+            /* The request rows' profile text, to check it against the
+             * shell loop of api/bench-http.sh. */
+            static struct request q;
+            if (request_init(&q) < 0)
+                return 1;
+            fwrite(q.s, 1, q.len, stdout);
+            request_clear(&q);
+            return 0;
         } else if (strcmp(argv[i], "--only") == 0 && i + 1 < argc) {
             only = argv[++i];
         } else if (strcmp(argv[i], "--dist") == 0 && i + 1 < argc) {
@@ -184,6 +290,11 @@ int main(int argc, char **argv)
             return 2;
         }
     }
+    static struct request req;
+    if (request_init(&req) < 0) {
+        fprintf(stderr, "solve_bench: the request profile does not solve\n");
+        return 1;
+    }
     static const size_t sizes[] = {10, 50, 100, 1000, 10000, 100000, 1000000};
     if (!cfg.json)
         printf("%-14s %9s %13s %7s\n", "solver", "n", "median", "runs");
@@ -197,6 +308,8 @@ int main(int argc, char **argv)
         struct text text = {NULL, 0};
         for (int w = 0; w < W_COUNT; w++) {
             if (n > max_n[w] || (only != NULL && strcmp(only, names[w]) != 0))
+                continue;
+            if (w >= W_REQUEST && n != 50)
                 continue;
             if (w == W_PARSE || w == W_PARSE_JANSSON) {
                 if (!parse_size(n))
@@ -215,7 +328,7 @@ int main(int argc, char **argv)
             /* One run to size the repetitions: about 0.3 s of runs (less
              * with --quick), at least 3 and at most 100,000. */
             int64_t t0 = bench_now_ns();
-            if (run_once((enum which)w, p, &text) != REMAT_OK)
+            if (run_once((enum which)w, p, &text, &req) != REMAT_OK)
                 continue; /* not built in this tree (min-peak placeholder) */
             int64_t one = bench_now_ns() - t0;
             double want = 0.3e9 * cfg.scale / (double)(one > 0 ? one : 1);
@@ -225,7 +338,7 @@ int main(int argc, char **argv)
                 return 1;
             for (int r = 0; r < runs; r++) {
                 int64_t a = bench_now_ns();
-                run_once((enum which)w, p, &text);
+                run_once((enum which)w, p, &text, &req);
                 t[r] = bench_now_ns() - a;
             }
             qsort(t, (size_t)runs, sizeof *t, cmp_i64);
@@ -235,6 +348,7 @@ int main(int argc, char **argv)
         free(text.s);
         remat_profile_free(p);
     }
+    request_clear(&req);
     if (only == NULL)
         bench_mintime(&cfg);
     return 0;

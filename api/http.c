@@ -98,6 +98,7 @@ static void rq_free(struct rematd_request *r)
     if (r->plan_write) {
         free(r->plan_write->options);
         free(r->plan_write->body);
+        free(r->plan_write->record);
         free(r->plan_write);
     }
     free(r->problem_type);

@@ -4,6 +4,7 @@
 #include "config.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "plan_common.h"
@@ -216,4 +217,72 @@ static int plan_request(struct rematd_request *r, json_t *body, struct remat_pro
 bad:
     json_decref(oj);
     return -1;
+}
+
+char *rematd_plan_text(const struct remat_profile *p, const struct remat_plan *plan,
+                       const char *profile_id, size_t *len)
+{
+    size_t n = 0;
+    char *text = remat_plan_dumps(p, plan, &n);
+    if (text == NULL)
+        return NULL;
+    n--; /* the closing brace */
+    if (profile_id && profile_id[0]) {
+        /* An id is 32 hexadecimal characters: nothing to escape. */
+        char *t = realloc(text, n + 64);
+        if (t == NULL) {
+            free(text);
+            return NULL;
+        }
+        text = t;
+        n += (size_t)snprintf(text + n, 64, ",\"profile_id\":\"%s\"", profile_id);
+    }
+    text[n] = '\0';
+    *len = n;
+    return text;
+}
+
+char *rematd_plan_finish(const char *text, size_t len, const char *id, const char *created_at)
+{
+    size_t cap = len + 256;
+    char *b = malloc(cap);
+    if (!b)
+        return NULL;
+    memcpy(b, text, len);
+    snprintf(b + len, cap - len,
+             ",\"id\":\"%s\",\"created_at\":\"%s\",\"links\":{\"self\":\"/v1/plans/%s\","
+             "\"timeline\":\"/v1/plans/%s/timeline.svg\"}}",
+             id, created_at, id, id);
+    return b;
+}
+
+int rematd_plan_load(struct rematd_request *r, const char *id, char **body)
+{
+    *body = NULL;
+    struct rematd_stored_plan sp;
+    int got = rematd_store_get_plan(r->srv->store, id, &sp);
+    if (got <= 0)
+        return got;
+    if (sp.legacy_body) {
+        *body = sp.legacy_body;
+        sp.legacy_body = NULL;
+        rematd_stored_plan_clear(&sp);
+        return 1;
+    }
+    struct remat_profile *p;
+    struct remat_plan plan;
+    if (rematd_plan_decode(sp.record, sp.record_len, &p, &plan) < 0) {
+        rematd_log("error", "stored plan unreadable", json_pack("{s:s}", "plan", id));
+        rematd_stored_plan_clear(&sp);
+        return -2;
+    }
+    size_t len = 0;
+    char *text = rematd_plan_text(p, &plan, sp.profile_id, &len);
+    if (text)
+        *body = rematd_plan_finish(text, len, id, sp.created_at);
+    free(text);
+    remat_plan_clear(&plan);
+    remat_profile_free(p);
+    rematd_stored_plan_clear(&sp);
+    return *body ? 1 : -1;
 }

@@ -2,6 +2,7 @@
 #ifndef REMATD_PLAN_COMMON_H
 #define REMATD_PLAN_COMMON_H
 
+#include "plan_codec.h"
 #include "rematd.h"
 
 /* Reads {profile | profile_id, algorithm, segments, budget_bytes, model,
@@ -20,5 +21,19 @@ struct remat_profile *rematd_profile_by_id(struct rematd_request *r, const char 
                                            const char *pointer);
 void rematd_answer_remat_error(struct rematd_request *r, int rc, const struct remat_error *err,
                                const struct remat_plan *plan);
+
+/* A plan answer's text up to its closing brace: remat_plan_dumps's object,
+ * then "profile_id" when the profile came from a profile job.  POST and
+ * GET /v1/plans both answer through it, so they agree byte for byte.
+ * Returns new text of *len bytes (NUL-terminated), or NULL (no memory). */
+char *rematd_plan_text(const struct remat_profile *p, const struct remat_plan *plan,
+                       const char *profile_id, size_t *len);
+/* text (len bytes) with id, created_at, links and the closing brace: the
+ * answer.  Returns new, or NULL. */
+char *rematd_plan_finish(const char *text, size_t len, const char *id, const char *created_at);
+/* A stored plan's answer as it was first given (new text in *body).
+ * Returns 1, 0 when there is no such plan, -1 when the store failed, -2
+ * when the stored record cannot be read (logged). */
+int rematd_plan_load(struct rematd_request *r, const char *id, char **body);
 
 #endif

@@ -88,12 +88,12 @@ struct rematd_plan_write {
     char id[REMATD_ID_LEN + 1];
     char created_at[32];
     const char *algorithm;
-    char *options;      /* JSON text, owned by the request */
-    char *body;         /* the response JSON, owned by the request */
-    char body_hash[65]; /* SHA-256 of the request body */
-    const char *request_body;
-    size_t request_len;
-    int store_request;    /* nonzero: request_body is new to the blob table */
+    char *options;                      /* JSON text, owned by the request */
+    char profile_id[REMATD_ID_LEN + 1]; /* "" when the profile was inline */
+    unsigned char *record;              /* plan_codec.h's record, owned by the request */
+    size_t record_len;
+    char *body;           /* the response JSON, owned by the request */
+    char body_hash[65];   /* SHA-256 of the request body, with an Idempotency-Key */
     const char *idem_key; /* NULL: none */
     const char *idem_scope;
     int result; /* 0 committed, 1 idempotency key taken meanwhile, -1 error */
@@ -109,9 +109,22 @@ void rematd_store_close(struct rematd_store *st);
 int rematd_store_ready(struct rematd_store *st);
 void rematd_store_enqueue_plan(struct rematd_store *st, struct rematd_plan_write *w);
 
-/* A stored plan: body is new (free), request is new (free) or NULL. */
-int rematd_store_get_plan(struct rematd_store *st, const char *id, char **body, char **options,
-                          char **request);
+/* A stored plan.  Plans stored by this version have record (plan_codec.h),
+ * created_at and profile_id ("" for an inline profile); one stored by
+ * rematd 0.1.0 has legacy_body (its answer) and legacy_request (or NULL)
+ * instead.  options (the normalised request options, JSON) either way. */
+struct rematd_stored_plan {
+    char created_at[32];
+    char profile_id[REMATD_ID_LEN + 1];
+    unsigned char *record;
+    size_t record_len;
+    char *options;
+    char *legacy_body;
+    char *legacy_request;
+};
+/* Returns 1 found (out filled: rematd_stored_plan_clear), 0 none, -1 error. */
+int rematd_store_get_plan(struct rematd_store *st, const char *id, struct rematd_stored_plan *out);
+void rematd_stored_plan_clear(struct rematd_stored_plan *p);
 
 /* An idempotency record.  Returns 1 found (fields new), 0 none, -1 error. */
 struct rematd_idem {

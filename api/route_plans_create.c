@@ -14,33 +14,40 @@
 #include "plan_common.h"
 #include "remat_private.h"
 
-/* The last request this thread answered: its body, the body's SHA-256 and
- * the plan it gave (the JSON text without its closing brace, before id,
- * created_at and links are appended).  Solvers are deterministic and a
- * profile_id names an immutable done profile, so a byte-identical body gets
- * the same plan: clients repeating a request (schedulers polling, retries)
- * skip parsing, solving and serialising.  Kept under a pthread key so that
- * its destructor frees it when an MHD thread ends. */
-struct hash_cache {
+/* The last request this thread answered: its body and what was made of
+ * it (the answer's text up to id, created_at and links; the stored record;
+ * the options).  Solvers are deterministic and a profile_id names an
+ * immutable done profile, so a byte-identical body gets the same plan:
+ * clients repeating a request (schedulers polling, retries) skip parsing,
+ * solving and serialising.  Kept under a pthread key so that its
+ * destructor frees it when an MHD thread ends. */
+struct plan_cache {
     char *body;
     size_t len;
-    char hash[65];
-    char *plan; /* NULL until a plan was made for body */
-    size_t plan_len;
-    enum remat_algorithm algorithm;
+    char *text;
+    size_t text_len;
+    unsigned char *record;
+    size_t record_len;
     char *options;
-    int request_stored; /* body is committed in the requests table */
+    char profile_id[REMATD_ID_LEN + 1];
+    enum remat_algorithm algorithm;
 };
 static pthread_key_t cache_key;
 static pthread_once_t cache_once = PTHREAD_ONCE_INIT;
 
+static void cache_empty(struct plan_cache *c)
+{
+    free(c->body);
+    free(c->text);
+    free(c->record);
+    free(c->options);
+    memset(c, 0, sizeof *c);
+}
+
 static void cache_free(void *p)
 {
-    struct hash_cache *c = p;
-    free(c->body);
-    free(c->plan);
-    free(c->options);
-    free(c);
+    cache_empty(p);
+    free(p);
 }
 
 static void cache_init(void)
@@ -48,26 +55,22 @@ static void cache_init(void)
     pthread_key_create(&cache_key, cache_free);
 }
 
-/* The key of the stored request body (requests.hash, plans.request_hash).
- * With an Idempotency-Key the body's SHA-256 is already at hand (http.c
- * compares it with the key's first body).  Without one, hashing 8 KB per
- * request was the largest single cost of POST /v1/plans, and the key need
- * only be unique: "plan:" and the id of the plan that first stored the
- * body (never a hexadecimal hash).  Identical requests still share one row
- * through this thread's cache below, which remembers the key. */
-static void body_hash(struct rematd_request *r, const char *id, char out[65])
+static struct plan_cache *cache_hit(struct rematd_request *r)
 {
-    if (r->body_hash[0]) {
-        memcpy(out, r->body_hash, 65);
-        return;
-    }
     pthread_once(&cache_once, cache_init);
-    struct hash_cache *c = pthread_getspecific(cache_key);
-    if (c && c->len == r->body_len && memcmp(c->body, r->body, c->len) == 0) {
-        memcpy(out, c->hash, 65);
-        return;
-    }
-    snprintf(out, 65, "plan:%s", id);
+    struct plan_cache *c = pthread_getspecific(cache_key);
+    if (c && c->text && c->len == r->body_len && memcmp(c->body, r->body, c->len) == 0)
+        return c;
+    return NULL;
+}
+
+/* Remembers what w holds as the answer to r's body; on any failure the
+ * cache is just left empty. */
+static void cache_store(struct rematd_request *r, const struct rematd_plan_write *w,
+                        const char *text, size_t text_len, enum remat_algorithm alg)
+{
+    pthread_once(&cache_once, cache_init);
+    struct plan_cache *c = pthread_getspecific(cache_key);
     if (!c) {
         c = calloc(1, sizeof *c);
         if (!c || pthread_setspecific(cache_key, c) != 0) {
@@ -75,65 +78,58 @@ static void body_hash(struct rematd_request *r, const char *id, char out[65])
             return;
         }
     }
-    char *copy = malloc(r->body_len + 1);
-    if (copy) {
-        memcpy(copy, r->body, r->body_len);
-        free(c->body);
-        free(c->plan);
-        free(c->options);
-        c->plan = c->options = NULL;
-        c->request_stored = 0;
-        c->body = copy;
-        c->len = r->body_len;
-        memcpy(c->hash, out, 65);
-    }
-}
-
-static struct hash_cache *cache_hit(struct rematd_request *r)
-{
-    pthread_once(&cache_once, cache_init);
-    struct hash_cache *c = pthread_getspecific(cache_key);
-    if (c && c->plan && c->len == r->body_len && memcmp(c->body, r->body, c->len) == 0)
-        return c;
-    return NULL;
-}
-
-/* Remembers the plan made for the body body_hash() last saw. */
-static void cache_store(struct rematd_request *r, const char *plan, size_t len,
-                        enum remat_algorithm a, const char *options)
-{
-    struct hash_cache *c = pthread_getspecific(cache_key);
-    if (!c || c->len != r->body_len || memcmp(c->body, r->body, c->len) != 0)
-        return;
-    free(c->plan);
-    free(c->options);
-    c->plan = malloc(len);
-    c->options = strdup(options);
-    if (!c->plan || !c->options) {
-        free(c->plan);
-        free(c->options);
-        c->plan = c->options = NULL;
+    cache_empty(c);
+    c->body = malloc(r->body_len + 1);
+    c->text = malloc(text_len + 1);
+    c->record = malloc(w->record_len);
+    c->options = strdup(w->options);
+    if (!c->body || !c->text || !c->record || !c->options) {
+        cache_empty(c);
         return;
     }
-    memcpy(c->plan, plan, len);
-    c->plan_len = len;
-    c->algorithm = a;
+    memcpy(c->body, r->body, r->body_len);
+    c->len = r->body_len;
+    memcpy(c->text, text, text_len);
+    c->text_len = text_len;
+    memcpy(c->record, w->record, w->record_len);
+    c->record_len = w->record_len;
+    memcpy(c->profile_id, w->profile_id, sizeof c->profile_id);
+    c->algorithm = alg;
 }
 
-/* Appends id, created_at and links to the plan text (which lacks its
- * closing brace) as the stored and answered body. */
-static char *finish_body(const char *plan, size_t len, const char *id, const char *created_at)
+/* Solves, and fills w with the stored record, the options and the answer.
+ * Takes p and options.  Returns 0, or -1 after answering the problem. */
+static int make_plan(struct rematd_request *r, struct rematd_plan_write *w, struct remat_profile *p,
+                     const struct remat_options *opts, json_t *options)
 {
-    size_t cap = len + 256;
-    char *b = malloc(cap);
-    if (!b)
-        return NULL;
-    memcpy(b, plan, len);
-    snprintf(b + len, cap - len,
-             ",\"id\":\"%s\",\"created_at\":\"%s\",\"links\":{\"self\":\"/v1/plans/%s\","
-             "\"timeline\":\"/v1/plans/%s/timeline.svg\"}}",
-             id, created_at, id, id);
-    return b;
+    struct remat_plan plan;
+    memset(&plan, 0, sizeof plan);
+    struct remat_error err = {0};
+    int rc = remat_solve(p, opts, &plan, &err);
+    if (rc != REMAT_OK) {
+        rematd_answer_remat_error(r, rc, &err, &plan);
+        remat_plan_clear(&plan);
+        remat_profile_free(p);
+        json_decref(options);
+        return -1;
+    }
+    json_t *pid = json_object_get(options, "profile_id");
+    if (json_is_string(pid))
+        snprintf(w->profile_id, sizeof w->profile_id, "%s", json_string_value(pid));
+    size_t len = 0;
+    char *text = rematd_plan_text(p, &plan, w->profile_id, &len);
+    w->record = rematd_plan_encode(p, &plan, &w->record_len);
+    remat_plan_clear(&plan);
+    remat_profile_free(p);
+    w->options = json_dumps(options, JSON_COMPACT);
+    json_decref(options);
+    w->algorithm = remat_algorithm_name(opts->algorithm);
+    if (text && w->options && w->record) {
+        w->body = rematd_plan_finish(text, len, w->id, w->created_at);
+        cache_store(r, w, text, len, opts->algorithm);
+    }
+    free(text);
+    return 0;
 }
 
 /* ---- the fast path: no jansson tree of the profile ------------------
@@ -287,7 +283,6 @@ static int fast_create(struct rematd_request *r, struct rematd_plan_write *w,
         r->body_len > 0 ? find_profile(r->body, r->body_len, &vs, &ve) : NULL;
     if (profile == NULL)
         return 0;
-    struct remat_error err = {0};
     /* The envelope: the body with "0" for the profile's value. */
     size_t elen = r->body_len - (ve - vs) + 1;
     char *env_text = malloc(elen);
@@ -313,31 +308,8 @@ static int fast_create(struct rematd_request *r, struct rematd_plan_write *w,
     json_decref(env);
     if (rc < 0)
         return -1;
-    struct remat_plan plan;
-    memset(&plan, 0, sizeof plan);
-    rc = remat_solve(p, &opts, &plan, &err);
-    if (rc != REMAT_OK) {
-        rematd_answer_remat_error(r, rc, &err, &plan);
-        remat_plan_clear(&plan);
-        remat_profile_free(p);
-        json_decref(options);
-        return -1;
-    }
-    size_t len = 0;
-    char *text = remat_plan_dumps(p, &plan, &len);
-    remat_plan_clear(&plan);
-    remat_profile_free(p);
-    w->options = json_dumps(options, JSON_COMPACT);
-    json_decref(options);
     *alg = opts.algorithm;
-    if (text && w->options) {
-        len--; /* drop the closing brace */
-        w->body = finish_body(text, len, w->id, w->created_at);
-        body_hash(r, w->id, w->body_hash);
-        cache_store(r, text, len, *alg, w->options);
-    }
-    free(text);
-    return 1;
+    return make_plan(r, w, p, &opts, options) < 0 ? -1 : 1;
 }
 
 static void committed(struct rematd_plan_write *w)
@@ -355,15 +327,20 @@ static enum rematd_handled create(struct rematd_request *r)
     r->plan_write = w;
     rematd_new_ordered_id(w->id);
     rematd_rfc3339(rematd_now(), w->created_at);
-    enum remat_algorithm alg;
-    int skip_request = 0, rc_fast;
-    struct hash_cache *hit = cache_hit(r);
+    enum remat_algorithm alg = REMAT_ALG_COUNT;
+    int rc_fast;
+    struct plan_cache *hit = cache_hit(r);
     if (hit) {
-        w->body = finish_body(hit->plan, hit->plan_len, w->id, w->created_at);
+        w->body = rematd_plan_finish(hit->text, hit->text_len, w->id, w->created_at);
         w->options = strdup(hit->options);
+        w->record = malloc(hit->record_len);
+        if (w->record) {
+            memcpy(w->record, hit->record, hit->record_len);
+            w->record_len = hit->record_len;
+        }
+        memcpy(w->profile_id, hit->profile_id, sizeof w->profile_id);
         alg = hit->algorithm;
-        memcpy(w->body_hash, hit->hash, 65);
-        skip_request = hit->request_stored;
+        w->algorithm = remat_algorithm_name(alg);
     } else if ((rc_fast = fast_create(r, w, &alg)) != 0) {
         if (rc_fast < 0)
             return HANDLED;
@@ -376,45 +353,15 @@ static enum rematd_handled create(struct rematd_request *r)
         json_t *options;
         if (rematd_plan_request(r, body, &profile, &opts, &options) < 0)
             return HANDLED;
-        struct remat_plan plan;
-        memset(&plan, 0, sizeof plan);
-        struct remat_error err = {0};
-        int rc = remat_solve(profile, &opts, &plan, &err);
-        if (rc != REMAT_OK) {
-            rematd_answer_remat_error(r, rc, &err, &plan);
-            remat_plan_clear(&plan);
-            remat_profile_free(profile);
-            json_decref(options);
-            return HANDLED;
-        }
-        json_t *pj = remat_plan_to_json(profile, &plan);
-        remat_plan_clear(&plan);
-        remat_profile_free(profile);
-        json_t *pid = json_object_get(options, "profile_id");
-        if (pj && pid)
-            json_object_set(pj, "profile_id", pid);
-        char *text = pj ? json_dumps(pj, JSON_COMPACT) : NULL;
-        json_decref(pj);
-        w->options = json_dumps(options, JSON_COMPACT);
-        json_decref(options);
         alg = opts.algorithm;
-        if (text && w->options) {
-            size_t len = strlen(text) - 1; /* drop the closing brace */
-            w->body = finish_body(text, len, w->id, w->created_at);
-            body_hash(r, w->id, w->body_hash);
-            cache_store(r, text, len, alg, w->options);
-        }
-        free(text);
+        if (make_plan(r, w, profile, &opts, options) < 0)
+            return HANDLED;
     }
-    if (!w->body || !w->options) {
+    if (!w->body || !w->options || !w->record) {
         rq_problem(r, 500, "internal", NULL, "out of memory");
         return HANDLED;
     }
-    w->algorithm = remat_algorithm_name(alg);
-    /* The request body is stored once per distinct body, for redrawing
-     * the timeline; a body this thread already saw committed is skipped. */
-    w->request_body = skip_request ? NULL : r->body;
-    w->request_len = r->body_len;
+    memcpy(w->body_hash, r->body_hash, sizeof w->body_hash);
     w->idem_key = r->idem_key;
     w->idem_scope = r->route->name;
     w->done = committed;
@@ -440,9 +387,6 @@ static void resumed(struct rematd_request *r)
         rq_problem(r, 503, "unavailable", NULL, "the plan could not be stored");
         return;
     }
-    struct hash_cache *c = cache_hit(r);
-    if (c)
-        c->request_stored = 1;
     char loc[64];
     snprintf(loc, sizeof loc, "/v1/plans/%s", w->id);
     rq_header(r, "Location", loc);

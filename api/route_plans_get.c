@@ -3,21 +3,20 @@
 
 #include <string.h>
 
-#include "rematd.h"
+#include "plan_common.h"
 
 static enum rematd_handled get(struct rematd_request *r)
 {
     char *body;
-    int got = rematd_store_get_plan(r->srv->store, r->id, &body, NULL, NULL);
-    if (got < 0) {
-        rq_problem(r, 503, "unavailable", NULL, "the store did not answer");
-        return HANDLED;
-    }
-    if (got == 0) {
+    int got = rematd_plan_load(r, r->id, &body);
+    if (got == 0)
         rq_problem(r, 404, "not-found", NULL, "no plan with id %s", r->id);
-        return HANDLED;
-    }
-    rq_text(r, 200, "application/json", body, strlen(body), 0);
+    else if (got == -2)
+        rq_problem(r, 500, "internal", NULL, "the stored plan cannot be read");
+    else if (got < 0)
+        rq_problem(r, 503, "unavailable", NULL, "the store did not answer");
+    else
+        rq_text(r, 200, "application/json", body, strlen(body), 0);
     return HANDLED;
 }
 

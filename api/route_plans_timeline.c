@@ -1,7 +1,7 @@
 /* GET /v1/plans/{id}/timeline.svg: the plan's predicted traced memory at
- * every phase index, with store-all and sqrt(n) drawn beside it.  The plan
- * is solved again from its stored request and options (solvers are
- * deterministic), since the timeline is not stored. */
+ * every phase index, with store-all and sqrt(n) drawn beside it: the stored
+ * schedule replayed on the stored profile (plan_codec.h), since the
+ * timeline itself is not stored. */
 #include "config.h"
 
 #include <stdio.h>
@@ -22,42 +22,68 @@ static int timeline_of(const struct remat_profile *p, const struct remat_options
     return rc;
 }
 
+/* The profile and plan of a plan stored by rematd 0.1.0: solved again
+ * from its stored request and options (solvers are deterministic). */
+static int legacy_plan(struct rematd_request *r, const struct rematd_stored_plan *sp,
+                       struct remat_profile **p, struct remat_plan *plan)
+{
+    json_t *req = sp->legacy_request ? json_loads(sp->legacy_request, 0, NULL) : NULL;
+    if (!req) {
+        rq_problem(r, 500, "internal", NULL, "the stored plan request cannot be read");
+        return -1;
+    }
+    struct remat_options opts;
+    json_t *norm = NULL;
+    int rc = rematd_plan_request(r, req, p, &opts, &norm);
+    json_decref(req);
+    json_decref(norm);
+    if (rc < 0)
+        return -1;
+    struct remat_error err = {0};
+    rc = remat_solve(*p, &opts, plan, &err);
+    if (rc != REMAT_OK) {
+        rematd_answer_remat_error(r, rc, &err, NULL);
+        remat_profile_free(*p);
+        *p = NULL;
+        return -1;
+    }
+    return 0;
+}
+
 static enum rematd_handled timeline(struct rematd_request *r)
 {
-    char *body, *options, *request;
-    int got = rematd_store_get_plan(r->srv->store, r->id, &body, &options, &request);
+    struct rematd_stored_plan sp;
+    int got = rematd_store_get_plan(r->srv->store, r->id, &sp);
     if (got <= 0) {
         rq_problem(r, got < 0 ? 503 : 404, got < 0 ? "unavailable" : "not-found", NULL,
                    got < 0 ? "the store did not answer" : "no plan with this id");
         return HANDLED;
     }
-    free(body);
-    json_t *req = request ? json_loads(request, 0, NULL) : NULL;
-    json_t *oj = options ? json_loads(options, 0, NULL) : NULL;
-    free(request);
-    free(options);
-    if (!req || !oj) {
-        json_decref(req);
-        json_decref(oj);
-        rq_problem(r, 500, "internal", NULL, "the stored plan request cannot be read");
+    struct remat_profile *p = NULL;
+    struct remat_plan plan;
+    memset(&plan, 0, sizeof plan);
+    int rc;
+    if (sp.record) {
+        rc = rematd_plan_decode(sp.record, sp.record_len, &p, &plan);
+        if (rc < 0)
+            rq_problem(r, 500, "internal", NULL, "the stored plan cannot be read");
+    } else {
+        rc = legacy_plan(r, &sp, &p, &plan);
+    }
+    rematd_stored_plan_clear(&sp);
+    if (rc < 0) {
+        remat_plan_clear(&plan);
         return HANDLED;
     }
-    struct remat_profile *p = NULL;
-    struct remat_options opts;
-    json_t *norm = NULL;
-    int rc = rematd_plan_request(r, req, &p, &opts, &norm);
-    json_decref(req);
-    json_decref(oj);
-    json_decref(norm);
-    if (rc < 0)
-        return HANDLED;
+    /* The stored schedule itself, replayed: the chart shows the plan that
+     * was answered. */
     struct remat_sim sims[3];
     memset(sims, 0, sizeof sims);
     struct remat_error err = {0};
     struct remat_options base;
     remat_options_init(&base);
     base.algorithm = REMAT_ALG_SQRT;
-    rc = timeline_of(p, &opts, &sims[0], &err);
+    rc = remat_simulate(p, REMAT_MODEL_TRACED, &plan.schedule, 1, &sims[0], &err);
     if (rc == REMAT_OK)
         rc = remat_simulate_checkpoints(p, REMAT_MODEL_TRACED, NULL, 0, 1, &sims[1], &err);
     if (rc == REMAT_OK)
@@ -66,7 +92,7 @@ static enum rematd_handled timeline(struct rematd_request *r)
         rematd_answer_remat_error(r, rc, &err, NULL);
     } else {
         char label[64], title[128];
-        snprintf(label, sizeof label, "%s", remat_algorithm_name(opts.algorithm));
+        snprintf(label, sizeof label, "%s", remat_algorithm_name(plan.algorithm));
         snprintf(title, sizeof title, "Predicted memory (traced model), plan %.12s…, %zu stages",
                  r->id, p->n_stages);
         struct rematd_series s[3] = {
@@ -83,6 +109,7 @@ static enum rematd_handled timeline(struct rematd_request *r)
     }
     for (int i = 0; i < 3; i++)
         remat_sim_clear(&sims[i]);
+    remat_plan_clear(&plan);
     remat_profile_free(p);
     return HANDLED;
 }

@@ -126,11 +126,13 @@ static enum rematd_handled create(struct rematd_request *r)
     if (plan_id) {
         char *pbody = NULL;
         int got = json_is_string(plan_id) && rematd_is_id(json_string_value(plan_id))
-                      ? rematd_store_get_plan(r->srv->store, json_string_value(plan_id), &pbody,
-                                              NULL, NULL)
+                      ? rematd_plan_load(r, json_string_value(plan_id), &pbody)
                       : 0;
-        if (got <= 0)
+        if (got == 0)
             rq_problem(r, 404, "not-found", "/plan_id", "no plan with this id");
+        else if (got < 0)
+            rq_problem(r, got == -2 ? 500 : 503, got == -2 ? "internal" : "unavailable", "/plan_id",
+                       got == -2 ? "the stored plan cannot be read" : "the store did not answer");
         else
             plan = json_loads(pbody, 0, NULL);
         free(pbody);

@@ -15,6 +15,10 @@
  * handlers' connections are suspended until their batch is durable.  Job and
  * lease changes are rare and run inline under the same mutex.  Reads use a
  * second connection (WAL lets it read while the writer writes).
+ *
+ * A plan is one row of ~1.5 KB for 50 stages: its compact record
+ * (plan_codec.h) rather than its answer's JSON and its request (~12 KB),
+ * since every byte is written twice (WAL, then database) on the hot path.
  */
 #include "config.h"
 
@@ -35,7 +39,8 @@ struct rematd_store {
     pthread_mutex_t wmu;
     sqlite3 *r; /* reads, under rmu */
     pthread_mutex_t rmu;
-    sqlite3_stmt *ins_plan, *ins_request, *ins_idem;
+    sqlite3_stmt *ins_plan, *ins_idem, *begin, *commit;
+    int has_legacy; /* a plans_v1 table from rematd 0.1.0 is there */
 
     pthread_mutex_t qmu;
     pthread_cond_t qcv;
@@ -58,10 +63,13 @@ struct rematd_store {
     double last_purge;
 };
 
+/* Plans are stored as one compact record each (plan_codec.h): the answers
+ * are rendered from it.  WITHOUT ROWID: the id is the only key, so an
+ * insert touches one b-tree, not a table and an index. */
 static const char *schema =
-    "CREATE TABLE IF NOT EXISTS requests (hash TEXT PRIMARY KEY, body TEXT NOT NULL);"
     "CREATE TABLE IF NOT EXISTS plans (id TEXT PRIMARY KEY, created_at TEXT NOT NULL,"
-    " algorithm TEXT NOT NULL, options TEXT NOT NULL, request_hash TEXT, body TEXT NOT NULL);"
+    " algorithm TEXT NOT NULL, options TEXT NOT NULL, profile_id TEXT, record BLOB NOT NULL)"
+    " WITHOUT ROWID;"
     "CREATE TABLE IF NOT EXISTS jobs (id TEXT PRIMARY KEY, kind TEXT NOT NULL,"
     " status TEXT NOT NULL, device TEXT NOT NULL, spec TEXT NOT NULL,"
     " attempts INTEGER NOT NULL DEFAULT 0, expiries INTEGER NOT NULL DEFAULT 0,"
@@ -72,6 +80,11 @@ static const char *schema =
     " body_hash TEXT NOT NULL, status INTEGER NOT NULL, location TEXT, body TEXT NOT NULL,"
     " created_at REAL NOT NULL, PRIMARY KEY (scope, key));"
     "CREATE INDEX IF NOT EXISTS idempotency_created ON idempotency(created_at);";
+
+/* A database written by rematd 0.1.0 kept each plan's answer as JSON text
+ * (plans.body) and its request in a `requests` table.  Its plans table is
+ * renamed plans_v1 and still read, so that upgrading loses no plan. */
+static const char *legacy_check = "SELECT 1 FROM pragma_table_info('plans') WHERE name = 'body'";
 
 static int exec(sqlite3 *db, const char *sql)
 {
@@ -143,6 +156,26 @@ static int wal_committed(void *arg, sqlite3 *db, const char *name, int frames)
     return SQLITE_OK;
 }
 
+/* Renames a 0.1.0 plans table out of the way (once) and notes whether one
+ * is there to read. */
+static int migrate_legacy(struct rematd_store *st)
+{
+    sqlite3_stmt *s = NULL;
+    if (sqlite3_prepare_v2(st->w, legacy_check, -1, &s, NULL) != SQLITE_OK)
+        return -1;
+    int old = sqlite3_step(s) == SQLITE_ROW;
+    sqlite3_finalize(s);
+    if (old && exec(st->w, "ALTER TABLE plans RENAME TO plans_v1") < 0)
+        return -1;
+    if (sqlite3_prepare_v2(st->w,
+                           "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'plans_v1'",
+                           -1, &s, NULL) != SQLITE_OK)
+        return -1;
+    st->has_legacy = sqlite3_step(s) == SQLITE_ROW;
+    sqlite3_finalize(s);
+    return 0;
+}
+
 struct rematd_store *rematd_store_open(const char *dir, const struct rematd_config *cfg,
                                        char *errbuf, size_t errlen)
 {
@@ -178,7 +211,7 @@ struct rematd_store *rematd_store_open(const char *dir, const struct rematd_conf
                           " PRAGMA synchronous=NORMAL;"
                         : "PRAGMA page_size=16384; PRAGMA journal_mode=WAL;"
                           " PRAGMA synchronous=FULL;") < 0 ||
-        exec(st->w, schema) < 0) {
+        migrate_legacy(st) < 0 || exec(st->w, schema) < 0) {
         snprintf(errbuf, errlen, "%s: cannot set up the schema: %s", path, sqlite3_errmsg(st->w));
         goto fail;
     }
@@ -195,11 +228,11 @@ struct rematd_store *rematd_store_open(const char *dir, const struct rematd_conf
         goto fail;
     sqlite3_wal_hook(st->w, wal_committed, st);
     if (sqlite3_prepare_v2(st->w,
-                           "INSERT INTO plans (id, created_at, algorithm, options, request_hash,"
-                           " body) VALUES (?, ?, ?, ?, ?, ?)",
+                           "INSERT INTO plans (id, created_at, algorithm, options, profile_id,"
+                           " record) VALUES (?, ?, ?, ?, ?, ?)",
                            -1, &st->ins_plan, NULL) != SQLITE_OK ||
-        sqlite3_prepare_v2(st->w, "INSERT OR IGNORE INTO requests (hash, body) VALUES (?, ?)", -1,
-                           &st->ins_request, NULL) != SQLITE_OK ||
+        sqlite3_prepare_v2(st->w, "BEGIN IMMEDIATE", -1, &st->begin, NULL) != SQLITE_OK ||
+        sqlite3_prepare_v2(st->w, "COMMIT", -1, &st->commit, NULL) != SQLITE_OK ||
         sqlite3_prepare_v2(st->w,
                            "INSERT INTO idempotency (scope, key, body_hash, status, location,"
                            " body, created_at) VALUES (?, ?, ?, ?, ?, ?, ?)",
@@ -243,7 +276,8 @@ void rematd_store_close(struct rematd_store *st)
     }
     sqlite3_close(st->ck);
     sqlite3_finalize(st->ins_plan);
-    sqlite3_finalize(st->ins_request);
+    sqlite3_finalize(st->begin);
+    sqlite3_finalize(st->commit);
     sqlite3_finalize(st->ins_idem);
     sqlite3_close(st->r);
     if (st->w) {
@@ -300,33 +334,25 @@ static void write_batch(struct rematd_store *st, struct rematd_plan_write *batch
 {
     double now = rematd_now();
     pthread_mutex_lock(&st->wmu);
-    int ok = exec(st->w, "BEGIN IMMEDIATE") == 0;
+    int ok = step_done(st->begin) == SQLITE_DONE;
     for (struct rematd_plan_write *w = batch; w; w = w->next) {
         w->result = -1;
         if (!ok)
             continue;
         /* A savepoint only when an Idempotency-Key row must stand or fall
          * with the plan: otherwise a failed insert undoes itself (statement
-         * atomicity) and an orphan request row is harmless, and parsing two
-         * more statements per plan is measurable on the hot path. */
+         * atomicity), and parsing two more statements per plan is
+         * measurable on the hot path. */
         if (w->idem_key)
             exec(st->w, "SAVEPOINT p");
-        int rc = SQLITE_DONE;
-        if (w->request_body) {
-            sqlite3_bind_text(st->ins_request, 1, w->body_hash, -1, SQLITE_STATIC);
-            sqlite3_bind_text(st->ins_request, 2, w->request_body, (int)w->request_len,
-                              SQLITE_STATIC);
-            rc = step_done(st->ins_request);
-        }
-        if (rc == SQLITE_DONE) {
-            sqlite3_bind_text(st->ins_plan, 1, w->id, -1, SQLITE_STATIC);
-            sqlite3_bind_text(st->ins_plan, 2, w->created_at, -1, SQLITE_STATIC);
-            sqlite3_bind_text(st->ins_plan, 3, w->algorithm, -1, SQLITE_STATIC);
-            sqlite3_bind_text(st->ins_plan, 4, w->options, -1, SQLITE_STATIC);
-            sqlite3_bind_text(st->ins_plan, 5, w->body_hash, -1, SQLITE_STATIC);
-            sqlite3_bind_text(st->ins_plan, 6, w->body, -1, SQLITE_STATIC);
-            rc = step_done(st->ins_plan);
-        }
+        sqlite3_bind_text(st->ins_plan, 1, w->id, -1, SQLITE_STATIC);
+        sqlite3_bind_text(st->ins_plan, 2, w->created_at, -1, SQLITE_STATIC);
+        sqlite3_bind_text(st->ins_plan, 3, w->algorithm, -1, SQLITE_STATIC);
+        sqlite3_bind_text(st->ins_plan, 4, w->options, -1, SQLITE_STATIC);
+        if (w->profile_id[0])
+            sqlite3_bind_text(st->ins_plan, 5, w->profile_id, -1, SQLITE_STATIC);
+        sqlite3_bind_blob(st->ins_plan, 6, w->record, (int)w->record_len, SQLITE_STATIC);
+        int rc = step_done(st->ins_plan);
         int taken = 0;
         if (rc == SQLITE_DONE && w->idem_key) {
             char loc[64];
@@ -351,7 +377,7 @@ static void write_batch(struct rematd_store *st, struct rematd_plan_write *batch
             w->result = taken ? 1 : -1;
         }
     }
-    if (ok && exec(st->w, "COMMIT") < 0) {
+    if (ok && step_done(st->commit) != SQLITE_DONE) {
         exec(st->w, "ROLLBACK");
         for (struct rematd_plan_write *w = batch; w; w = w->next)
             w->result = -1;
@@ -432,37 +458,75 @@ static char *col_dup(sqlite3_stmt *s, int i)
     return t ? strdup((const char *)t) : NULL;
 }
 
-int rematd_store_get_plan(struct rematd_store *st, const char *id, char **body, char **options,
-                          char **request)
+static int get_plan_v1(struct rematd_store *st, const char *id, struct rematd_stored_plan *out)
 {
-    *body = NULL;
-    if (options)
-        *options = NULL;
-    if (request)
-        *request = NULL;
     sqlite3_stmt *s = NULL;
     int found = -1;
-    pthread_mutex_lock(&st->rmu);
     if (sqlite3_prepare_v2(st->r,
-                           "SELECT p.body, p.options, r.body FROM plans p LEFT JOIN requests r"
+                           "SELECT p.body, p.options, r.body FROM plans_v1 p LEFT JOIN requests r"
                            " ON r.hash = p.request_hash WHERE p.id = ?",
                            -1, &s, NULL) == SQLITE_OK) {
         sqlite3_bind_text(s, 1, id, -1, SQLITE_STATIC);
         int rc = sqlite3_step(s);
         if (rc == SQLITE_ROW) {
-            *body = col_dup(s, 0);
-            if (options)
-                *options = col_dup(s, 1);
-            if (request)
-                *request = col_dup(s, 2);
-            found = 1;
+            out->legacy_body = col_dup(s, 0);
+            out->options = col_dup(s, 1);
+            out->legacy_request = col_dup(s, 2);
+            found = out->legacy_body && out->options ? 1 : -1;
         } else if (rc == SQLITE_DONE) {
             found = 0;
         }
     }
     sqlite3_finalize(s);
-    pthread_mutex_unlock(&st->rmu);
     return found;
+}
+
+int rematd_store_get_plan(struct rematd_store *st, const char *id, struct rematd_stored_plan *out)
+{
+    memset(out, 0, sizeof *out);
+    sqlite3_stmt *s = NULL;
+    int found = -1;
+    pthread_mutex_lock(&st->rmu);
+    if (sqlite3_prepare_v2(st->r,
+                           "SELECT created_at, options, profile_id, record FROM plans WHERE id = ?",
+                           -1, &s, NULL) == SQLITE_OK) {
+        sqlite3_bind_text(s, 1, id, -1, SQLITE_STATIC);
+        int rc = sqlite3_step(s);
+        if (rc == SQLITE_ROW) {
+            const unsigned char *created = sqlite3_column_text(s, 0);
+            const unsigned char *pid = sqlite3_column_text(s, 2);
+            const void *rec = sqlite3_column_blob(s, 3);
+            int n = sqlite3_column_bytes(s, 3);
+            snprintf(out->created_at, sizeof out->created_at, "%s",
+                     created ? (const char *)created : "");
+            snprintf(out->profile_id, sizeof out->profile_id, "%s", pid ? (const char *)pid : "");
+            out->options = col_dup(s, 1);
+            out->record = n > 0 ? malloc((size_t)n) : NULL;
+            if (out->record && out->options) {
+                memcpy(out->record, rec, (size_t)n);
+                out->record_len = (size_t)n;
+                found = 1;
+            }
+        } else if (rc == SQLITE_DONE) {
+            found = 0;
+        }
+    }
+    sqlite3_finalize(s);
+    if (found == 0 && st->has_legacy)
+        found = get_plan_v1(st, id, out);
+    pthread_mutex_unlock(&st->rmu);
+    if (found < 0)
+        rematd_stored_plan_clear(out);
+    return found;
+}
+
+void rematd_stored_plan_clear(struct rematd_stored_plan *p)
+{
+    free(p->record);
+    free(p->options);
+    free(p->legacy_body);
+    free(p->legacy_request);
+    memset(p, 0, sizeof *p);
 }
 
 /* ------------------------------------------------------------------------

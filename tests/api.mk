@@ -4,7 +4,8 @@
 # jsonschema and yaml, from deploy/install-deps.sh).
 API_TESTS = \
 	tests/api/endpoints.sh tests/api/hostile.sh tests/api/jobs.sh \
-	tests/api/durability.sh tests/api/supervise.sh tests/api/fastpath.sh
+	tests/api/durability.sh tests/api/supervise.sh tests/api/fastpath.sh \
+	tests/api/upgrade.sh
 dist_check_SCRIPTS += $(API_TESTS)
 TESTS += $(API_TESTS)
 EXTRA_DIST += tests/api/lib.sh tests/api/check_schema.py tests/api/fake-worker.sh
@@ -16,3 +17,12 @@ tests_api_test_util_SOURCES = tests/api/test_util.c api/util.c api/svg.c api/rem
 tests_api_test_util_CFLAGS = $(AM_CFLAGS) $(MHD_CFLAGS) $(JANSSON_CFLAGS) $(CMOCKA_CFLAGS)
 tests_api_test_util_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/api
 tests_api_test_util_LDADD = $(JANSSON_LIBS) $(CMOCKA_LIBS) -lm
+
+# The stored plan record: round trips, truncation, damage (cmocka).
+check_PROGRAMS += tests/api/test_codec
+TESTS += tests/api/test_codec
+tests_api_test_codec_SOURCES = tests/api/test_codec.c api/plan_codec.c api/plan_codec.h
+tests_api_test_codec_CFLAGS = $(AM_CFLAGS) $(JANSSON_CFLAGS) $(CMOCKA_CFLAGS)
+tests_api_test_codec_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/api -I$(top_srcdir)/tests
+tests_api_test_codec_LDADD = tests/libtesthelp.la src/libremat_core.la $(CMOCKA_LIBS) \
+	$(JANSSON_LIBS) -lm

@@ -8,6 +8,15 @@
 start_rematd
 P8=$(profile 8)
 
+# GET /v1/plans/{id} answers a plan's 201 body byte for byte: the plan is
+# stored as a compact record and rendered again by the same code.
+same_on_get() { # what
+    cp "$BODY" "$T/posted.json"
+    _id=$(field id)
+    req GET "/v1/plans/$_id" && expect 200 '/v1/plans/{id}'
+    cmp -s "$BODY" "$T/posted.json" && ok || fail "GET /v1/plans/$_id differs from its 201 body ($1)"
+}
+
 req GET /healthz && expect 200 /healthz
 req GET /readyz && expect 200 /readyz
 req GET /v1/models && expect 200 /v1/models
@@ -31,9 +40,11 @@ cmp -s "$BODY" "$T/sqrt.json" && ok || fail "GET /v1/plans/{id} differs from the
 post /v1/plans "{\"algorithm\":\"store-all\",\"profile\":$P8}" && expect 201 /v1/plans
 [ "$(field checkpoints)" = "[]" ] && ok || fail "store-all checkpoints: $(field checkpoints)"
 [ "$(field peak_bytes)" = "$(field store_all_peak_bytes)" ] && ok || fail "store-all peak"
+same_on_get store-all
 # uniform with K segments.
 post /v1/plans "{\"algorithm\":\"uniform\",\"segments\":4,\"profile\":$P8}" && expect 201 /v1/plans
 [ "$(field checkpoints)" = "[2, 4, 6]" ] && ok || fail "uniform K=4 checkpoints: $(field checkpoints)"
+same_on_get uniform
 # The default algorithm (min-peak): the same fields, a peak no worse than sqrt's.
 post /v1/plans "{\"profile\":$P8}"
 if [ "$CODE" = 501 ]; then
@@ -42,15 +53,19 @@ else
     expect 201 /v1/plans
     MP_ID=$(field id)
     MP_PEAK=$(field peak_bytes)
+    same_on_get min-peak
     post /v1/plans "{\"algorithm\":\"sqrt\",\"profile\":$P8}" && expect 201 /v1/plans
     [ "$MP_PEAK" -le "$(field peak_bytes)" ] && ok || fail "min-peak $MP_PEAK above sqrt $(field peak_bytes)"
 fi
 # min-time with a budget (or its documented problems while it is missing).
 post /v1/plans "{\"algorithm\":\"min-time\",\"budget_bytes\":1000000000,\"profile\":$P8}"
 case $CODE in
-201) expect 201 /v1/plans ;;
+201) expect 201 /v1/plans && same_on_get min-time ;;
 *) problem "min-time" "$CODE" "$( [ "$CODE" = 501 ] && echo unsupported || echo infeasible)" ;;
 esac
+# min-time at min-peak's peak: recomputation, nested segments where they pay.
+post /v1/plans "{\"algorithm\":\"min-time\",\"budget_bytes\":$MP_PEAK,\"mem_slots\":2000,\"profile\":$P8}" &&
+    expect 201 /v1/plans && same_on_get "min-time at $MP_PEAK"
 
 # The timeline chart.
 req GET "/v1/plans/$SQRT_ID/timeline.svg" && expect 200 '/v1/plans/{id}/timeline.svg'
@@ -92,6 +107,7 @@ req GET "/v1/profiles/$PJ" && expect 200 '/v1/profiles/{id}'
 post /v1/plans "{\"algorithm\":\"sqrt\",\"profile_id\":\"$PJ\"}" && expect 201 /v1/plans
 [ "$(field profile_id)" = "$PJ" ] && ok || fail "plan profile_id"
 PLAN_BY_ID=$(field id)
+same_on_get "by profile_id"
 req GET "/v1/plans/$PLAN_BY_ID/timeline.svg" && expect 200 '/v1/plans/{id}/timeline.svg'
 post /v1/validations "{\"profile_id\":\"$PJ\",\"plan_id\":\"$PLAN_BY_ID\"}" && expect 202 /v1/validations
 VJ=$(field id)

@@ -20,6 +20,10 @@
  *    the text.  Each semantic error found here gets a rank from that order
  *    and only the least-ranked one is kept.
  *  - Values are checked exactly as profile.c checks them.
+ * Stage objects, nearly all of the text, have shortcuts for their usual
+ * shape (read_stage_object, fast_number): each one either reads exactly
+ * what the general path would read or consumes nothing and leaves the text
+ * to it.  tests/test_profile_equiv holds the two paths to the same answers.
  */
 #include <errno.h>
 #include <math.h>
@@ -79,6 +83,13 @@ static const char *const stage_keys[] = {"out_bytes",     "saved_bytes", "fwd_tm
 #define N_FIELDS 7
 #define F_NAME N_FIELDS
 
+/* The stage members as they appear in compact text, quotes and colon
+ * included: "out_bytes": and so on, then "name":. */
+static const char *const stage_quoted[] = {
+    "\"out_bytes\":",   "\"saved_bytes\":", "\"fwd_tmp_bytes\":", "\"bwd_tmp_bytes\":",
+    "\"param_bytes\":", "\"fwd_ms\":",      "\"bwd_ms\":",        "\"name\":"};
+static const unsigned char stage_quoted_len[] = {12, 14, 16, 16, 14, 9, 9, 7};
+
 struct reader {
     const char *start, *p, *end;
     const char *prefix;
@@ -98,6 +109,10 @@ struct reader {
     char *keys;
     size_t keys_len, keys_cap;
     uint64_t next_frame;
+
+    /* The stage member that last followed member k (N_FIELDS + 1: the
+     * start of a stage, N_FIELDS + 2: an unknown key), -1 for none yet. */
+    signed char follow[N_FIELDS + 3];
 
     struct remat_stage *stages;
     size_t n, cap;
@@ -407,6 +422,11 @@ static int is_digit(const char *q, const char *end)
     return q < end && *q >= '0' && *q <= '9';
 }
 
+/* Powers of ten that are exact doubles. */
+static const double pow10_exact[] = {1e0,  1e1,  1e2,  1e3,  1e4,  1e5,  1e6,  1e7,
+                                     1e8,  1e9,  1e10, 1e11, 1e12, 1e13, 1e14, 1e15,
+                                     1e16, 1e17, 1e18, 1e19, 1e20, 1e21, 1e22};
+
 static int read_number(struct reader *r, struct val *v)
 {
     const char *q = r->p, *end = r->end, *begin = q;
@@ -500,11 +520,8 @@ static int read_number(struct reader *r, struct val *v)
         }
         int e = (exp_neg ? -exp : exp) - frac;
         if (ok && e >= -22 && e <= 22) {
-            static const double pow10[] = {1e0,  1e1,  1e2,  1e3,  1e4,  1e5,  1e6,  1e7,
-                                           1e8,  1e9,  1e10, 1e11, 1e12, 1e13, 1e14, 1e15,
-                                           1e16, 1e17, 1e18, 1e19, 1e20, 1e21, 1e22};
             double x = (double)m;
-            x = e >= 0 ? x * pow10[e] : x / pow10[-e];
+            x = e >= 0 ? x * pow10_exact[e] : x / pow10_exact[-e];
             v->type = V_REAL;
             v->d = neg ? -x : x;
             r->p = q;
@@ -779,11 +796,79 @@ struct stage_ctx {
     size_t name_off; /* arena offset + 1, 0 for the empty name */
 };
 
+/* The usual shape of a stage field, read without any_value's dispatch: an
+ * integer of at most 18 digits (it cannot overflow), or digits '.' digits
+ * with at most 15 significant ones and no exponent.  Returns 1 when the
+ * value was read, 0 to leave everything (syntax errors, signs, exponents,
+ * long numbers) to any_value from the same place: then nothing was
+ * consumed.  Each value it reads is the one read_number would read, by the
+ * same arithmetic. */
+static int fast_number(struct reader *r, struct val *v)
+{
+    const unsigned char *q = (const unsigned char *)r->p;
+    const unsigned char *end = (const unsigned char *)r->end;
+    /* any_value would enter one level deeper: let it report the limit. */
+    if (r->depth + 1 > MAX_DEPTH || q >= end)
+        return 0;
+    uint64_t m = 0;
+    int digits = 0; /* significant ones: a lone leading zero is not */
+    const unsigned char *d = q;
+    if (*d == '0') {
+        d++;
+    } else if ((unsigned)(*d - '1') < 9) {
+        const unsigned char *stop = end - d > 18 ? d + 18 : end;
+        while (d < stop && (unsigned)(*d - '0') < 10)
+            m = m * 10 + (unsigned)(*d++ - '0');
+        digits = (int)(d - q);
+    } else {
+        return 0;
+    }
+    if (d < end && (unsigned)(*d - '0') < 10)
+        return 0; /* a leading zero, or past 18 digits */
+    if (d < end && *d == '.') {
+        /* read_number's short-decimal path: leading zeros are not
+         * significant, every digit after the point is a power of ten. */
+        if (digits > 15)
+            return 0;
+        d++;
+        if (d >= end || (unsigned)(*d - '0') >= 10)
+            return 0;
+        int frac = 0;
+        for (; d < end && (unsigned)(*d - '0') < 10; d++) {
+            frac++;
+            if (m == 0 && *d == '0')
+                continue;
+            if (++digits > 15)
+                return 0;
+            m = m * 10 + (unsigned)(*d - '0');
+        }
+        if (frac > 22 || (d < end && (*d == 'e' || *d == 'E')))
+            return 0;
+        if (r->depth + 1 > r->max_depth)
+            r->max_depth = r->depth + 1;
+        v->type = V_REAL;
+        v->d = (double)m / pow10_exact[frac];
+        r->p = (const char *)d;
+        return 1;
+    }
+    if (d < end && (*d == 'e' || *d == 'E'))
+        return 0;
+    if (r->depth + 1 > r->max_depth)
+        r->max_depth = r->depth + 1;
+    v->type = V_INT;
+    v->i = (int64_t)m;
+    r->p = (const char *)d;
+    return 1;
+}
+
 static int stage_member(struct reader *r, void *vctx, int which)
 {
     struct stage_ctx *c = vctx;
-    if (which < N_FIELDS)
+    if (which < N_FIELDS) {
+        if (fast_number(r, &c->f[which]))
+            return 0;
         return any_value(r, &c->f[which]);
+    }
     /* The name: a string goes to the arena, null is the empty name. */
     if (r->p < r->end && *r->p == '"') {
         if (enter(r) < 0)
@@ -903,10 +988,115 @@ static void check_stage(struct reader *r, struct stage_ctx *c)
              "saved_bytes must be at least out_bytes (it holds the output)");
 }
 
-static const char *const stage_members[] = {"out_bytes",     "saved_bytes", "fwd_tmp_bytes",
-                                            "bwd_tmp_bytes", "param_bytes", "fwd_ms",
-                                            "bwd_ms",        "name"};
-static const unsigned char stage_member_len[] = {9, 11, 13, 13, 11, 6, 6, 4};
+/* The member a stage key names (stage_keys' index, F_NAME), or -1.  The
+ * length and one letter tell the candidates apart; the whole key is still
+ * compared. */
+static int stage_key(const char *k, size_t klen)
+{
+    int which;
+    switch (klen) {
+    case 4:
+        which = F_NAME;
+        break;
+    case 6:
+        which = k[0] == 'f' ? 5 : 6;
+        break;
+    case 9:
+        which = 0;
+        break;
+    case 11:
+        which = k[0] == 's' ? 1 : 4;
+        break;
+    case 13:
+        which = k[0] == 'f' ? 2 : 3;
+        break;
+    default:
+        return -1;
+    }
+    return memcmp(stage_quoted[which] + 1, k, klen) == 0 ? which : -1;
+}
+
+/* Whether the text at p holds stage_quoted[which].  Each length is a
+ * constant here, so each comparison is a few loads, not a call. */
+static int quoted_at(const char *p, const char *end, int which)
+{
+#define AT(lit) ((size_t)(end - p) >= sizeof(lit) - 1 && memcmp(p, lit, sizeof(lit) - 1) == 0)
+    switch (which) {
+    case 0:
+        return AT("\"out_bytes\":");
+    case 1:
+        return AT("\"saved_bytes\":");
+    case 2:
+        return AT("\"fwd_tmp_bytes\":");
+    case 3:
+        return AT("\"bwd_tmp_bytes\":");
+    case 4:
+        return AT("\"param_bytes\":");
+    case 5:
+        return AT("\"fwd_ms\":");
+    case 6:
+        return AT("\"bwd_ms\":");
+    default:
+        return AT("\"name\":");
+    }
+#undef AT
+}
+
+/* read_object() for a stage object opened at r->p, with its members
+ * matched by stage_key and read by stage_member: the same steps in the same
+ * order, so the same answers and errors, without the generic key loop and
+ * the indirect call.  Stages of one profile nearly always list their
+ * members in one order, so the member that followed this one in the last
+ * stage is tried first: when the text holds exactly `"key":` there, that is
+ * what read_key would have read, in one comparison. */
+static int read_stage_object(struct reader *r, struct stage_ctx *c)
+{
+    uint64_t frame = r->next_frame++;
+    unsigned seen = 0;
+    r->p++; /* '{' */
+    skip_ws(r);
+    if (r->p < r->end && *r->p == '}') {
+        r->p++;
+        return 0;
+    }
+    int prev = N_FIELDS + 1; /* the object's start in r->follow */
+    do {
+        int which = -1;
+        skip_ws(r);
+        int guess = r->follow[prev];
+        if (guess >= 0 && quoted_at(r->p, r->end, guess)) {
+            which = guess;
+            r->p += stage_quoted_len[guess];
+        }
+        const char *k = NULL;
+        size_t klen = 0;
+        if (which < 0) {
+            if (read_key(r, &k, &klen) < 0)
+                return -1;
+            which = stage_key(k, klen);
+        }
+        if (which >= 0) {
+            r->follow[prev] = (signed char)which;
+            prev = which;
+            if (seen & (1u << which))
+                return syntax_error(r, "duplicate object key");
+            seen |= 1u << which;
+            skip_ws(r);
+            if (stage_member(r, c, which) < 0)
+                return -1;
+        } else {
+            prev = N_FIELDS + 2; /* after an unknown key: no guess */
+            if (memchr(k, '\0', klen) != NULL)
+                return syntax_error(r, "NUL byte in object key not supported");
+            if (dup_check(r, frame, k, klen) < 0)
+                return -1;
+            struct val v;
+            if (any_value(r, &v) < 0)
+                return -1;
+        }
+    } while (next_or_close(r, '}') == 1);
+    return r->failed ? -1 : 0;
+}
 
 static int read_stages(struct reader *r)
 {
@@ -920,8 +1110,14 @@ static int read_stages(struct reader *r)
         size_t i = r->n++;
         skip_ws(r);
         if (r->p < r->end && *r->p == '{') {
+            /* Only what the members may leave unset: a memset of the
+             * whole showed in profiles. */
             struct stage_ctx c;
-            memset(&c, 0, sizeof c);
+            for (int k = 0; k < N_FIELDS; k++)
+                c.f[k].type = V_ABSENT;
+            c.s = NULL;
+            c.name_bad = 0;
+            c.name_off = 0;
             c.i = i;
             if (i < REMAT_MAX_STAGES) {
                 if (i == r->cap) {
@@ -940,7 +1136,7 @@ static int read_stages(struct reader *r)
                 return -1;
             if (r->depth > r->max_depth)
                 r->max_depth = r->depth;
-            int rc = read_object(r, stage_members, stage_member_len, 8, stage_member, &c);
+            int rc = read_stage_object(r, &c);
             r->depth--;
             if (rc < 0)
                 return -1;
@@ -1132,6 +1328,7 @@ struct remat_profile *remat__profile_parse(const char *text, size_t len, const c
     r.err = err;
     r.syntax = syntax;
     r.best = rank(R_NONE, 0, 0);
+    memset(r.follow, -1, sizeof r.follow);
     if (syntax != NULL)
         *syntax = 0;
     struct remat_profile *p = NULL;

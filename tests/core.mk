@@ -27,6 +27,12 @@ tests_test_profile_SOURCES = tests/test_profile.c
 tests_test_profile_CFLAGS = $(CORE_TEST_CFLAGS)
 tests_test_profile_LDADD = $(CORE_TEST_LDADD)
 
+check_PROGRAMS += tests/test_profile_equiv
+TESTS += tests/test_profile_equiv
+tests_test_profile_equiv_SOURCES = tests/test_profile_equiv.c
+tests_test_profile_equiv_CFLAGS = $(CORE_TEST_CFLAGS)
+tests_test_profile_equiv_LDADD = $(CORE_TEST_LDADD)
+
 check_PROGRAMS += tests/test_plan_dump
 TESTS += tests/test_plan_dump
 tests_test_plan_dump_SOURCES = tests/test_plan_dump.c

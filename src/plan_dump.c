@@ -24,7 +24,9 @@ struct buf {
     int bad; /* out of memory or over MAX_TEXT: the text is abandoned */
 };
 
-static int reserve(struct buf *b, size_t more)
+/* Makes room for `more` bytes and the final NUL past b->len: the slow
+ * part of reserve(). */
+static int grow(struct buf *b, size_t more)
 {
     if (b->bad)
         return -1;
@@ -50,6 +52,16 @@ static int reserve(struct buf *b, size_t more)
     return 0;
 }
 
+/* Room for `more` bytes: nearly always there, checked inline.  After a
+ * failure the text is abandoned (b->bad), so what is written to room that
+ * was there anyway does not matter. */
+static inline int reserve(struct buf *b, size_t more)
+{
+    if (b->len + more + 1 <= b->cap)
+        return 0;
+    return grow(b, more);
+}
+
 static void put(struct buf *b, const char *s, size_t n)
 {
     if (reserve(b, n) < 0)
@@ -60,29 +72,70 @@ static void put(struct buf *b, const char *s, size_t n)
 
 #define PUT_LIT(b, lit) put((b), (lit), sizeof(lit) - 1)
 
+/* Appends without a check: the caller reserved the room. */
+#define RAW_LIT(b, lit)                                                                            \
+    (memcpy((b)->s + (b)->len, (lit), sizeof(lit) - 1), (b)->len += sizeof(lit) - 1)
+
 static void put_str(struct buf *b, const char *s)
 {
     put(b, s, strlen(s));
 }
 
-/* An integer as json_dumps prints a json_int_t ("%lld"). */
-static void put_int(struct buf *b, int64_t v)
+/* Decimal digits of u. */
+static inline int digits_of(uint64_t u)
 {
-    /* Written in place: a copy per number showed in profiles. */
-    if (reserve(b, 20) < 0)
-        return;
+    int d = 1;
+    for (uint64_t p = 10; d < 20 && u >= p; p *= 10)
+        d++;
+    return d;
+}
+
+/* Bytes put_int writes for v. */
+static inline size_t int_len(int64_t v)
+{
     uint64_t u = v < 0 ? (uint64_t)0 - (uint64_t)v : (uint64_t)v;
-    int digits = 1;
-    for (uint64_t t = u; t >= 10; t /= 10)
-        digits++;
+    return (size_t)digits_of(u) + (v < 0);
+}
+
+/* Writes v as "%lld" does into room the caller reserved (int_len(v)
+ * bytes), two digits a step. */
+static inline void raw_int(struct buf *b, int64_t v)
+{
+    static const char pairs[] =
+        "00010203040506070809101112131415161718192021222324252627282930313233343536373839"
+        "40414243444546474849505152535455565758596061626364656667686970717273747576777879"
+        "8081828384858687888990919293949596979899";
+    uint64_t u = v < 0 ? (uint64_t)0 - (uint64_t)v : (uint64_t)v;
     char *q = b->s + b->len;
     if (v < 0)
         *q++ = '-';
-    for (int k = digits - 1; k >= 0; k--) {
-        q[k] = (char)('0' + u % 10);
-        u /= 10;
+    int digits = digits_of(u);
+    char *e = q + digits;
+    b->len = (size_t)(e - b->s);
+    while (u >= 100) {
+        unsigned r = (unsigned)(u % 100);
+        u /= 100;
+        e -= 2;
+        e[0] = pairs[2 * r];
+        e[1] = pairs[2 * r + 1];
     }
-    b->len = (size_t)(q + digits - b->s);
+    if (u >= 10) {
+        e[-2] = pairs[2 * u];
+        e[-1] = pairs[2 * u + 1];
+    } else {
+        e[-1] = (char)('0' + u);
+    }
+}
+
+/* An integer as json_dumps prints a json_int_t ("%lld").  It asks for
+ * room for the longest one (20 bytes): the text's one limit, MAX_TEXT, is
+ * then met or missed exactly where it always was, and so are the reserves
+ * below, which ask for the same room as the puts they stand for. */
+static void put_int(struct buf *b, int64_t v)
+{
+    if (reserve(b, 20) < 0)
+        return;
+    raw_int(b, v);
 }
 
 /* A real as jansson's jsonp_dtostr prints it at its default precision. */
@@ -116,13 +169,18 @@ static void put_real(struct buf *b, double v)
     put(b, tmp, len);
 }
 
-static void put_pair(struct buf *b, int64_t x, int64_t y)
+/* "[x,y]", or "," then that. */
+static void put_pair(struct buf *b, int comma, int64_t x, int64_t y)
 {
-    PUT_LIT(b, "[");
-    put_int(b, x);
-    PUT_LIT(b, ",");
-    put_int(b, y);
-    PUT_LIT(b, "]");
+    if (reserve(b, (size_t)comma + 2 + int_len(x) + 20) < 0)
+        return;
+    if (comma)
+        RAW_LIT(b, ",");
+    RAW_LIT(b, "[");
+    raw_int(b, x);
+    RAW_LIT(b, ",");
+    raw_int(b, y);
+    RAW_LIT(b, "]");
 }
 
 char *remat_plan_dumps(const struct remat_profile *profile, const struct remat_plan *plan,
@@ -141,9 +199,12 @@ char *remat_plan_dumps(const struct remat_profile *profile, const struct remat_p
     if (plan->single_level) {
         PUT_LIT(&b, ",\"checkpoints\":[");
         for (size_t k = 0; k < plan->n_checkpoints; k++) {
+            int64_t c = (int64_t)plan->checkpoints[k];
+            if (reserve(&b, (k > 0) + 20) < 0)
+                break;
             if (k > 0)
-                PUT_LIT(&b, ",");
-            put_int(&b, (int64_t)plan->checkpoints[k]);
+                RAW_LIT(&b, ",");
+            raw_int(&b, c);
         }
         /* Segment (prev, end] of stages is stages prev+1..end, modules
          * prev..end-1 of an nn.Sequential (as in remat_plan_to_json). */
@@ -151,18 +212,14 @@ char *remat_plan_dumps(const struct remat_profile *profile, const struct remat_p
         size_t prev = 0;
         for (size_t k = 0; k <= plan->n_checkpoints; k++) {
             size_t end = k < plan->n_checkpoints ? plan->checkpoints[k] : plan->n_stages;
-            if (k > 0)
-                PUT_LIT(&b, ",");
-            put_pair(&b, (int64_t)prev + 1, (int64_t)end);
+            put_pair(&b, k > 0, (int64_t)prev + 1, (int64_t)end);
             prev = end;
         }
         PUT_LIT(&b, "],\"torch_segments\":[");
         prev = 0;
         for (size_t k = 0; k <= plan->n_checkpoints; k++) {
             size_t end = k < plan->n_checkpoints ? plan->checkpoints[k] : plan->n_stages;
-            if (k > 0)
-                PUT_LIT(&b, ",");
-            put_pair(&b, (int64_t)prev, (int64_t)end);
+            put_pair(&b, k > 0, (int64_t)prev, (int64_t)end);
             prev = end;
         }
         PUT_LIT(&b, "]");
@@ -195,26 +252,33 @@ char *remat_plan_dumps(const struct remat_profile *profile, const struct remat_p
         put_int(&b, plan->budget_bytes);
     }
     PUT_LIT(&b, ",\"schedule\":[");
+    /* Each op's opening, padded to one size so that it is copied in one
+     * fixed-size move (the reserve below always covers 24 bytes). */
 #define OP(name)                                                                                   \
     {                                                                                              \
         "{\"op\":\"" name "\",\"stage\":", sizeof("{\"op\":\"" name "\",\"stage\":") - 1           \
     }
     static const struct {
-        const char *text;
+        char text[24];
         size_t len;
-    } ops[] = {OP("F_none"), OP("F_ck"), OP("F_all"), OP("loss"), OP("B")};
+    } ops[] = {OP("F_none"), OP("F_ck"), OP("F_all"), OP("loss"), OP("B"), OP("?")};
 #undef OP
+    /* One reserve per op (the room its puts asked for, a 20-byte integer
+     * then the brace within it), then unchecked writes. */
     const struct remat_schedule *s = &plan->schedule;
     for (size_t k = 0; k < s->n_ops; k++) {
-        uint8_t kind = s->ops[k].kind;
+        uint8_t kind = s->ops[k].kind < 5 ? s->ops[k].kind : 5;
+        uint32_t stage = s->ops[k].stage;
+        size_t len = ops[kind].len;
+        if (reserve(&b, (k > 0) + len + 20) < 0)
+            break;
+        char *q = b.s + b.len;
         if (k > 0)
-            PUT_LIT(&b, ",");
-        if (kind < 5)
-            put(&b, ops[kind].text, ops[kind].len);
-        else
-            PUT_LIT(&b, "{\"op\":\"?\",\"stage\":");
-        put_int(&b, (int64_t)s->ops[k].stage);
-        PUT_LIT(&b, "}");
+            *q++ = ',';
+        memcpy(q, ops[kind].text, sizeof ops[kind].text);
+        b.len = (size_t)(q + len - b.s);
+        raw_int(&b, (int64_t)stage);
+        b.s[b.len++] = '}';
     }
     PUT_LIT(&b, "]}");
     if (b.bad) {

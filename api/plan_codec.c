@@ -17,35 +17,44 @@ struct out {
     int failed;
 };
 
-static void need(struct out *o, size_t more)
+/* Room for `more` bytes; the encoder reserves its usual size up front, so
+ * this is one comparison per value on the hot path. */
+static int grow(struct out *o, size_t more)
 {
-    if (o->failed || o->len + more <= o->cap)
-        return;
+    if (o->failed)
+        return -1;
     size_t cap = o->cap ? o->cap : 256;
     while (cap < o->len + more)
         cap *= 2;
     unsigned char *b = realloc(o->b, cap);
     if (b == NULL) {
         o->failed = 1;
-        return;
+        return -1;
     }
     o->b = b;
     o->cap = cap;
+    return 0;
 }
 
-static void put_u(struct out *o, uint64_t v)
+static inline int need(struct out *o, size_t more)
 {
-    need(o, 10);
-    if (o->failed)
+    return o->len + more <= o->cap ? 0 : grow(o, more);
+}
+
+static inline void put_u(struct out *o, uint64_t v)
+{
+    if (need(o, 10) < 0)
         return;
+    unsigned char *q = o->b + o->len;
     while (v >= 0x80) {
-        o->b[o->len++] = (unsigned char)(v | 0x80);
+        *q++ = (unsigned char)(v | 0x80);
         v >>= 7;
     }
-    o->b[o->len++] = (unsigned char)v;
+    *q++ = (unsigned char)v;
+    o->len = (size_t)(q - o->b);
 }
 
-static void put_s(struct out *o, int64_t v)
+static inline void put_s(struct out *o, int64_t v)
 {
     put_u(o, ((uint64_t)v << 1) ^ (uint64_t)(v >> 63));
 }
@@ -58,12 +67,12 @@ static const double pow10_tab[] = {1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 
  * comes back bit for bit. */
 static void put_d(struct out *o, double d)
 {
-    if (isfinite(d) && d >= 0 && !signbit(d) && d < 1e15) {
+    if (d >= 0 && d < 1e15 && !signbit(d)) {
         for (size_t k = 0; k < N_POW10; k++) {
             double scaled = d * pow10_tab[k];
             if (scaled >= 9007199254740992.0) /* 2^53 */
                 break;
-            uint64_t m = (uint64_t)llround(scaled);
+            uint64_t m = (uint64_t)(scaled + 0.5);
             if ((double)m / pow10_tab[k] == d) {
                 put_u(o, k + 1);
                 put_u(o, m);
@@ -74,8 +83,7 @@ static void put_d(struct out *o, double d)
     uint64_t bits;
     memcpy(&bits, &d, sizeof bits);
     put_u(o, 0);
-    need(o, 8);
-    if (o->failed)
+    if (need(o, 8) < 0)
         return;
     for (int i = 0; i < 8; i++)
         o->b[o->len++] = (unsigned char)(bits >> (8 * i));
@@ -86,10 +94,9 @@ unsigned char *rematd_plan_encode(const struct remat_profile *p, const struct re
 {
     struct out o = {0};
     /* ~20 bytes a stage and 2 an op cover the usual record in one go. */
-    need(&o, 64 + 24 * p->n_stages + 3 * plan->schedule.n_ops + 3 * plan->n_checkpoints);
-    need(&o, 1);
-    if (!o.failed)
-        o.b[o.len++] = CODEC_VERSION;
+    if (grow(&o, 64 + 24 * p->n_stages + 3 * plan->schedule.n_ops + 3 * plan->n_checkpoints) < 0)
+        return NULL;
+    o.b[o.len++] = CODEC_VERSION;
     put_u(&o, p->n_stages);
     put_u(&o, (uint64_t)p->input_bytes);
     for (size_t i = 0; i < p->n_stages; i++) {

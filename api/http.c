@@ -646,17 +646,18 @@ void rematd_completed(void *cls, struct MHD_Connection *c, void **req_cls,
     double dur = rematd_mono() - r->t0;
     int status = r->responded ? r->status : 0;
     rematd_metrics_observe(r->route_index, status, dur);
-    json_t *f =
-        json_pack("{s:s, s:s, s:s, s:s, s:i, s:f}", "request_id", r->request_id, "method",
-                  r->method, "path", r->path, "route", r->route ? r->route->name : "unmatched",
-                  "status", status, "dur_ms", dur * 1000.0);
-    if (f && r->problem_type)
-        json_object_set_new(f, "problem", json_string(r->problem_type));
-    if (f && toe != MHD_REQUEST_TERMINATED_COMPLETED_OK)
-        json_object_set_new(f, "terminated", json_integer(toe));
-    if (f && r->id[0])
-        json_object_set_new(f, "id", json_string(r->id));
-    rematd_log(status >= 500 || status == 0 ? "error" : "info", "request", f);
+    struct rematd_request_log f = {
+        .request_id = r->request_id,
+        .method = r->method,
+        .path = r->path,
+        .route = r->route ? r->route->name : "unmatched",
+        .status = status,
+        .dur_ms = dur * 1000.0,
+        .problem = r->problem_type,
+        .terminated = toe != MHD_REQUEST_TERMINATED_COMPLETED_OK ? (int)toe : -1,
+        .id = r->id,
+    };
+    rematd_log_request(status >= 500 || status == 0 ? "error" : "info", &f);
     atomic_fetch_sub(&r->srv->in_flight, 1);
     rq_free(r);
 }

@@ -56,6 +56,19 @@ json_t *rematd_config_to_json(const struct rematd_config *cfg);
 
 /* Steals fields (may be NULL); adds ts, level and msg. */
 void rematd_log(const char *level, const char *msg, json_t *fields);
+/* The request line: what rematd_log(level, "request", {request_id, method,
+ * path, route, status, dur_ms[, problem][, terminated][, id]}) writes, byte
+ * for byte, without building the object.  problem and id may be NULL;
+ * terminated < 0 leaves it out. */
+struct rematd_request_log {
+    const char *request_id, *method, *path, *route;
+    int status;
+    double dur_ms;
+    const char *problem;
+    int terminated;
+    const char *id;
+};
+void rematd_log_request(const char *level, const struct rematd_request_log *f);
 
 /* ------------------------------------------------------------------------
  * Small helpers (util.c)

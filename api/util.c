@@ -10,13 +10,12 @@
 
 #include "rematd.h"
 
-void rematd_new_id(char out[REMATD_ID_LEN + 1])
+/* Fills raw from the kernel's CSPRNG. */
+static void random_bytes(unsigned char *raw, size_t len)
 {
-    static const char hex[] = "0123456789abcdef";
-    unsigned char raw[REMATD_ID_LEN / 2];
     size_t got = 0;
-    while (got < sizeof raw) {
-        ssize_t n = getrandom(raw + got, sizeof raw - got, 0);
+    while (got < len) {
+        ssize_t n = getrandom(raw + got, len - got, 0);
         if (n < 0) {
             if (errno == EINTR)
                 continue;
@@ -24,16 +23,37 @@ void rematd_new_id(char out[REMATD_ID_LEN + 1])
              * fall back to the clock rather than leave the id unset. */
             struct timespec ts;
             clock_gettime(CLOCK_MONOTONIC, &ts);
-            for (size_t i = got; i < sizeof raw; i++)
+            for (size_t i = got; i < len; i++)
                 raw[i] = (unsigned char)(ts.tv_nsec >> (i % 8));
-            break;
+            return;
         }
         got += (size_t)n;
     }
-    for (size_t i = 0; i < sizeof raw; i++) {
+}
+
+/* Ids take their bits from a per-thread pool of kernel randomness, filled
+ * 4 KiB at a time: a getrandom call per id (two per plan with the request
+ * id) showed in POST /v1/plans.  Each byte is used once. */
+#define RANDOM_POOL 4096
+static _Thread_local unsigned char pool[RANDOM_POOL];
+static _Thread_local size_t pool_used = RANDOM_POOL;
+
+void rematd_new_id(char out[REMATD_ID_LEN + 1])
+{
+    static const char hex[] = "0123456789abcdef";
+    enum { RAW = REMATD_ID_LEN / 2 };
+    if (pool_used + RAW > RANDOM_POOL) {
+        random_bytes(pool, RANDOM_POOL);
+        pool_used = 0;
+    }
+    const unsigned char *raw = pool + pool_used;
+    for (size_t i = 0; i < RAW; i++) {
         out[2 * i] = hex[raw[i] >> 4];
         out[2 * i + 1] = hex[raw[i] & 15];
     }
+    /* Used bytes are wiped so that nothing later can read them back. */
+    memset(pool + pool_used, 0, RAW);
+    pool_used += RAW;
     out[REMATD_ID_LEN] = '\0';
 }
 
@@ -76,20 +96,37 @@ double rematd_mono(void)
     return (double)ts.tv_sec + ts.tv_nsec / 1e9;
 }
 
+/* The text of the last second formatted on this thread: a plan request
+ * formats two timestamps (created_at, the log line), and gmtime_r and
+ * strftime showed in its profile; the second changes once a second. */
+static _Thread_local time_t ts_second = (time_t)-1;
+static _Thread_local char ts_text[24];
+
 void rematd_rfc3339(double t, char out[32])
 {
     time_t s = (time_t)t;
-    struct tm tm;
-    gmtime_r(&s, &tm);
     int ms = (int)((t - (double)s) * 1000.0);
     if (ms < 0)
         ms = 0;
     if (ms > 999)
         ms = 999;
-    /* strftime keeps the compiler's range analysis of snprintf quiet. */
-    char base[24];
-    strftime(base, sizeof base, "%Y-%m-%dT%H:%M:%S", &tm);
-    snprintf(out, 32, "%.19s.%03dZ", base, ms % 1000);
+    if (s != ts_second) {
+        struct tm tm;
+        gmtime_r(&s, &tm);
+        /* strftime keeps the compiler's range analysis of snprintf quiet. */
+        if (strftime(ts_text, sizeof ts_text, "%Y-%m-%dT%H:%M:%S", &tm) != 19) {
+            snprintf(out, 32, "1970-01-01T00:00:00.000Z");
+            return;
+        }
+        ts_second = s;
+    }
+    memcpy(out, ts_text, 19);
+    out[19] = '.';
+    out[20] = (char)('0' + ms / 100);
+    out[21] = (char)('0' + ms / 10 % 10);
+    out[22] = (char)('0' + ms % 10);
+    out[23] = 'Z';
+    out[24] = '\0';
 }
 
 /* SHA-256 (FIPS 180-4), small and portable: it fingerprints request bodies
@@ -285,48 +322,64 @@ static void lput_str(struct line *l, const char *s, size_t n)
 }
 
 /* A value as json_dumps(..., JSON_COMPACT | JSON_REAL_PRECISION(6)) writes it. */
-static void lput_value(struct line *l, json_t *v)
+/* jansson's jsonp_dtostr at precision 6: "%.6g", ".0" when neither '.'
+ * nor 'e' is there, no '+' or leading zeros in the exponent. */
+static void lput_real(struct line *l, double v)
 {
     char tmp[64];
-    int n;
+    int n = snprintf(tmp, sizeof tmp - 3, "%.6g", v);
+    if (n < 0 || (size_t)n >= sizeof tmp - 3) {
+        l->over = 1;
+        return;
+    }
+    size_t len = (size_t)n;
+    if (!strchr(tmp, '.') && !strchr(tmp, 'e')) {
+        tmp[len++] = '.';
+        tmp[len++] = '0';
+        tmp[len] = '\0';
+    }
+    char *start = strchr(tmp, 'e');
+    if (start) {
+        start++;
+        char *end = start + 1;
+        if (*start == '-')
+            start++;
+        while (*end == '0')
+            end++;
+        if (end != start) {
+            memmove(start, end, len - (size_t)(end - tmp) + 1);
+            len -= (size_t)(end - start);
+        }
+    }
+    lput(l, tmp, len);
+}
+
+static void lput_int(struct line *l, long long v)
+{
+    char tmp[24];
+    char *q = tmp + sizeof tmp;
+    unsigned long long u = v < 0 ? 0ULL - (unsigned long long)v : (unsigned long long)v;
+    do {
+        *--q = (char)('0' + u % 10);
+        u /= 10;
+    } while (u);
+    if (v < 0)
+        *--q = '-';
+    lput(l, q, (size_t)(tmp + sizeof tmp - q));
+}
+
+static void lput_value(struct line *l, json_t *v)
+{
     switch (json_typeof(v)) {
     case JSON_STRING:
         lput_str(l, json_string_value(v), json_string_length(v));
         return;
     case JSON_INTEGER:
-        n = snprintf(tmp, sizeof tmp, "%" JSON_INTEGER_FORMAT, json_integer_value(v));
-        lput(l, tmp, (size_t)n);
+        lput_int(l, (long long)json_integer_value(v));
         return;
-    case JSON_REAL: {
-        /* jansson's jsonp_dtostr at precision 6: "%.6g", ".0" when neither
-         * '.' nor 'e' is there, no '+' or leading zeros in the exponent. */
-        n = snprintf(tmp, sizeof tmp - 3, "%.6g", json_real_value(v));
-        if (n < 0 || (size_t)n >= sizeof tmp - 3) {
-            l->over = 1;
-            return;
-        }
-        size_t len = (size_t)n;
-        if (!strchr(tmp, '.') && !strchr(tmp, 'e')) {
-            tmp[len++] = '.';
-            tmp[len++] = '0';
-            tmp[len] = '\0';
-        }
-        char *start = strchr(tmp, 'e');
-        if (start) {
-            start++;
-            char *end = start + 1;
-            if (*start == '-')
-                start++;
-            while (*end == '0')
-                end++;
-            if (end != start) {
-                memmove(start, end, len - (size_t)(end - tmp) + 1);
-                len -= (size_t)(end - start);
-            }
-        }
-        lput(l, tmp, len);
+    case JSON_REAL:
+        lput_real(l, json_real_value(v));
         return;
-    }
     case JSON_TRUE:
         lput(l, "true", 4);
         return;
@@ -393,4 +446,70 @@ void rematd_log(const char *level, const char *msg, json_t *fields)
         (void)w;
     }
     json_decref(fields);
+}
+
+/* The field: ,"key": */
+static void lput_key(struct line *l, const char *key)
+{
+    lput(l, ",", 1);
+    lput_str(l, key, strlen(key));
+    lput(l, ":", 1);
+}
+
+void rematd_log_request(const char *level, const struct rematd_request_log *f)
+{
+    char ts[32];
+    rematd_rfc3339(rematd_now(), ts);
+    /* The bytes of rematd_log(level, "request", {request_id, method, path,
+     * route, status, dur_ms[, problem][, terminated][, id]}), written
+     * without building the object: one line per request, healthz's too. */
+    char buf[2048];
+    struct line l = {buf, 0, sizeof buf - 1, 0};
+    lput(&l, "{\"ts\":", 6);
+    lput_str(&l, ts, strlen(ts));
+    lput_key(&l, "level");
+    lput_str(&l, level, strlen(level));
+    lput(&l, ",\"msg\":\"request\"", 16);
+    lput_key(&l, "request_id");
+    lput_str(&l, f->request_id, strlen(f->request_id));
+    lput_key(&l, "method");
+    lput_str(&l, f->method, strlen(f->method));
+    lput_key(&l, "path");
+    lput_str(&l, f->path, strlen(f->path));
+    lput_key(&l, "route");
+    lput_str(&l, f->route, strlen(f->route));
+    lput_key(&l, "status");
+    lput_int(&l, f->status);
+    lput_key(&l, "dur_ms");
+    lput_real(&l, f->dur_ms);
+    if (f->problem) {
+        lput_key(&l, "problem");
+        lput_str(&l, f->problem, strlen(f->problem));
+    }
+    if (f->terminated >= 0) {
+        lput_key(&l, "terminated");
+        lput_int(&l, f->terminated);
+    }
+    if (f->id && f->id[0]) {
+        lput_key(&l, "id");
+        lput_str(&l, f->id, strlen(f->id));
+    }
+    lput(&l, "}", 1);
+    if (!l.over) {
+        buf[l.len] = '\n'; /* one write(2) per line keeps lines whole */
+        ssize_t w = write(STDERR_FILENO, buf, l.len + 1);
+        (void)w;
+        return;
+    }
+    /* A long path: through the general writer, which falls back to jansson. */
+    json_t *o = json_pack("{s:s, s:s, s:s, s:s, s:i, s:f}", "request_id", f->request_id, "method",
+                          f->method, "path", f->path, "route", f->route, "status", f->status,
+                          "dur_ms", f->dur_ms);
+    if (o && f->problem)
+        json_object_set_new(o, "problem", json_string(f->problem));
+    if (o && f->terminated >= 0)
+        json_object_set_new(o, "terminated", json_integer(f->terminated));
+    if (o && f->id && f->id[0])
+        json_object_set_new(o, "id", json_string(f->id));
+    rematd_log(level, "request", o);
 }

@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <stdio.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -40,6 +41,11 @@ static void test_sha256_vectors(void **state)
     assert_string_not_equal(a, b);
 }
 
+static int cmp_id(const void *a, const void *b)
+{
+    return strcmp(a, b);
+}
+
 static void test_ids(void **state)
 {
     char a[REMATD_ID_LEN + 1], b[REMATD_ID_LEN + 1];
@@ -56,6 +62,30 @@ static void test_ids(void **state)
     assert_false(rematd_is_id("0123456789ABCDEF0123456789abcdef"));  /* upper case */
     assert_false(rematd_is_id("../../etc/passwd0123456789abcdef0"));
     assert_true(rematd_is_id("0123456789abcdef0123456789abcdef"));
+    /* Across several refills of the per-thread random pool (256 ids
+     * each): every id well formed and distinct, every hex digit used at
+     * every position about equally often. */
+    enum { IDS = 2000 };
+    char(*ids)[REMATD_ID_LEN + 1] = malloc(IDS * sizeof *ids);
+    assert_non_null(ids);
+    unsigned counts[REMATD_ID_LEN][16];
+    memset(counts, 0, sizeof counts);
+    for (int i = 0; i < IDS; i++) {
+        rematd_new_id(ids[i]);
+        assert_true(rematd_is_id(ids[i]));
+        for (int k = 0; k < REMATD_ID_LEN; k++) {
+            char c = ids[i][k];
+            counts[k][c <= '9' ? c - '0' : c - 'a' + 10]++;
+        }
+    }
+    qsort(ids, IDS, sizeof *ids, cmp_id);
+    for (int i = 1; i < IDS; i++)
+        assert_string_not_equal(ids[i - 1], ids[i]);
+    /* 2000 / 16 = 125 expected; 60..200 is more than 6 sigma either way. */
+    for (int k = 0; k < REMATD_ID_LEN; k++)
+        for (int d = 0; d < 16; d++)
+            assert_in_range(counts[k][d], 60, 200);
+    free(ids);
 }
 
 static void test_json_depth(void **state)
@@ -76,6 +106,25 @@ static void test_rfc3339(void **state)
     char out[32];
     rematd_rfc3339(86400.5, out);
     assert_string_equal(out, "1970-01-02T00:00:00.500Z");
+    /* The same second again (the per-thread cache), then others, each
+     * against gmtime_r and strftime. */
+    rematd_rfc3339(86400.0078125, out); /* milliseconds truncate */
+    assert_string_equal(out, "1970-01-02T00:00:00.007Z");
+    rematd_rfc3339(86401.9990234375, out);
+    assert_string_equal(out, "1970-01-02T00:00:01.999Z");
+    rematd_rfc3339(1795392000.25, out);
+    assert_string_equal(out, "2026-11-23T00:00:00.250Z");
+    rematd_rfc3339(86400.0, out);
+    assert_string_equal(out, "1970-01-02T00:00:00.000Z");
+    for (double t = 1700000000.125; t < 1700000000.0 + 86400.0 * 400; t += 86400.0 * 7 + 3607.0) {
+        time_t sec = (time_t)t;
+        struct tm tm;
+        gmtime_r(&sec, &tm);
+        char want[32];
+        strftime(want, sizeof want, "%Y-%m-%dT%H:%M:%S.125Z", &tm);
+        rematd_rfc3339(t, out);
+        assert_string_equal(out, want);
+    }
 }
 
 static void test_svg(void **state)
@@ -161,6 +210,71 @@ static void test_log_line(void **state)
             strlen("{\"ts\":\"\",\"level\":\"warn\",\"msg\":\"long\",\"detail\":\"\"}\n") + 24);
 }
 
+/* What follows the timestamp: the two lines were written at different
+ * instants, so only their ts values may differ. */
+static const char *after_ts(const char *line)
+{
+    const char *p = strstr(line, "\",\"level\":");
+    assert_non_null(p);
+    return p;
+}
+
+static void capture_request_line(const struct rematd_request_log *f, char *out, size_t cap)
+{
+    FILE *tf = tmpfile();
+    assert_non_null(tf);
+    int saved = dup(STDERR_FILENO);
+    assert_true(saved >= 0);
+    assert_true(dup2(fileno(tf), STDERR_FILENO) >= 0);
+    rematd_log_request("info", f);
+    assert_true(dup2(saved, STDERR_FILENO) >= 0);
+    close(saved);
+    rewind(tf);
+    size_t n = fread(out, 1, cap - 1, tf);
+    out[n] = '\0';
+    fclose(tf);
+}
+
+static void test_request_line(void **state)
+{
+    (void)state;
+    static const double durs[] = {0.0, 0.0123, 1.5, 12.345678, 1e-7, 2.5e21, 123456789.0};
+    char longpath[1900];
+    memset(longpath, '\\', sizeof longpath - 1); /* escapes double it: past the direct buffer */
+    longpath[sizeof longpath - 1] = '\0';
+    const char *paths[] = {"/healthz", "/v1/\"q\"\\x\n\t\001\x7f\xc3\xa9/", longpath};
+    for (size_t k = 0; k < sizeof durs / sizeof durs[0]; k++)
+        for (size_t pi = 0; pi < 3; pi++)
+            for (int variant = 0; variant < 4; variant++) {
+                struct rematd_request_log f = {
+                    .request_id = "0123456789abcdef",
+                    .method = "POST",
+                    .path = paths[pi],
+                    .route = variant == 3 ? "unmatched" : "plans_create",
+                    .status = variant == 1 ? 400 : 201,
+                    .dur_ms = durs[k],
+                    .problem = variant == 1 ? "validation" : NULL,
+                    .terminated = variant == 2 ? 2 : -1,
+                    .id = variant == 0 ? "0123456789abcdef0123456789abcdef" : "",
+                };
+                char got[8192], want[8192];
+                capture_request_line(&f, got, sizeof got);
+                json_t *o = json_pack("{s:s, s:s, s:s, s:s, s:i, s:f}", "request_id", f.request_id,
+                                      "method", f.method, "path", f.path, "route", f.route,
+                                      "status", f.status, "dur_ms", f.dur_ms);
+                assert_non_null(o);
+                if (f.problem)
+                    json_object_set_new(o, "problem", json_string(f.problem));
+                if (f.terminated >= 0)
+                    json_object_set_new(o, "terminated", json_integer(f.terminated));
+                if (f.id[0])
+                    json_object_set_new(o, "id", json_string(f.id));
+                log_one("info", "request", o, want, sizeof want);
+                assert_string_equal(after_ts(got), after_ts(want));
+                assert_true(strncmp(got, "{\"ts\":\"", 7) == 0);
+            }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -170,6 +284,7 @@ int main(void)
         cmocka_unit_test(test_rfc3339),
         cmocka_unit_test(test_svg),
         cmocka_unit_test(test_log_line),
+        cmocka_unit_test(test_request_line),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -39,6 +39,12 @@ tests_test_plan_dump_SOURCES = tests/test_plan_dump.c
 tests_test_plan_dump_CFLAGS = $(CORE_TEST_CFLAGS)
 tests_test_plan_dump_LDADD = $(CORE_TEST_LDADD)
 
+check_PROGRAMS += tests/test_plan_dump_reals
+TESTS += tests/test_plan_dump_reals
+tests_test_plan_dump_reals_SOURCES = tests/test_plan_dump_reals.c
+tests_test_plan_dump_reals_CFLAGS = $(CORE_TEST_CFLAGS)
+tests_test_plan_dump_reals_LDADD = $(CORE_TEST_LDADD)
+
 # Test data and scripts (read through $(top_srcdir), listed for make distcheck).
 EXTRA_DIST += \
 	tests/data/profiles/bad/bad_json.json \

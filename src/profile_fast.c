@@ -796,6 +796,41 @@ struct stage_ctx {
     size_t name_off; /* arena offset + 1, 0 for the empty name */
 };
 
+/* The leading decimal digits among the 8 bytes at d, at most 8 of them:
+ * their count, and their value in *m.  Byte counts have 6 to 10 digits;
+ * one step of arithmetic on the 8 bytes as one word reads them instead of
+ * a multiplication per digit.  The word is read in memory order, so this
+ * is for little-endian machines; others get 0 and the loop of the caller. */
+static inline int eight_digits(const unsigned char *d, uint64_t *m)
+{
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+    uint64_t w;
+    memcpy(&w, d, 8);
+    /* Each byte less '0'.  A digit's byte is 0..9 and the bytes before it
+     * are digits too, so it borrows nothing: the first byte that is not a
+     * digit gets its high bit set by one of the two terms, whatever the
+     * bytes after it hold. */
+    uint64_t t = w - 0x3030303030303030u;
+    uint64_t bad = (t | (t + 0x7676767676767676u)) & 0x8080808080808080u;
+    int k = bad == 0 ? 8 : __builtin_ctzll(bad) / 8;
+    if (k == 0)
+        return 0;
+    /* Keep the k digits as the low end of an 8-digit number (zeros
+     * first), then combine pairs, fours and eights. */
+    t <<= 8 * (8 - k);
+    t = t * 10 + (t >> 8);
+    t = ((t & 0x000000FF000000FFu) * (100 + (1000000ull << 32)) +
+         ((t >> 16) & 0x000000FF000000FFu) * (1 + (10000ull << 32))) >>
+        32;
+    *m = t;
+    return k;
+#else
+    (void)d;
+    (void)m;
+    return 0;
+#endif
+}
+
 /* The usual shape of a stage field, read without any_value's dispatch: an
  * integer of at most 18 digits (it cannot overflow), or digits '.' digits
  * with at most 15 significant ones and no exponent.  Returns 1 when the
@@ -817,6 +852,8 @@ static int fast_number(struct reader *r, struct val *v)
         d++;
     } else if ((unsigned)(*d - '1') < 9) {
         const unsigned char *stop = end - d > 18 ? d + 18 : end;
+        if (end - d >= 8)
+            d += eight_digits(d, &m);
         while (d < stop && (unsigned)(*d - '0') < 10)
             m = m * 10 + (unsigned)(*d++ - '0');
         digits = (int)(d - q);

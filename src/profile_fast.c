@@ -198,6 +198,14 @@ static void skip_ws(struct reader *r)
         r->p++;
 }
 
+/* skip_ws() where the next byte may be whitespace: a byte above ' ' is
+ * never any, and most often there is none. */
+static inline void skip_ws_if_any(struct reader *r)
+{
+    if (r->p < r->end && (unsigned char)*r->p <= ' ')
+        skip_ws(r);
+}
+
 /* ---- strings ---------------------------------------------------------- */
 
 /* Length of a valid UTF-8 sequence at q (first byte >= 0x80), or 0. */
@@ -1097,9 +1105,9 @@ static int read_stage_object(struct reader *r, struct stage_ctx *c)
         return 0;
     }
     int prev = N_FIELDS + 1; /* the object's start in r->follow */
-    do {
+    for (;;) {
         int which = -1;
-        skip_ws(r);
+        skip_ws_if_any(r);
         int guess = r->follow[prev];
         if (guess >= 0 && quoted_at(r->p, r->end, guess)) {
             which = guess;
@@ -1118,7 +1126,7 @@ static int read_stage_object(struct reader *r, struct stage_ctx *c)
             if (seen & (1u << which))
                 return syntax_error(r, "duplicate object key");
             seen |= 1u << which;
-            skip_ws(r);
+            skip_ws_if_any(r);
             if (stage_member(r, c, which) < 0)
                 return -1;
         } else {
@@ -1131,7 +1139,15 @@ static int read_stage_object(struct reader *r, struct stage_ctx *c)
             if (any_value(r, &v) < 0)
                 return -1;
         }
-    } while (next_or_close(r, '}') == 1);
+        /* A comma right after the value, the usual case, is what
+         * next_or_close would take. */
+        if (r->p < r->end && *r->p == ',') {
+            r->p++;
+            continue;
+        }
+        if (next_or_close(r, '}') != 1)
+            break;
+    }
     return r->failed ? -1 : 0;
 }
 

@@ -97,21 +97,18 @@ static inline size_t int_len(int64_t v)
     return (size_t)digits_of(u) + (v < 0);
 }
 
-/* Writes v as "%lld" does into room the caller reserved (int_len(v)
- * bytes), two digits a step. */
-static inline void raw_int(struct buf *b, int64_t v)
+/* Writes v as "%lld" does at q, into room the caller reserved (int_len(v)
+ * bytes), two digits a step; returns the end. */
+static inline char *write_int(char *q, int64_t v)
 {
     static const char pairs[] =
         "00010203040506070809101112131415161718192021222324252627282930313233343536373839"
         "40414243444546474849505152535455565758596061626364656667686970717273747576777879"
         "8081828384858687888990919293949596979899";
     uint64_t u = v < 0 ? (uint64_t)0 - (uint64_t)v : (uint64_t)v;
-    char *q = b->s + b->len;
     if (v < 0)
         *q++ = '-';
-    int digits = digits_of(u);
-    char *e = q + digits;
-    b->len = (size_t)(e - b->s);
+    char *end = q + digits_of(u), *e = end;
     while (u >= 100) {
         unsigned r = (unsigned)(u % 100);
         u /= 100;
@@ -125,6 +122,12 @@ static inline void raw_int(struct buf *b, int64_t v)
     } else {
         e[-1] = (char)('0' + u);
     }
+    return end;
+}
+
+static inline void raw_int(struct buf *b, int64_t v)
+{
+    b->len = (size_t)(write_int(b->s + b->len, v) - b->s);
 }
 
 /* An integer as json_dumps prints a json_int_t ("%lld").  It asks for
@@ -359,12 +362,28 @@ char *remat_plan_dumps(const struct remat_profile *profile, const struct remat_p
         size_t len;
     } ops[] = {OP("F_none"), OP("F_ck"), OP("F_all"), OP("loss"), OP("B"), OP("?")};
 #undef OP
-    /* One reserve per op (the room its puts asked for, a 20-byte integer
-     * then the brace within it), then unchecked writes. */
+    /* Each op asks for the room its puts asked for (a 20-byte integer, the
+     * brace within it).  When all of them fit under MAX_TEXT at once, none
+     * can miss it, so the room is reserved once and the ops are written
+     * unchecked; else each asks in turn. */
     const struct remat_schedule *s = &plan->schedule;
-    for (size_t k = 0; k < s->n_ops; k++) {
+    const size_t per_op = 1 + 23 + 20;
+    size_t k = 0;
+    if (s->n_ops < MAX_TEXT / per_op && b.len + s->n_ops * per_op + 1 <= MAX_TEXT &&
+        reserve(&b, s->n_ops * per_op) == 0) {
+        char *q = b.s + b.len;
+        for (; k < s->n_ops; k++) {
+            uint8_t kind = s->ops[k].kind < 5 ? s->ops[k].kind : 5;
+            if (k > 0)
+                *q++ = ',';
+            memcpy(q, ops[kind].text, sizeof ops[kind].text);
+            q = write_int(q + ops[kind].len, (int64_t)s->ops[k].stage);
+            *q++ = '}';
+        }
+        b.len = (size_t)(q - b.s);
+    }
+    for (; k < s->n_ops; k++) {
         uint8_t kind = s->ops[k].kind < 5 ? s->ops[k].kind : 5;
-        uint32_t stage = s->ops[k].stage;
         size_t len = ops[kind].len;
         if (reserve(&b, (k > 0) + len + 20) < 0)
             break;
@@ -372,9 +391,9 @@ char *remat_plan_dumps(const struct remat_profile *profile, const struct remat_p
         if (k > 0)
             *q++ = ',';
         memcpy(q, ops[kind].text, sizeof ops[kind].text);
-        b.len = (size_t)(q + len - b.s);
-        raw_int(&b, (int64_t)stage);
-        b.s[b.len++] = '}';
+        q = write_int(q + len, (int64_t)s->ops[k].stage);
+        *q++ = '}';
+        b.len = (size_t)(q - b.s);
     }
     PUT_LIT(&b, "]}");
     if (b.bad) {

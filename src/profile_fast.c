@@ -916,14 +916,26 @@ static int stage_member(struct reader *r, void *vctx, int which)
     }
     /* The name: a string goes to the arena, null is the empty name. */
     if (r->p < r->end && *r->p == '"') {
-        if (enter(r) < 0)
-            return -1;
         const char *s;
         size_t len;
-        int rc = read_string(r, &s, &len);
-        r->depth--;
-        if (rc < 0)
-            return -1;
+        /* A name of plain bytes, as names nearly always are, is read here
+         * by read_string's first loop; anything else goes to it. */
+        const unsigned char *q = (const unsigned char *)r->p + 1;
+        const unsigned char *end = (const unsigned char *)r->end;
+        while (q < end && plain[*q])
+            q++;
+        if (r->depth + 1 <= MAX_DEPTH && q < end && *q == '"') {
+            s = r->p + 1;
+            len = (size_t)((const char *)q - s);
+            r->p = (const char *)q + 1;
+        } else {
+            if (enter(r) < 0)
+                return -1;
+            int rc = read_string(r, &s, &len);
+            r->depth--;
+            if (rc < 0)
+                return -1;
+        }
         if (len > REMAT_MAX_NAME) {
             c->name_bad = 2;
             return 0;

@@ -102,6 +102,8 @@ static void rq_free(struct rematd_request *r)
         free(r->plan_write);
     }
     free(r->problem_type);
+    if (r->pending)
+        MHD_destroy_response(r->pending);
     free(r);
 }
 
@@ -128,6 +130,12 @@ static void queue(struct rematd_request *r, int status, struct MHD_Response *res
                   const char *content_type)
 {
     if (!resp) {
+        if (r->deferred) {
+            /* No memory for the answer: the connection is closed when it
+             * resumes. */
+            r->pending_status = -1;
+            return;
+        }
         r->responded = 1;
         r->status = 500;
         return;
@@ -142,6 +150,15 @@ static void queue(struct rematd_request *r, int status, struct MHD_Response *res
     for (int i = 0; i < r->n_headers; i++)
         if (r->header_name[i] && r->header_value[i])
             MHD_add_response_header(resp, r->header_name[i], r->header_value[i]);
+    if (r->deferred) {
+        /* A planning thread: MHD takes the response on the connection's
+         * own thread once it resumes. */
+        if (r->pending)
+            MHD_destroy_response(r->pending);
+        r->pending = resp;
+        r->pending_status = status;
+        return;
+    }
     MHD_queue_response(r->conn, (unsigned)status, resp);
     MHD_destroy_response(resp);
     r->responded = 1;
@@ -215,6 +232,14 @@ void rq_suspend(struct rematd_request *r)
     atomic_fetch_add(&r->srv->suspended, 1);
     r->suspended = 1;
     MHD_suspend_connection(r->conn);
+}
+
+void rq_defer(struct rematd_request *r, void (*job)(struct rematd_request *r))
+{
+    r->pool_job = job;
+    r->deferred = 1;
+    rq_suspend(r);
+    rematd_pool_submit(r->srv->pool, r);
 }
 
 void rq_resume(struct rematd_request *r)
@@ -608,6 +633,18 @@ static enum MHD_Result access_call(struct rematd_server *srv, struct MHD_Connect
     }
     if (r->suspended) {
         r->suspended = 0;
+        r->deferred = 0;
+        if (r->pending_status < 0)
+            return MHD_NO;
+        if (r->pending) {
+            struct MHD_Response *resp = r->pending;
+            r->pending = NULL;
+            MHD_queue_response(r->conn, (unsigned)r->pending_status, resp);
+            MHD_destroy_response(resp);
+            r->responded = 1;
+            r->status = r->pending_status;
+            return MHD_YES;
+        }
         if (r->route->resumed)
             r->route->resumed(r);
         if (!r->responded)

@@ -4,7 +4,7 @@
 bin_PROGRAMS += api/rematd
 api_rematd_SOURCES = \
 	api/rematd.h api/main.c api/config.c api/http.c api/util.c api/store.c \
-	api/metrics.c api/svg.c api/supervise.c \
+	api/metrics.c api/svg.c api/supervise.c api/pool.c \
 	api/plan_common.h api/plan_common.c api/plan_codec.h api/plan_codec.c api/jobs_common.h api/jobs_common.c \
 	api/worker_common.h api/worker_common.c \
 	api/route_healthz.c api/route_readyz.c api/route_openapi.c api/route_metrics.c \

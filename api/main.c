@@ -122,6 +122,17 @@ int main(int argc, char **argv)
         rematd_log("error", "cannot open the store", json_pack("{s:s}", "detail", err));
         return 1;
     }
+    unsigned plan_threads = cfg->plan_threads;
+    if (plan_threads == 0) {
+        long n = sysconf(_SC_NPROCESSORS_ONLN);
+        plan_threads = n < 1 ? 1 : n > 64 ? 64 : (unsigned)n;
+    }
+    srv.pool = rematd_pool_start(plan_threads);
+    if (!srv.pool) {
+        rematd_log("error", "cannot start the planning threads", NULL);
+        rematd_store_close(srv.store);
+        return 1;
+    }
     unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_ALLOW_SUSPEND_RESUME |
                      MHD_USE_ERROR_LOG | (v6 ? MHD_USE_IPv6 : 0);
     srv.daemon = MHD_start_daemon(
@@ -134,6 +145,7 @@ int main(int argc, char **argv)
     if (!srv.daemon) {
         rematd_log("error", "cannot listen",
                    json_pack("{s:s, s:s}", "listen", cfg->listen, "detail", strerror(errno)));
+        rematd_pool_stop(srv.pool);
         rematd_store_close(srv.store);
         return 1;
     }
@@ -152,9 +164,9 @@ int main(int argc, char **argv)
         }
     }
     rematd_log("info", "listening",
-               json_pack("{s:s, s:i, s:s, s:i, s:s}", "listen", cfg->listen, "port", (int)port,
-                         "data_dir", cfg->data_dir, "threads", (int)cfg->threads, "version",
-                         PACKAGE_VERSION));
+               json_pack("{s:s, s:i, s:s, s:i, s:i, s:s}", "listen", cfg->listen, "port", (int)port,
+                         "data_dir", cfg->data_dir, "threads", (int)cfg->threads, "plan_threads",
+                         (int)plan_threads, "version", PACKAGE_VERSION));
     struct rematd_supervisor *sv = rematd_supervisor_start(cfg, port);
 
     int sig = 0;
@@ -201,6 +213,7 @@ int main(int argc, char **argv)
     while (atomic_load(&srv.in_access) > 0 || atomic_load(&srv.suspended) > 0)
         nanosleep(&tick, NULL);
     MHD_stop_daemon(srv.daemon);
+    rematd_pool_stop(srv.pool);
     rematd_store_close(srv.store);
     rematd_log("info", "stopped", NULL);
     return 0;

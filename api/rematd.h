@@ -32,6 +32,7 @@ struct rematd_config {
     unsigned max_connections;    /* MHD_OPTION_CONNECTION_LIMIT */
     unsigned connection_timeout; /* seconds an idle connection is kept */
     unsigned threads;            /* MHD polling threads */
+    unsigned plan_threads;       /* planning threads (pool.c); 0 = one per core */
     unsigned lease_seconds;      /* job lease length */
     unsigned max_attempts;       /* attempts before a job is failed */
     unsigned idempotency_ttl;    /* seconds an Idempotency-Key is kept */
@@ -211,6 +212,7 @@ struct remat_route {
 struct rematd_server {
     struct rematd_config cfg;
     struct rematd_store *store;
+    struct rematd_pool *pool;
     struct MHD_Daemon *daemon;
     atomic_int draining;
     atomic_long in_flight;
@@ -257,6 +259,13 @@ struct rematd_request {
     json_t *json;
     struct rematd_plan_write *plan_write;
     char *problem_type; /* for the log line */
+    /* rq_defer: the job, the pool's queue link, and the answer recorded
+     * while the connection is suspended (queued when it resumes). */
+    void (*pool_job)(struct rematd_request *r);
+    struct rematd_request *pool_next;
+    int deferred;
+    struct MHD_Response *pending;
+    int pending_status;
 };
 
 extern const struct remat_route *const rematd_routes[];
@@ -288,6 +297,20 @@ json_t *rq_body_json(struct rematd_request *r);
  * thread) and resumes it from any thread. */
 void rq_suspend(struct rematd_request *r);
 void rq_resume(struct rematd_request *r);
+/* Suspends r and runs job(r) on a planning thread (pool.c).  Until r is
+ * resumed, rq_* answers only record the response; it is queued when the
+ * connection resumes (before resumed() would be called, which then is not).
+ * job must end by calling rq_resume or by handing r to what will. */
+void rq_defer(struct rematd_request *r, void (*job)(struct rematd_request *r));
+
+/* ------------------------------------------------------------------------
+ * Planning threads (pool.c): one FIFO queue, n threads.
+ */
+struct rematd_pool;
+struct rematd_pool *rematd_pool_start(unsigned n_threads);
+void rematd_pool_submit(struct rematd_pool *p, struct rematd_request *r);
+/* Runs what is queued, then joins the threads. */
+void rematd_pool_stop(struct rematd_pool *p);
 const char *rq_header_in(struct rematd_request *r, const char *name);
 const char *rq_query(struct rematd_request *r, const char *name);
 

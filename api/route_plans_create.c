@@ -1,10 +1,12 @@
 /*
  * POST /v1/plans: plan synchronously, store, answer 201 with the plan.
  *
- * Planning takes microseconds, so it runs in the handler.  Storing does not
- * fsync per request: the plan is queued for the writer thread's next group
- * commit and the connection is suspended; the writer resumes it once the
- * batch holding the plan is durable, and only then does the 201 go out.
+ * The connection is suspended and the request planned on a planning thread
+ * (pool.c: one queue for all connections, so no HTTP thread's share of
+ * them decides how long a plan waits).  Storing does not fsync per
+ * request: the plan is queued for the writer thread's next group commit;
+ * the writer resumes the connection once the batch holding the plan is
+ * durable, and only then does the 201 go out.
  */
 #include "config.h"
 
@@ -317,7 +319,11 @@ static void committed(struct rematd_plan_write *w)
     rq_resume(w->cls);
 }
 
-static enum rematd_handled create(struct rematd_request *r)
+/* On a planning thread, with the connection suspended (pool.c): plans the
+ * request; a problem is recorded and the connection resumed to send it,
+ * a plan goes to the writer, which resumes the connection once the plan
+ * is committed. */
+static enum rematd_handled plan(struct rematd_request *r)
 {
     struct rematd_plan_write *w = calloc(1, sizeof *w);
     if (!w) {
@@ -368,9 +374,24 @@ static enum rematd_handled create(struct rematd_request *r)
     w->cls = r;
     atomic_fetch_add(
         &r->srv->plans_by_algorithm[(int)alg < REMAT_ALG_COUNT ? (int)alg : REMAT_ALG_COUNT], 1);
-    /* Suspend first: the writer may commit and resume before this returns. */
-    rq_suspend(r);
+    /* The last use of r here: the writer may commit and resume it (and
+     * MHD free it) before this returns. */
     rematd_store_enqueue_plan(r->srv->store, w);
+    return SUSPENDED;
+}
+
+static void plan_job(struct rematd_request *r)
+{
+    if (plan(r) == SUSPENDED)
+        return;
+    if (!r->pending && r->pending_status >= 0)
+        rq_problem(r, 500, "internal", NULL, "the handler gave no answer");
+    rq_resume(r);
+}
+
+static enum rematd_handled create(struct rematd_request *r)
+{
+    rq_defer(r, plan_job);
     return SUSPENDED;
 }
 

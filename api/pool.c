@@ -1,0 +1,101 @@
+/* pool.c - the planning threads: CPU-heavy request work off the HTTP
+ * threads.
+ *
+ * Each of libmicrohttpd's polling threads owns the connections it
+ * accepted, and they are not shared out evenly: 64 connections measured
+ * 43 on one thread and 22 on the other, so the busier thread's requests
+ * waited about twice as long, which set p99.  Planning (parse, solve,
+ * serialise: tens of microseconds) therefore runs here, from one FIFO
+ * queue served by as many threads as there are cores: whichever thread is
+ * free takes the oldest request, whatever connection it came on.  The
+ * polling threads are left the socket work, which is short.
+ *
+ * A request handed over is suspended (rq_defer); the job answers through
+ * the usual rq_* calls, which then only record the response, and either
+ * resumes the connection itself or hands it on (to the store's writer). */
+#include "config.h"
+
+#include <stdlib.h>
+
+#include "rematd.h"
+
+struct rematd_pool {
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    struct rematd_request *head, *tail;
+    int stopping;
+    unsigned n_threads;
+    pthread_t threads[];
+};
+
+static void *pool_main(void *arg)
+{
+    struct rematd_pool *p = arg;
+    pthread_mutex_lock(&p->mu);
+    for (;;) {
+        struct rematd_request *r = p->head;
+        if (!r) {
+            if (p->stopping)
+                break;
+            pthread_cond_wait(&p->cv, &p->mu);
+            continue;
+        }
+        p->head = r->pool_next;
+        if (!p->head)
+            p->tail = NULL;
+        pthread_mutex_unlock(&p->mu);
+        r->pool_job(r);
+        pthread_mutex_lock(&p->mu);
+    }
+    pthread_mutex_unlock(&p->mu);
+    return NULL;
+}
+
+struct rematd_pool *rematd_pool_start(unsigned n_threads)
+{
+    if (n_threads == 0)
+        n_threads = 1;
+    struct rematd_pool *p = calloc(1, sizeof *p + n_threads * sizeof p->threads[0]);
+    if (!p)
+        return NULL;
+    pthread_mutex_init(&p->mu, NULL);
+    pthread_cond_init(&p->cv, NULL);
+    for (unsigned i = 0; i < n_threads; i++) {
+        if (pthread_create(&p->threads[i], NULL, pool_main, p) != 0)
+            break;
+        p->n_threads++;
+    }
+    if (p->n_threads == 0) {
+        rematd_pool_stop(p);
+        return NULL;
+    }
+    return p;
+}
+
+void rematd_pool_submit(struct rematd_pool *p, struct rematd_request *r)
+{
+    r->pool_next = NULL;
+    pthread_mutex_lock(&p->mu);
+    if (p->tail)
+        p->tail->pool_next = r;
+    else
+        p->head = r;
+    p->tail = r;
+    pthread_cond_signal(&p->cv);
+    pthread_mutex_unlock(&p->mu);
+}
+
+void rematd_pool_stop(struct rematd_pool *p)
+{
+    if (!p)
+        return;
+    pthread_mutex_lock(&p->mu);
+    p->stopping = 1;
+    pthread_cond_broadcast(&p->cv);
+    pthread_mutex_unlock(&p->mu);
+    for (unsigned i = 0; i < p->n_threads; i++)
+        pthread_join(p->threads[i], NULL);
+    pthread_cond_destroy(&p->cv);
+    pthread_mutex_destroy(&p->mu);
+    free(p);
+}

@@ -16,6 +16,7 @@
 #include "config.h"
 
 #include <stdlib.h>
+#include <sys/prctl.h>
 
 #include "rematd.h"
 
@@ -30,6 +31,8 @@ struct rematd_pool {
 
 static void *pool_main(void *arg)
 {
+    /* Named for top -H, perf and /proc/PID/task. */
+    prctl(PR_SET_NAME, "rematd-plan", 0, 0, 0);
     struct rematd_pool *p = arg;
     pthread_mutex_lock(&p->mu);
     for (;;) {

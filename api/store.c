@@ -26,6 +26,7 @@
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <sys/prctl.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <time.h>
@@ -387,6 +388,8 @@ static void write_batch(struct rematd_store *st, struct rematd_plan_write *batch
 
 static void *writer_main(void *arg)
 {
+    /* Named for top -H, perf and /proc/PID/task. */
+    prctl(PR_SET_NAME, "rematd-writer", 0, 0, 0);
     struct rematd_store *st = arg;
     pthread_mutex_lock(&st->qmu);
     for (;;) {
@@ -427,6 +430,8 @@ static void *writer_main(void *arg)
  * of it is in the database. */
 static void *checkpoint_main(void *arg)
 {
+    /* Named for top -H, perf and /proc/PID/task. */
+    prctl(PR_SET_NAME, "rematd-ckpt", 0, 0, 0);
     struct rematd_store *st = arg;
     pthread_mutex_lock(&st->qmu);
     while (!st->stopping) {

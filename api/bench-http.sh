@@ -61,13 +61,33 @@ pct() { awk -v p="$2" '$1 == p {print $2}' "$tmp/$1.txt" | to_ms; }
 rps() { awk '/^Requests\/sec:/ {printf "%.0f", $2}' "$tmp/$1.txt"; }
 errs() { awk '/Non-2xx or 3xx responses:/ {print $5} /Socket errors/ {print}' "$tmp/$1.txt"; }
 
+# rematd's CPU time by thread (utime + stime, clock ticks) from /proc: the
+# CPU a request costs is steadier than requests/s on a shared machine.
+cpu_snap() {
+    for t in /proc/$pid/task/*; do
+        [ -r "$t/stat" ] && printf '%s %s\n' "$(cat "$t/comm")" "$(awk '{print $14 + $15}' "$t/stat")"
+    done | awk '{a[$1] += $2} END {for (k in a) print k, a[k]}' | sort
+}
+count() { curl -s "$base/metrics" | awk -v r="$1" '$1 ~ "^remat_http_requests_total" && $0 ~ "route=\"" r "\"" {s += $2} END {print s + 0}'; }
+cpu_report() { # name before after requests
+    tck=$(getconf CLK_TCK)
+    join "$2" "$3" | awk -v n="$4" -v t="$tck" -v name="$1" '
+        {d = $3 - $2; tot += d; if (d > 0) parts = parts sprintf(" %s %.1f", $1, d / t * 1e6 / n)}
+        END {if (n > 0) printf "rematd CPU per %s: %.1f us (%s )\n", name, tot / t * 1e6 / n, parts}'
+}
+
+cpu_snap >"$tmp/cpu0"; n0=$(count plans_create)
 run plans "$base/v1/plans" "$srcdir/api/bench-plan.lua"
+cpu_snap >"$tmp/cpu1"; n1=$(count plans_create)
 run healthz "$base/healthz"
+cpu_snap >"$tmp/cpu2"; n2=$(count healthz)
 
 printf '%-22s %12s %10s %10s\n' "endpoint" "requests/s" "p50 ms" "p99 ms"
 printf '%-22s %12s %10s %10s\n' "POST /v1/plans" "$(rps plans)" "$(pct plans 50%)" "$(pct plans 99%)"
 printf '%-22s %12s %10s %10s\n' "GET /healthz" "$(rps healthz)" "$(pct healthz 50%)" "$(pct healthz 99%)"
 awk -v a="$(rps plans)" -v b="$(rps healthz)" 'BEGIN {printf "plans/healthz ratio: %.2f\n", a / b}'
+cpu_report plan "$tmp/cpu0" "$tmp/cpu1" $((n1 - n0))
+cpu_report "health check" "$tmp/cpu1" "$tmp/cpu2" "$n2"
 e=$(errs plans)$(errs healthz)
 [ -z "$e" ] || echo "errors: $e"
 if [ "${REMAT_BENCH_SAME:-0}" = 1 ]; then bodies="the same body every request: the cached path"; else bodies="a distinct body every request"; fi

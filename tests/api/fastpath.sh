@@ -66,5 +66,24 @@ both "duplicate key in the profile" 400 "" "$DUP" ""
 both "not an object" 400 "" "[1]" ""
 both "bad JSON after the profile" 400 "" "$P8" ",\"x\":"
 both "duplicate top-level key" 400 "\"model\":\"sum\",\"model\":\"sum\"," "$P8" ""
+# A body repeated (each planning thread remembers the last body it planned
+# and what came of it): every answer the same plan under its own id, each
+# readable byte for byte.
+for body in "{\"algorithm\":\"min-peak\",\"profile\":$P50}" "{\"algorithm\":\"sqrt\",\"profile\":$P8}"; do
+    prev=
+    for k in 1 2 3 4 5 6; do
+        post /v1/plans "$body"
+        [ "$CODE" = 201 ] || { fail "repeat $k: $CODE"; continue; }
+        id=$(field id)
+        cp "$BODY" "$T/rep.$k"
+        if [ -n "$prev" ]; then
+            [ "$(strip "$T/rep.$k")" = "$(strip "$T/rep.1")" ] && ok || fail "repeat $k: another plan"
+            [ "$id" != "$prev" ] && ok || fail "repeat $k: the same id $id"
+        fi
+        req GET "/v1/plans/$id"
+        cmp -s "$BODY" "$T/rep.$k" && ok || fail "repeat $k: GET differs from its 201"
+        prev=$id
+    done
+done
 stop_rematd
 finish

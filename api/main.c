@@ -139,7 +139,7 @@ int main(int argc, char **argv)
         flags, 0, NULL, NULL, rematd_access, &srv, MHD_OPTION_EXTERNAL_LOGGER, mhd_log, NULL,
         MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&addr, MHD_OPTION_THREAD_POOL_SIZE, cfg->threads,
         MHD_OPTION_CONNECTION_LIMIT, cfg->max_connections, MHD_OPTION_CONNECTION_TIMEOUT,
-        cfg->connection_timeout, MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)32 * 1024,
+        cfg->connection_timeout, MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)16 * 1024,
         MHD_OPTION_LISTEN_BACKLOG_SIZE, 1024u, MHD_OPTION_NOTIFY_COMPLETED, rematd_completed, &srv,
         MHD_OPTION_NOTIFY_CONNECTION, rematd_connection, &srv, MHD_OPTION_END);
     if (!srv.daemon) {

@@ -313,6 +313,80 @@ static int run(const struct remat_profile *p, enum remat_model model,
     return REMAT_OK;
 }
 
+/* run() on the store-all schedule (F_all 1..n, loss, B n..1) under the
+ * traced model, without the schedule and the state: every op of that
+ * schedule is valid, nothing is ever freed early, and the live bytes take
+ * the same values in the same order as in run(), with the same overflow
+ * checks, so the answer is run()'s to the bit (remat_solve asks for it on
+ * every plan; tests/test_simulate_store_all compares the two).  A change to
+ * run()'s state machine must be made here too; the weights are the traced_*
+ * functions, as there. */
+static int run_store_all_traced(const struct remat_profile *p, struct remat_sim *out,
+                                struct remat_error *err)
+{
+    size_t n = p->n_stages;
+    int64_t live = 0;
+    int overflow = 0;
+    overflow |= add(&live, p->input_bytes);
+    for (size_t i = 1; i <= n; i++)
+        overflow |= add(&live, traced_param(p, i));
+    int64_t peak = live;
+    size_t peak_phase = 0, k = 0;
+    double total_ms = 0;
+    for (size_t i = 1; i <= n; i++, k++) {
+        int64_t during = live, made = traced_saved(p, i);
+        overflow |= add(&during, made);
+        overflow |= add(&during, traced_fwd_tmp(p, i));
+        overflow |= add(&live, made);
+        total_ms += p->stages[i - 1].fwd_ms;
+        if (overflow)
+            goto overflowed;
+        if (during > peak) {
+            peak = during;
+            peak_phase = k;
+        }
+    }
+    {
+        int64_t during = live;
+        overflow |= add(&during, traced_grad(p, n));
+        overflow |= add(&live, traced_grad(p, n));
+        if (overflow)
+            goto overflowed;
+        if (during > peak) {
+            peak = during;
+            peak_phase = k;
+        }
+        k++;
+    }
+    for (size_t i = n; i >= 1; i--, k++) {
+        int64_t during = live;
+        int64_t made = (i > 1 ? traced_grad(p, i - 1) : 0) + traced_param(p, i);
+        overflow |= add(&during, made);
+        overflow |= add(&during, traced_bwd_tmp(p, i));
+        overflow |= add(&live, made);
+        live -= traced_saved(p, i) + traced_grad(p, i);
+        total_ms += p->stages[i - 1].bwd_ms;
+        if (overflow)
+            goto overflowed;
+        if (during > peak) {
+            peak = during;
+            peak_phase = k;
+        }
+    }
+    out->peak_bytes = peak;
+    out->peak_phase = peak_phase;
+    out->total_ms = total_ms;
+    out->recompute_ms = 0;
+    out->n_phases = k;
+    out->timeline = NULL;
+    return REMAT_OK;
+overflowed : {
+    char ptr[64];
+    snprintf(ptr, sizeof ptr, "/schedule/%zu", k);
+    return remat__error(err, REMAT_ELIMIT, ptr, "live bytes overflow at op %zu", k);
+}
+}
+
 int remat_simulate(const struct remat_profile *profile, enum remat_model model,
                    const struct remat_schedule *schedule, int want_timeline, struct remat_sim *out,
                    struct remat_error *err)
@@ -334,6 +408,10 @@ int remat_simulate_checkpoints(const struct remat_profile *profile, enum remat_m
     memset(out, 0, sizeof *out);
     if (model != REMAT_MODEL_SUM && model != REMAT_MODEL_PREFIX && model != REMAT_MODEL_TRACED)
         return remat__error(err, REMAT_EINVAL, "/model", "unknown model %d", (int)model);
+    size_t n = profile->n_stages;
+    if (model == REMAT_MODEL_TRACED && n_checkpoints == 0 && !want_timeline && n >= 1 &&
+        n <= REMAT_MAX_STAGES && profile->stages != NULL)
+        return run_store_all_traced(profile, out, err);
     struct remat_schedule s;
     remat_schedule_init(&s);
     int rc = remat_schedule_from_checkpoints(profile, checkpoints, n_checkpoints, &s, err);

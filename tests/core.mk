@@ -15,6 +15,12 @@ tests_test_simulate_SOURCES = tests/test_simulate.c
 tests_test_simulate_CFLAGS = $(CORE_TEST_CFLAGS)
 tests_test_simulate_LDADD = $(CORE_TEST_LDADD)
 
+check_PROGRAMS += tests/test_simulate_store_all
+TESTS += tests/test_simulate_store_all
+tests_test_simulate_store_all_SOURCES = tests/test_simulate_store_all.c
+tests_test_simulate_store_all_CFLAGS = $(CORE_TEST_CFLAGS)
+tests_test_simulate_store_all_LDADD = $(CORE_TEST_LDADD)
+
 check_PROGRAMS += tests/test_solve
 TESTS += tests/test_solve
 tests_test_solve_SOURCES = tests/test_solve.c

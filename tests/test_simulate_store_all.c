@@ -78,8 +78,8 @@ static void random_chains(void **state)
     assert_int_equal(ok, 400);
 }
 
-/* Values for the fields the simulator only ever adds with a check
- * (input_bytes and the temporaries): any, the largest included. */
+/* Values for the temporaries, which the simulator only adds to the bytes
+ * of one op, with a check: any, the largest included. */
 static int64_t any_value(struct randchain_rng *rng)
 {
     static const int64_t values[] = {-1,
@@ -95,13 +95,15 @@ static int64_t any_value(struct randchain_rng *rng)
     return values[randchain_below(rng, sizeof values / sizeof values[0])];
 }
 
-/* Values for the fields it also adds and subtracts without a check (out,
- * saved and param bytes): small negatives and up to 2^61, so that only
- * the checked sums can overflow, as in any replay of such a profile. */
+/* Values for the bytes that stay live (out, saved and param bytes, and at
+ * most 2^61 for the input): small negatives and up to 2^56.  A backward
+ * step subtracts without a check right after adding with one, so a replay
+ * whose live bytes could pass 2^63 there is undefined in C whichever loop
+ * runs it; these keep them below 2^62.  overflow_at_each_op overflows the
+ * live bytes where nothing follows unchecked. */
 static int64_t held_value(struct randchain_rng *rng)
 {
-    static const int64_t values[] = {
-        -1, -5, 0, INT64_C(1) << 59, INT64_C(1) << 60, INT64_C(1) << 61};
+    static const int64_t values[] = {-1, -5, 0, INT64_C(1) << 50, INT64_C(1) << 56};
     if (randchain_below(rng, 4) != 0)
         return (int64_t)randchain_below(rng, 100000);
     return values[randchain_below(rng, sizeof values / sizeof values[0])];
@@ -113,7 +115,7 @@ static struct remat_profile *odd_profile(struct randchain_rng *rng, size_t n)
 {
     struct remat_profile *p = remat_profile_new(n, NULL);
     assert_non_null(p);
-    p->input_bytes = any_value(rng);
+    p->input_bytes = randchain_below(rng, 3) != 0 ? held_value(rng) : INT64_C(1) << 61;
     for (size_t i = 0; i < n; i++) {
         struct remat_stage *s = &p->stages[i];
         s->out_bytes = held_value(rng);
@@ -175,6 +177,26 @@ static void overflow_at_each_op(void **state)
                          REMAT_ELIMIT);
         char want[64];
         snprintf(want, sizeof want, "/schedule/%zu", op);
+        assert_string_equal(err.pointer, want);
+        remat_profile_free(p);
+    }
+    /* The live bytes themselves past 2^63: in the weights before the first
+     * op (reported at op 0), and in the saved bytes of a forward. */
+    for (size_t op = 0; op <= n; op++) {
+        struct remat_profile *p = remat_profile_new(n, NULL);
+        assert_non_null(p);
+        p->input_bytes = INT64_MAX - 1000;
+        if (op == n)
+            p->stages[2].param_bytes = 2000;
+        else
+            p->stages[op].saved_bytes = 2000;
+        assert_int_equal(agree(p), 0);
+        struct remat_sim sim;
+        struct remat_error err;
+        assert_int_equal(remat_simulate_checkpoints(p, REMAT_MODEL_TRACED, NULL, 0, 0, &sim, &err),
+                         REMAT_ELIMIT);
+        char want[64];
+        snprintf(want, sizeof want, "/schedule/%zu", op == n ? (size_t)0 : op);
         assert_string_equal(err.pointer, want);
         remat_profile_free(p);
     }

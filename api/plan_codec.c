@@ -72,8 +72,10 @@ static void put_d(struct out *o, double d)
             double scaled = d * pow10_tab[k];
             if (scaled >= 9007199254740992.0) /* 2^53 */
                 break;
-            uint64_t m = (uint64_t)(scaled + 0.5);
-            if ((double)m / pow10_tab[k] == d) {
+            uint64_t m = (uint64_t)scaled;
+            /* Only a whole product can be the decimal; the division (the
+             * decoder's own computation) then decides, once. */
+            if ((double)m == scaled && (double)m / pow10_tab[k] == d) {
                 put_u(o, k + 1);
                 put_u(o, m);
                 return;

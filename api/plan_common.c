@@ -244,15 +244,33 @@ char *rematd_plan_text(const struct remat_profile *p, const struct remat_plan *p
 
 char *rematd_plan_finish(const char *text, size_t len, const char *id, const char *created_at)
 {
-    size_t cap = len + 256;
-    char *b = malloc(cap);
+    /* ,"id":"ID","created_at":"TS","links":{"self":"/v1/plans/ID",
+     * "timeline":"/v1/plans/ID/timeline.svg"}} written piece by piece: a
+     * snprintf of it showed in the planning threads' profile. */
+    size_t idl = strlen(id), tsl = strlen(created_at);
+    char *b = malloc(len + 3 * idl + tsl + 128);
     if (!b)
         return NULL;
-    memcpy(b, text, len);
-    snprintf(b + len, cap - len,
-             ",\"id\":\"%s\",\"created_at\":\"%s\",\"links\":{\"self\":\"/v1/plans/%s\","
-             "\"timeline\":\"/v1/plans/%s/timeline.svg\"}}",
-             id, created_at, id, id);
+    char *q = b;
+#define PUT(s, n)                                                                                  \
+    do {                                                                                           \
+        memcpy(q, (s), (n));                                                                       \
+        q += (n);                                                                                  \
+    } while (0)
+#define LIT(s) PUT(s, sizeof(s) - 1)
+    PUT(text, len);
+    LIT(",\"id\":\"");
+    PUT(id, idl);
+    LIT("\",\"created_at\":\"");
+    PUT(created_at, tsl);
+    LIT("\",\"links\":{\"self\":\"/v1/plans/");
+    PUT(id, idl);
+    LIT("\",\"timeline\":\"/v1/plans/");
+    PUT(id, idl);
+    LIT("/timeline.svg\"}}");
+#undef LIT
+#undef PUT
+    *q = '\0';
     return b;
 }
 

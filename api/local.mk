@@ -33,7 +33,7 @@ api/openapi.c: $(top_srcdir)/openapi.yaml
 	  echo 'const size_t rematd_openapi_yaml_len = sizeof rematd_openapi_yaml - 1;'; \
 	} > $@.tmp && mv $@.tmp $@
 
-EXTRA_DIST += api/bench-http.sh api/bench-plan.lua
+EXTRA_DIST += api/bench-http.sh api/bench-plan.lua api/bench-compare.sh
 BENCH_TARGETS += bench-http
 bench-http: api/rematd
 	$(SHELL) $(top_srcdir)/api/bench-http.sh $(builddir)/api/rematd $(top_srcdir)

@@ -129,6 +129,19 @@ char *rematd_metrics_render(struct rematd_server *srv, size_t *len)
         "# HELP remat_in_flight_requests Requests being handled now.\n"
         "# TYPE remat_in_flight_requests gauge\nremat_in_flight_requests %ld\n",
         atomic_load(&srv->in_flight));
+    put(&o,
+        "# HELP remat_plan_queue_depth Plan requests waiting for a planning thread.\n"
+        "# TYPE remat_plan_queue_depth gauge\nremat_plan_queue_depth %ld\n",
+        rematd_pool_queued(srv->pool));
+    unsigned long commits, committed;
+    rematd_store_commit_stats(srv->store, &commits, &committed);
+    put(&o,
+        "# HELP remat_store_commits_total Group commits of plans (one fsync each with --sync "
+        "full).\n# TYPE remat_store_commits_total counter\nremat_store_commits_total %lu\n"
+        "# HELP remat_store_committed_plans_total Plans those commits stored: divided by the "
+        "commits, the mean batch.\n# TYPE remat_store_committed_plans_total counter\n"
+        "remat_store_committed_plans_total %lu\n",
+        commits, committed);
     *len = o.len;
     return o.buf;
 }

@@ -24,6 +24,7 @@ struct rematd_pool {
     pthread_mutex_t mu;
     pthread_cond_t cv;
     struct rematd_request *head, *tail;
+    atomic_long queued; /* for /metrics */
     int stopping;
     unsigned n_threads;
     pthread_t threads[];
@@ -46,6 +47,7 @@ static void *pool_main(void *arg)
         p->head = r->pool_next;
         if (!p->head)
             p->tail = NULL;
+        atomic_fetch_sub(&p->queued, 1);
         pthread_mutex_unlock(&p->mu);
         r->pool_job(r);
         pthread_mutex_lock(&p->mu);
@@ -84,8 +86,14 @@ void rematd_pool_submit(struct rematd_pool *p, struct rematd_request *r)
     else
         p->head = r;
     p->tail = r;
+    atomic_fetch_add(&p->queued, 1);
     pthread_cond_signal(&p->cv);
     pthread_mutex_unlock(&p->mu);
+}
+
+long rematd_pool_queued(struct rematd_pool *p)
+{
+    return p ? atomic_load(&p->queued) : 0;
 }
 
 void rematd_pool_stop(struct rematd_pool *p)

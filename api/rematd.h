@@ -122,6 +122,9 @@ struct rematd_store *rematd_store_open(const char *dir, const struct rematd_conf
 void rematd_store_close(struct rematd_store *st);
 int rematd_store_ready(struct rematd_store *st);
 void rematd_store_enqueue_plan(struct rematd_store *st, struct rematd_plan_write *w);
+/* Group commits of plans since start, and the plans they committed. */
+void rematd_store_commit_stats(struct rematd_store *st, unsigned long *commits,
+                               unsigned long *plans);
 
 /* A stored plan.  Plans stored by this version have record (plan_codec.h),
  * created_at and profile_id ("" for an inline profile); one stored by
@@ -311,6 +314,8 @@ struct rematd_pool *rematd_pool_start(unsigned n_threads);
 void rematd_pool_submit(struct rematd_pool *p, struct rematd_request *r);
 /* Runs what is queued, then joins the threads. */
 void rematd_pool_stop(struct rematd_pool *p);
+/* Requests waiting for a planning thread now. */
+long rematd_pool_queued(struct rematd_pool *p);
 const char *rq_header_in(struct rematd_request *r, const char *name);
 const char *rq_query(struct rematd_request *r, const char *name);
 

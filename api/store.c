@@ -41,7 +41,8 @@ struct rematd_store {
     sqlite3 *r; /* reads, under rmu */
     pthread_mutex_t rmu;
     sqlite3_stmt *ins_plan, *ins_idem, *begin, *commit;
-    int has_legacy; /* a plans_v1 table from rematd 0.1.0 is there */
+    int has_legacy;                        /* a plans_v1 table from rematd 0.1.0 is there */
+    atomic_ulong commits, committed_plans; /* for /metrics */
 
     pthread_mutex_t qmu;
     pthread_cond_t qcv;
@@ -323,6 +324,13 @@ void rematd_store_enqueue_plan(struct rematd_store *st, struct rematd_plan_write
     pthread_mutex_unlock(&st->qmu);
 }
 
+void rematd_store_commit_stats(struct rematd_store *st, unsigned long *commits,
+                               unsigned long *plans)
+{
+    *commits = atomic_load(&st->commits);
+    *plans = atomic_load(&st->committed_plans);
+}
+
 static int step_done(sqlite3_stmt *s)
 {
     int rc = sqlite3_step(s);
@@ -382,6 +390,12 @@ static void write_batch(struct rematd_store *st, struct rematd_plan_write *batch
         exec(st->w, "ROLLBACK");
         for (struct rematd_plan_write *w = batch; w; w = w->next)
             w->result = -1;
+    } else if (ok) {
+        unsigned long n = 0;
+        for (struct rematd_plan_write *w = batch; w; w = w->next)
+            n += w->result == 0;
+        atomic_fetch_add(&st->commits, 1);
+        atomic_fetch_add(&st->committed_plans, n);
     }
     pthread_mutex_unlock(&st->wmu);
 }

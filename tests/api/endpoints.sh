@@ -143,12 +143,20 @@ post /v1/profiles '{"layers":[{"type":"conv2d","out_channels":16,"kernel_size":3
 
 # Operations.
 req GET /metrics && expect 200 /metrics
-for m in remat_http_requests_total remat_http_request_duration_seconds_bucket remat_jobs remat_plans_created_total; do
+for m in remat_http_requests_total remat_http_request_duration_seconds_bucket remat_jobs remat_plans_created_total \
+    remat_plan_queue_depth remat_store_commits_total remat_store_committed_plans_total; do
     grep -q "^$m" "$BODY" && ok || fail "metrics lack $m"
 done
 grep -q 'remat_http_requests_total{route="plans_create",code="201"}' "$BODY" && ok || fail "metrics: plans_create 201"
 grep -q 'remat_jobs{state="done"} 2' "$BODY" && ok || fail "metrics: jobs done"
 grep -q 'remat_plans_created_total{algorithm="sqrt"} [1-9]' "$BODY" && ok || fail "metrics: plans by algorithm"
+# Every plan so far was committed, in at least one commit and at most one each.
+PLANS_OK=$(sed -n 's/^remat_http_requests_total{route="plans_create",code="201"} //p' "$BODY")
+COMMITTED=$(sed -n 's/^remat_store_committed_plans_total //p' "$BODY")
+COMMITS=$(sed -n 's/^remat_store_commits_total //p' "$BODY")
+[ "$COMMITTED" = "$PLANS_OK" ] && [ "$COMMITS" -ge 1 ] && [ "$COMMITS" -le "$COMMITTED" ] && ok ||
+    fail "metrics: $COMMITTED plans committed in $COMMITS commits, $PLANS_OK answered 201"
+grep -q '^remat_plan_queue_depth 0$' "$BODY" && ok || fail "metrics: planning queue not empty at rest"
 grep -q 'le="+Inf"' "$BODY" && ok || fail "histogram without +Inf"
 req GET /openapi.yaml && expect 200 /openapi.yaml
 cmp -s "$BODY" "$top_srcdir/openapi.yaml" && ok || fail "served openapi.yaml differs from the source"

@@ -24,37 +24,26 @@
  * solving and serialising.  Kept under a pthread key so that its
  * destructor frees it when an MHD thread ends. */
 struct plan_cache {
-    /* One buffer, reused while it is large enough: the body, the answer's
-     * text, the record and the options (NUL-terminated), end to end. */
-    char *buf;
-    size_t cap;
-    int valid;
-    size_t len, text_len, record_len;
+    char *body; /* taken from the request, not copied */
+    size_t len;
+    char *text; /* taken from make_plan */
+    size_t text_len;
+    unsigned char *record;
+    size_t record_len, record_cap;
+    char *options;
     char profile_id[REMATD_ID_LEN + 1];
     enum remat_algorithm algorithm;
 };
 static pthread_key_t cache_key;
 static pthread_once_t cache_once = PTHREAD_ONCE_INIT;
 
-static const char *cache_text(const struct plan_cache *c)
-{
-    return c->buf + c->len;
-}
-
-static const unsigned char *cache_record(const struct plan_cache *c)
-{
-    return (const unsigned char *)c->buf + c->len + c->text_len;
-}
-
-static const char *cache_options(const struct plan_cache *c)
-{
-    return c->buf + c->len + c->text_len + c->record_len;
-}
-
 static void cache_free(void *p)
 {
     struct plan_cache *c = p;
-    free(c->buf);
+    free(c->body);
+    free(c->text);
+    free(c->record);
+    free(c->options);
     free(c);
 }
 
@@ -67,15 +56,18 @@ static struct plan_cache *cache_hit(struct rematd_request *r)
 {
     pthread_once(&cache_once, cache_init);
     struct plan_cache *c = pthread_getspecific(cache_key);
-    if (c && c->valid && c->len == r->body_len && memcmp(c->buf, r->body, c->len) == 0)
+    if (c && c->text && c->len == r->body_len && memcmp(c->body, r->body, c->len) == 0)
         return c;
     return NULL;
 }
 
-/* Remembers what w holds as the answer to r's body; on any failure the
- * cache is just left empty. */
-static void cache_store(struct rematd_request *r, const struct rematd_plan_write *w,
-                        const char *text, size_t text_len, enum remat_algorithm alg)
+/* Remembers what w holds as the answer to r's body.  Copying the body
+ * and the text of every distinct request showed in the planning threads'
+ * profile, so the cache takes them: r's body buffer (r needs it no more;
+ * the cache's old one goes back to r, to be freed with it) and *text
+ * (set to NULL).  On any failure the cache is just left empty. */
+static void cache_store(struct rematd_request *r, const struct rematd_plan_write *w, char **text,
+                        size_t text_len, enum remat_algorithm alg)
 {
     pthread_once(&cache_once, cache_init);
     struct plan_cache *c = pthread_getspecific(cache_key);
@@ -86,31 +78,29 @@ static void cache_store(struct rematd_request *r, const struct rematd_plan_write
             return;
         }
     }
-    c->valid = 0;
-    size_t olen = strlen(w->options);
-    size_t need = r->body_len + text_len + w->record_len + olen + 1;
-    if (need > c->cap) {
-        size_t cap = need > 2 * c->cap ? need : 2 * c->cap;
-        free(c->buf);
-        c->buf = malloc(cap);
-        c->cap = c->buf ? cap : 0;
-        if (!c->buf)
-            return;
+    free(c->text);
+    c->text = NULL;
+    free(c->options);
+    c->options = strdup(w->options);
+    if (w->record_len > c->record_cap) {
+        free(c->record);
+        c->record = malloc(w->record_len);
+        c->record_cap = c->record ? w->record_len : 0;
     }
-    char *q = c->buf;
-    memcpy(q, r->body, r->body_len);
-    q += r->body_len;
-    memcpy(q, text, text_len);
-    q += text_len;
-    memcpy(q, w->record, w->record_len);
-    q += w->record_len;
-    memcpy(q, w->options, olen + 1);
-    c->len = r->body_len;
-    c->text_len = text_len;
+    if (!c->options || !c->record || !r->body)
+        return;
+    memcpy(c->record, w->record, w->record_len);
     c->record_len = w->record_len;
+    char *old = c->body;
+    c->body = r->body;
+    c->len = r->body_len;
+    r->body = old;
+    r->body_len = r->body_cap = 0;
+    c->text = *text;
+    c->text_len = text_len;
+    *text = NULL;
     memcpy(c->profile_id, w->profile_id, sizeof c->profile_id);
     c->algorithm = alg;
-    c->valid = 1;
 }
 
 /* Solves, and fills w with the stored record, the options and the answer.
@@ -142,7 +132,7 @@ static int make_plan(struct rematd_request *r, struct rematd_plan_write *w, stru
     w->algorithm = remat_algorithm_name(opts->algorithm);
     if (text && w->options && w->record) {
         w->body = rematd_plan_finish(text, len, w->id, w->created_at);
-        cache_store(r, w, text, len, opts->algorithm);
+        cache_store(r, w, &text, len, opts->algorithm);
     }
     free(text);
     return 0;
@@ -351,11 +341,11 @@ static enum rematd_handled plan(struct rematd_request *r)
     int rc_fast;
     struct plan_cache *hit = cache_hit(r);
     if (hit) {
-        w->body = rematd_plan_finish(cache_text(hit), hit->text_len, w->id, w->created_at);
-        w->options = strdup(cache_options(hit));
+        w->body = rematd_plan_finish(hit->text, hit->text_len, w->id, w->created_at);
+        w->options = strdup(hit->options);
         w->record = malloc(hit->record_len);
         if (w->record) {
-            memcpy(w->record, cache_record(hit), hit->record_len);
+            memcpy(w->record, hit->record, hit->record_len);
             w->record_len = hit->record_len;
         }
         memcpy(w->profile_id, hit->profile_id, sizeof w->profile_id);

@@ -306,16 +306,6 @@ void rq_resume(struct rematd_request *r);
  * job must end by calling rq_resume or by handing r to what will. */
 void rq_defer(struct rematd_request *r, void (*job)(struct rematd_request *r));
 
-/* ------------------------------------------------------------------------
- * Planning threads (pool.c): one FIFO queue, n threads.
- */
-struct rematd_pool;
-struct rematd_pool *rematd_pool_start(unsigned n_threads);
-void rematd_pool_submit(struct rematd_pool *p, struct rematd_request *r);
-/* Runs what is queued, then joins the threads. */
-void rematd_pool_stop(struct rematd_pool *p);
-/* Requests waiting for a planning thread now. */
-long rematd_pool_queued(struct rematd_pool *p);
 const char *rq_header_in(struct rematd_request *r, const char *name);
 const char *rq_query(struct rematd_request *r, const char *name);
 
@@ -367,5 +357,16 @@ extern const size_t rematd_openapi_yaml_len;
 /* Profile-job spec validation shared by profiles and validations. */
 json_t *rematd_zoo(void); /* new: the GET /v1/models body */
 int rematd_zoo_has(const char *name);
+
+/* ------------------------------------------------------------------------
+ * Planning threads (pool.c): one FIFO queue, n threads.
+ */
+struct rematd_pool;
+struct rematd_pool *rematd_pool_start(unsigned n_threads);
+void rematd_pool_submit(struct rematd_pool *p, struct rematd_request *r);
+/* Runs what is queued, then joins the threads. */
+void rematd_pool_stop(struct rematd_pool *p);
+/* Requests waiting for a planning thread now. */
+long rematd_pool_queued(struct rematd_pool *p);
 
 #endif

@@ -46,7 +46,7 @@ static const struct opt opts[] = {
      "seconds an idle or slow connection is kept"},
     {"threads", "REMAT_THREADS", O_UINT, OFF(threads), 0, 1, 256, "HTTP polling threads"},
     {"plan-threads", "REMAT_PLAN_THREADS", O_UINT, OFF(plan_threads), 0, 0, 256,
-     "planning threads (parse, solve, serialise POST /v1/plans); 0: one per core"},
+     "planning threads (POST /v1/plans with a large body or a slow solver); 0: one per core"},
     {"lease-seconds", "REMAT_LEASE_SECONDS", O_UINT, OFF(lease_seconds), 0, 1, 86400,
      "job lease length"},
     {"max-attempts", "REMAT_MAX_ATTEMPTS", O_UINT, OFF(max_attempts), 0, 1, 1000,

@@ -104,6 +104,8 @@ static void rq_free(struct rematd_request *r)
     free(r->problem_type);
     if (r->pending)
         MHD_destroy_response(r->pending);
+    if (r->route_state && r->route_state_free)
+        r->route_state_free(r->route_state);
     free(r);
 }
 

@@ -266,6 +266,10 @@ struct rematd_request {
      * while the connection is suspended (queued when it resumes). */
     void (*pool_job)(struct rematd_request *r);
     struct rematd_request *pool_next;
+    /* A route's state carried to its planning-thread job (freed with the
+     * request if the job did not take it). */
+    void *route_state;
+    void (*route_state_free)(void *);
     int deferred;
     struct MHD_Response *pending;
     int pending_status;

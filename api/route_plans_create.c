@@ -1,12 +1,13 @@
 /*
  * POST /v1/plans: plan synchronously, store, answer 201 with the plan.
  *
- * The connection is suspended and the request planned on a planning thread
- * (pool.c: one queue for all connections, so no HTTP thread's share of
- * them decides how long a plan waits).  Storing does not fsync per
- * request: the plan is queued for the writer thread's next group commit;
- * the writer resumes the connection once the batch holding the plan is
- * durable, and only then does the 201 go out.
+ * Small requests for the fast solvers are planned on the polling thread
+ * (microseconds); anything that can take long (a large body to read, a
+ * min-time table, acg or paper-cubic) is planned on a planning thread
+ * (pool.c) with the connection suspended, so that no polling thread
+ * stalls.  Storing does not fsync per request: the plan is queued for the
+ * writer thread's next group commit; the writer resumes the connection once
+ * the batch holding the plan is durable, and only then does the 201 go out.
  */
 #include "config.h"
 
@@ -281,8 +282,26 @@ odd:
 /* 1: the plan is in w->body and w->options; -1: a problem was answered
  * (one the plain path would answer too); 0: nothing done, take the plain
  * path. */
-static int fast_create(struct rematd_request *r, struct rematd_plan_write *w,
-                       enum remat_algorithm *alg)
+/* A request read and checked: the profile (owned), the options and their
+ * normalised JSON (owned). */
+struct prepared {
+    struct remat_profile *p;
+    struct remat_options opts;
+    json_t *options;
+};
+
+static void prepared_free(void *v)
+{
+    struct prepared *pr = v;
+    remat_profile_free(pr->p);
+    json_decref(pr->options);
+    free(pr);
+}
+
+/* The fast path's reading.  1: *out filled; -1: a problem was answered
+ * (one the plain path would answer too); 0: nothing done, take the plain
+ * path. */
+static int fast_prepare(struct rematd_request *r, struct prepared *out)
 {
     size_t vs = 0, ve = 0;
     struct remat_profile *profile =
@@ -307,15 +326,45 @@ static int fast_create(struct rematd_request *r, struct rematd_plan_write *w,
         remat_profile_free(profile);
         return 0;
     }
-    struct remat_options opts;
-    json_t *options;
-    struct remat_profile *p;
-    int rc = rematd_plan_request_parsed(r, env, profile, &p, &opts, &options);
+    int rc = rematd_plan_request_parsed(r, env, profile, &out->p, &out->opts, &out->options);
     json_decref(env);
-    if (rc < 0)
+    return rc < 0 ? -1 : 1;
+}
+
+/* Reads the request, by the fast path or else the plain one.  1: *out
+ * filled; -1: a problem was answered. */
+static int prepare(struct rematd_request *r, struct prepared *out)
+{
+    int rc = fast_prepare(r, out);
+    if (rc != 0)
+        return rc;
+    json_t *body = rq_body_json(r);
+    if (!body)
         return -1;
-    *alg = opts.algorithm;
-    return make_plan(r, w, p, &opts, options) < 0 ? -1 : 1;
+    return rematd_plan_request(r, body, &out->p, &out->opts, &out->options) < 0 ? -1 : 1;
+}
+
+/* Planned on the polling thread itself: requests whose body is at most
+ * INLINE_BODY bytes and whose solver is O(n log n) or less on at most
+ * INLINE_STAGES stages, i.e. well under a millisecond.  Handing those to a
+ * planning thread cost ~4 us of CPU each (the queue and the wakeup) and
+ * bought nothing; a long solve on a polling thread would stall every
+ * connection it holds, health probes included (liveness.sh). */
+#define INLINE_BODY (64 * 1024)
+#define INLINE_STAGES 2000
+
+static int cheap(const struct prepared *pr)
+{
+    switch (pr->opts.algorithm) {
+    case REMAT_ALG_STORE_ALL:
+    case REMAT_ALG_SQRT:
+    case REMAT_ALG_UNIFORM:
+    case REMAT_ALG_PAPER_LINEAR:
+    case REMAT_ALG_MIN_PEAK:
+        return pr->p->n_stages <= INLINE_STAGES;
+    default:
+        return 0;
+    }
 }
 
 static void committed(struct rematd_plan_write *w)
@@ -323,50 +372,12 @@ static void committed(struct rematd_plan_write *w)
     rq_resume(w->cls);
 }
 
-/* On a planning thread, with the connection suspended (pool.c): plans the
- * request; a problem is recorded and the connection resumed to send it,
- * a plan goes to the writer, which resumes the connection once the plan
- * is committed. */
-static enum rematd_handled plan(struct rematd_request *r)
+/* w is complete: count it, suspend the connection (unless a planning
+ * thread has it suspended already) and queue the plan for the writer,
+ * which resumes the connection once the plan is committed. */
+static enum rematd_handled submit(struct rematd_request *r, enum remat_algorithm alg)
 {
-    struct rematd_plan_write *w = calloc(1, sizeof *w);
-    if (!w) {
-        rq_problem(r, 500, "internal", NULL, "out of memory");
-        return HANDLED;
-    }
-    r->plan_write = w;
-    rematd_new_ordered_id(w->id);
-    rematd_rfc3339(rematd_now(), w->created_at);
-    enum remat_algorithm alg = REMAT_ALG_COUNT;
-    int rc_fast;
-    struct plan_cache *hit = cache_hit(r);
-    if (hit) {
-        w->body = rematd_plan_finish(hit->text, hit->text_len, w->id, w->created_at);
-        w->options = strdup(hit->options);
-        w->record = malloc(hit->record_len);
-        if (w->record) {
-            memcpy(w->record, hit->record, hit->record_len);
-            w->record_len = hit->record_len;
-        }
-        memcpy(w->profile_id, hit->profile_id, sizeof w->profile_id);
-        alg = hit->algorithm;
-        w->algorithm = remat_algorithm_name(alg);
-    } else if ((rc_fast = fast_create(r, w, &alg)) != 0) {
-        if (rc_fast < 0)
-            return HANDLED;
-    } else {
-        json_t *body = rq_body_json(r);
-        if (!body)
-            return HANDLED;
-        struct remat_profile *profile;
-        struct remat_options opts;
-        json_t *options;
-        if (rematd_plan_request(r, body, &profile, &opts, &options) < 0)
-            return HANDLED;
-        alg = opts.algorithm;
-        if (make_plan(r, w, profile, &opts, options) < 0)
-            return HANDLED;
-    }
+    struct rematd_plan_write *w = r->plan_write;
     if (!w->body || !w->options || !w->record) {
         rq_problem(r, 500, "internal", NULL, "out of memory");
         return HANDLED;
@@ -378,25 +389,104 @@ static enum rematd_handled plan(struct rematd_request *r)
     w->cls = r;
     atomic_fetch_add(
         &r->srv->plans_by_algorithm[(int)alg < REMAT_ALG_COUNT ? (int)alg : REMAT_ALG_COUNT], 1);
+    if (!r->suspended)
+        rq_suspend(r);
     /* The last use of r here: the writer may commit and resume it (and
      * MHD free it) before this returns. */
     rematd_store_enqueue_plan(r->srv->store, w);
     return SUSPENDED;
 }
 
-static void plan_job(struct rematd_request *r)
+/* Solves what prepare() read and submits it (takes pr's contents). */
+static enum rematd_handled solve(struct rematd_request *r, struct prepared *pr)
 {
-    if (plan(r) == SUSPENDED)
+    enum remat_algorithm alg = pr->opts.algorithm;
+    int rc = make_plan(r, r->plan_write, pr->p, &pr->opts, pr->options);
+    pr->p = NULL;
+    pr->options = NULL;
+    if (rc < 0)
+        return HANDLED;
+    return submit(r, alg);
+}
+
+/* On a planning thread (rq_defer): answers are recorded, and a problem
+ * resumes the connection to be sent. */
+static void finish_job(struct rematd_request *r, enum rematd_handled h)
+{
+    if (h == SUSPENDED)
         return;
     if (!r->pending && r->pending_status >= 0)
         rq_problem(r, 500, "internal", NULL, "the handler gave no answer");
     rq_resume(r);
 }
 
+static void solve_job(struct rematd_request *r)
+{
+    struct prepared *pr = r->route_state;
+    r->route_state = NULL;
+    enum rematd_handled h = solve(r, pr);
+    prepared_free(pr);
+    finish_job(r, h);
+}
+
+/* Plans the request: on the polling thread (on_pool 0), which hands the
+ * solve to a planning thread unless it is cheap, or on a planning thread
+ * (on_pool 1) for a large body, whose reading alone can take milliseconds. */
+static enum rematd_handled plan(struct rematd_request *r, int on_pool)
+{
+    struct rematd_plan_write *w = calloc(1, sizeof *w);
+    if (!w) {
+        rq_problem(r, 500, "internal", NULL, "out of memory");
+        return HANDLED;
+    }
+    r->plan_write = w;
+    rematd_new_ordered_id(w->id);
+    rematd_rfc3339(rematd_now(), w->created_at);
+    struct plan_cache *hit = cache_hit(r);
+    if (hit) {
+        w->body = rematd_plan_finish(hit->text, hit->text_len, w->id, w->created_at);
+        w->options = strdup(hit->options);
+        w->record = malloc(hit->record_len);
+        if (w->record) {
+            memcpy(w->record, hit->record, hit->record_len);
+            w->record_len = hit->record_len;
+        }
+        memcpy(w->profile_id, hit->profile_id, sizeof w->profile_id);
+        w->algorithm = remat_algorithm_name(hit->algorithm);
+        return submit(r, hit->algorithm);
+    }
+    struct prepared pr = {0};
+    if (prepare(r, &pr) < 0)
+        return HANDLED;
+    if (!on_pool && !cheap(&pr)) {
+        struct prepared *keep = malloc(sizeof *keep);
+        if (!keep) {
+            remat_profile_free(pr.p);
+            json_decref(pr.options);
+            rq_problem(r, 500, "internal", NULL, "out of memory");
+            return HANDLED;
+        }
+        *keep = pr;
+        r->route_state = keep;
+        r->route_state_free = prepared_free;
+        rq_defer(r, solve_job);
+        return SUSPENDED;
+    }
+    return solve(r, &pr);
+}
+
+static void plan_job(struct rematd_request *r)
+{
+    finish_job(r, plan(r, 1));
+}
+
 static enum rematd_handled create(struct rematd_request *r)
 {
-    rq_defer(r, plan_job);
-    return SUSPENDED;
+    if (r->body_len > INLINE_BODY) {
+        rq_defer(r, plan_job);
+        return SUSPENDED;
+    }
+    return plan(r, 0);
 }
 
 static void resumed(struct rematd_request *r)

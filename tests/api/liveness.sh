@@ -1,6 +1,7 @@
 #!/bin/sh
 # A long solve does not stall the server: planning runs on the planning
-# threads (api/pool.c), not on the HTTP polling threads, so while the only
+# threads (api/pool.c) whenever it can take long, not on the HTTP polling
+# threads, so while the only
 # planning thread spends a second or more on a min-time table (200 stages,
 # 2000 memory slots),
 # /healthz and GET of a stored plan still answer at once (each within 0.5 s
@@ -33,6 +34,17 @@ if kill -0 "$slow" 2>/dev/null; then ok; else
 fi
 post /v1/plans "{\"algorithm\":\"sqrt\",\"profile\":$(profile 8)}" && expect 201 /v1/plans
 wait "$slow"
+# A body over 64 KiB is read on a planning thread too (1000 stages): its
+# 201, and the GET of it byte for byte; and a problem found there is sent.
+printf '{"profile":%s}' "$(profile 1000)" >"$T/big1000.json"
+req POST /v1/plans -H 'Content-Type: application/json' --data-binary @"$T/big1000.json" &&
+    expect 201 /v1/plans
+cp "$BODY" "$T/big1000.out"
+req GET "/v1/plans/$(field id)"
+cmp -s "$BODY" "$T/big1000.out" && ok || fail "GET of the 1000-stage plan differs from its 201"
+sed 's/"out_bytes":4194304/"out_bytes":-1/' "$T/big1000.json" >"$T/bad1000.json"
+req POST /v1/plans -H 'Content-Type: application/json' --data-binary @"$T/bad1000.json"
+problem "negative size in a large body" 400 validation /profile/stages/2/out_bytes
 [ "$(cat "$T/slow.code")" = 201 ] && ok || fail "the long solve: $(cat "$T/slow.code") $(head -c 300 "$T/slow.out")"
 end=$(date +%s%N)
 echo "long solve and probes: $(( (end - start) / 1000000 )) ms"

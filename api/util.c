@@ -321,7 +321,6 @@ static void lput_str(struct line *l, const char *s, size_t n)
     lput(l, "\"", 1);
 }
 
-/* A value as json_dumps(..., JSON_COMPACT | JSON_REAL_PRECISION(6)) writes it. */
 /* jansson's jsonp_dtostr at precision 6: "%.6g", ".0" when neither '.'
  * nor 'e' is there, no '+' or leading zeros in the exponent. */
 static void lput_real(struct line *l, double v)
@@ -368,6 +367,7 @@ static void lput_int(struct line *l, long long v)
     lput(l, q, (size_t)(tmp + sizeof tmp - q));
 }
 
+/* A value as json_dumps(..., JSON_COMPACT | JSON_REAL_PRECISION(6)) writes it. */
 static void lput_value(struct line *l, json_t *v)
 {
     switch (json_typeof(v)) {

@@ -185,16 +185,24 @@ static void test_round_trip(void **state)
     assert_true(nested > 0);
 }
 
-static void test_prefixes_and_version(void **state)
+/* A seeded random profile and its plan by the default algorithm. */
+static struct remat_profile *solved(uint64_t seed, size_t n, enum randchain_dist dist,
+                                    struct remat_plan *plan)
 {
-    (void)state;
-    struct remat_profile *p = randchain_profile(7, 30, RANDCHAIN_POOLING, 1);
+    struct remat_profile *p = randchain_profile(seed, n, dist, 1);
     assert_non_null(p);
     struct remat_options o;
     remat_options_init(&o);
+    memset(plan, 0, sizeof *plan);
+    assert_int_equal(remat_solve(p, &o, plan, NULL), REMAT_OK);
+    return p;
+}
+
+static void test_prefixes_and_version(void **state)
+{
+    (void)state;
     struct remat_plan plan;
-    memset(&plan, 0, sizeof plan);
-    assert_int_equal(remat_solve(p, &o, &plan, NULL), REMAT_OK);
+    struct remat_profile *p = solved(7, 30, RANDCHAIN_POOLING, &plan);
     size_t len;
     unsigned char *rec = encode_checked(p, &plan, &len);
     for (size_t k = 0; k < len; k++) {
@@ -232,13 +240,8 @@ static void test_damage(void **state)
     randchain_seed(&g, 99);
     size_t decoded = 0, refused = 0;
     for (uint64_t seed = 1; seed <= 40; seed++) {
-        struct remat_profile *p = randchain_profile(seed, 1 + seed % 25, RANDCHAIN_HEAVY, 1);
-        assert_non_null(p);
-        struct remat_options o;
-        remat_options_init(&o);
         struct remat_plan plan;
-        memset(&plan, 0, sizeof plan);
-        assert_int_equal(remat_solve(p, &o, &plan, NULL), REMAT_OK);
+        struct remat_profile *p = solved(seed, 1 + seed % 25, RANDCHAIN_HEAVY, &plan);
         size_t len;
         unsigned char *rec = encode_checked(p, &plan, &len);
         for (int t = 0; t < 200; t++) {
@@ -283,13 +286,8 @@ static void test_compact(void **state)
 {
     (void)state;
     /* The point of the record: a 50-stage plan well under its JSON. */
-    struct remat_profile *p = randchain_profile(3, 50, RANDCHAIN_POOLING, 1);
-    assert_non_null(p);
-    struct remat_options o;
-    remat_options_init(&o);
     struct remat_plan plan;
-    memset(&plan, 0, sizeof plan);
-    assert_int_equal(remat_solve(p, &o, &plan, NULL), REMAT_OK);
+    struct remat_profile *p = solved(3, 50, RANDCHAIN_POOLING, &plan);
     size_t len, jlen;
     unsigned char *rec = encode_checked(p, &plan, &len);
     char *json = remat_plan_dumps(p, &plan, &jlen);

@@ -1,3 +1,9 @@
+# rematx: libremat's internals that rematd, the CLI and the worker borrow
+# (src/rematx/rematx.h says what and why), built once and linked into each.
+noinst_LTLIBRARIES += src/rematx/librematx.la
+src_rematx_librematx_la_SOURCES = src/rematx/rematx.h src/rematx/dynbuf.h src/rematx/dynbuf.c
+src_rematx_librematx_la_CFLAGS = $(AM_CFLAGS) $(JANSSON_CFLAGS)
+
 # libremat.  The convenience library holds everything, internals included,
 # so the tests can reach remat__ functions; the installed library exports
 # only remat_* (and tests/check-exports.sh proves it).
@@ -9,7 +15,7 @@ src_libremat_core_la_SOURCES = \
 	src/minpeak.h src/solve_minpeak.c \
 	src/mintime.h src/solve_mintime.c src/frontier.c
 src_libremat_core_la_CFLAGS = $(AM_CFLAGS) $(JANSSON_CFLAGS)
-src_libremat_core_la_LIBADD = $(JANSSON_LIBS) -lm
+src_libremat_core_la_LIBADD = src/rematx/librematx.la $(JANSSON_LIBS) -lm
 
 lib_LTLIBRARIES += src/libremat.la
 src_libremat_la_SOURCES =

@@ -24,7 +24,7 @@ json_t *remat__nested_segments_json(const struct remat_profile *p, const struct 
  * The table, shared by the solver, the frontier, the bench and the tests.
  */
 
-#define REMAT_MT_DEFAULT_SLOTS 500
+#define REMAT__MT_DEFAULT_SLOTS 500
 #define REMAT_MT_MAX_SLOTS 100000
 #define REMAT_MT_MAX_STAGES 1000
 /* The most table memory one fill may take. */

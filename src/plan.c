@@ -78,11 +78,10 @@ static int append_pair(json_t *arr, json_int_t a, json_int_t b)
 
 static json_t *schedule_json(const struct remat_schedule *s)
 {
-    static const char *const names[] = {"F_none", "F_ck", "F_all", "loss", "B"};
     json_t *arr = json_array();
     for (size_t k = 0; arr != NULL && k < s->n_ops; k++) {
         uint8_t kind = s->ops[k].kind;
-        json_t *op = json_pack("{s:s, s:I}", "op", kind < 5 ? names[kind] : "?", "stage",
+        json_t *op = json_pack("{s:s, s:I}", "op", remat_op_name(kind), "stage",
                                (json_int_t)s->ops[k].stage);
         if (op == NULL || json_array_append_new(arr, op) < 0) {
             json_decref(arr);

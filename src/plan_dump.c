@@ -360,14 +360,12 @@ char *remat_plan_dumps(const struct remat_profile *profile, const struct remat_p
     PUT_LIT(&b, ",\"schedule\":[");
     /* Each op's opening, padded to one size so that it is copied in one
      * fixed-size move (the reserve below always covers 24 bytes). */
-#define OP(name)                                                                                   \
-    {                                                                                              \
-        "{\"op\":\"" name "\",\"stage\":", sizeof("{\"op\":\"" name "\",\"stage\":") - 1           \
-    }
+#define OP(kind, name)                                                                             \
+    {"{\"op\":\"" name "\",\"stage\":", sizeof("{\"op\":\"" name "\",\"stage\":") - 1},
     static const struct {
         char text[24];
         size_t len;
-    } ops[] = {OP("F_none"), OP("F_ck"), OP("F_all"), OP("loss"), OP("B"), OP("?")};
+    } ops[REMAT__N_OP_KINDS + 1] = {REMAT__FOR_EACH_OP(OP) OP(-1, "?")};
 #undef OP
     /* Each op asks for the room its puts asked for (a 20-byte integer, the
      * brace within it).  When all of them fit under MAX_TEXT at once, none
@@ -380,7 +378,7 @@ char *remat_plan_dumps(const struct remat_profile *profile, const struct remat_p
         reserve(&b, s->n_ops * per_op) == 0) {
         char *q = b.s + b.len;
         for (; k < s->n_ops; k++) {
-            uint8_t kind = s->ops[k].kind < 5 ? s->ops[k].kind : 5;
+            uint8_t kind = s->ops[k].kind < REMAT__N_OP_KINDS ? s->ops[k].kind : REMAT__N_OP_KINDS;
             if (k > 0)
                 *q++ = ',';
             memcpy(q, ops[kind].text, sizeof ops[kind].text);
@@ -390,7 +388,7 @@ char *remat_plan_dumps(const struct remat_profile *profile, const struct remat_p
         b.len = (size_t)(q - b.s);
     }
     for (; k < s->n_ops; k++) {
-        uint8_t kind = s->ops[k].kind < 5 ? s->ops[k].kind : 5;
+        uint8_t kind = s->ops[k].kind < REMAT__N_OP_KINDS ? s->ops[k].kind : REMAT__N_OP_KINDS;
         size_t len = ops[kind].len;
         if (reserve(&b, (k > 0) + len + 20) < 0)
             break;

@@ -130,6 +130,13 @@ enum remat_op_kind {
     REMAT_OP_B = 4       /* backward of a stage: frees x̄_i and δ_i, makes δ_{i-1} and ∂W_i */
 };
 
+/* An op's name as plans spell it: "F_none", "F_ck", "F_all", "loss", "B";
+ * "?" for any other kind.  Static storage. */
+const char *remat_op_name(int kind);
+/* Parses exactly one of those names.  Returns REMAT_OK and sets *out, or
+ * REMAT_EINVAL (out untouched). */
+int remat_op_parse(const char *name, enum remat_op_kind *out);
+
 struct remat_op {
     uint32_t stage; /* 1..n */
     uint8_t kind;   /* enum remat_op_kind */

@@ -13,6 +13,16 @@
 int remat__error(struct remat_error *err, int code, const char *pointer, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
 
+/* The op names, in kind order: X(kind, "name") for each op kind.  The one
+ * table every writer and reader of op names is made from. */
+#define REMAT__FOR_EACH_OP(X)                                                                      \
+    X(REMAT_OP_F_NONE, "F_none")                                                                   \
+    X(REMAT_OP_F_CK, "F_ck")                                                                       \
+    X(REMAT_OP_F_ALL, "F_all")                                                                     \
+    X(REMAT_OP_LOSS, "loss")                                                                       \
+    X(REMAT_OP_B, "B")
+#define REMAT__N_OP_KINDS 5
+
 /* The most ops one schedule may hold (curl's dynbuf rule: a growable buffer
  * has a maximum).  A single-level schedule of REMAT_MAX_STAGES stages needs
  * at most 3n + 1; nested min-time schedules need more, but not 2^28. */

@@ -4,6 +4,25 @@
 
 #include "remat_private.h"
 
+#define NAME(kind, name) name,
+static const char *const op_names[REMAT__N_OP_KINDS] = {REMAT__FOR_EACH_OP(NAME)};
+#undef NAME
+
+const char *remat_op_name(int kind)
+{
+    return kind >= 0 && kind < REMAT__N_OP_KINDS ? op_names[kind] : "?";
+}
+
+int remat_op_parse(const char *name, enum remat_op_kind *out)
+{
+    for (int k = 0; name && k < REMAT__N_OP_KINDS; k++)
+        if (strcmp(name, op_names[k]) == 0) {
+            *out = (enum remat_op_kind)k;
+            return REMAT_OK;
+        }
+    return REMAT_EINVAL;
+}
+
 void remat_schedule_init(struct remat_schedule *s)
 {
     s->n_ops = 0;

@@ -118,17 +118,11 @@ void remat_sim_clear(struct remat_sim *sim)
     memset(sim, 0, sizeof *sim);
 }
 
-static const char *op_name(uint8_t kind)
-{
-    static const char *const names[] = {"F_none", "F_ck", "F_all", "loss", "B"};
-    return kind < 5 ? names[kind] : "?";
-}
-
 static int bad_op(struct remat_error *err, size_t k, const struct remat_op *op, const char *why)
 {
     char ptr[64];
     snprintf(ptr, sizeof ptr, "/schedule/%zu", k);
-    return remat__error(err, REMAT_EINVAL, ptr, "op %zu (%s %u): %s", k, op_name(op->kind),
+    return remat__error(err, REMAT_EINVAL, ptr, "op %zu (%s %u): %s", k, remat_op_name(op->kind),
                         (unsigned)op->stage, why);
 }
 

@@ -432,7 +432,7 @@ int remat__mt_fill(const struct remat_profile *p, int64_t budget_bytes, size_t s
 {
     *out = NULL;
     if (slots == 0)
-        slots = REMAT_MT_DEFAULT_SLOTS;
+        slots = REMAT__MT_DEFAULT_SLOTS;
     if (slots > REMAT_MT_MAX_SLOTS)
         return remat__error(err, REMAT_ELIMIT, "/mem_slots", "mem_slots is over %d",
                             REMAT_MT_MAX_SLOTS);

@@ -103,3 +103,11 @@ tests_test_alloc_SOURCES = tests/test_alloc.c tests/failalloc.c tests/failalloc.
 tests_test_alloc_CFLAGS = $(CORE_TEST_CFLAGS)
 tests_test_alloc_LDADD = $(CORE_TEST_LDADD)
 tests_test_alloc_LDFLAGS = -Wl,--wrap=malloc,--wrap=calloc,--wrap=realloc,--wrap=free
+
+# The bounded buffer every part of remat writes text into, out-of-memory included.
+check_PROGRAMS += tests/test_dynbuf
+TESTS += tests/test_dynbuf
+tests_test_dynbuf_SOURCES = tests/test_dynbuf.c tests/failalloc.c tests/failalloc.h
+tests_test_dynbuf_CFLAGS = $(CORE_TEST_CFLAGS)
+tests_test_dynbuf_LDADD = $(CORE_TEST_LDADD)
+tests_test_dynbuf_LDFLAGS = -Wl,--wrap=malloc,--wrap=calloc,--wrap=realloc,--wrap=free

@@ -1,0 +1,21 @@
+/*
+ * rematx.h - the internals of libremat that remat's own programs borrow
+ * (rematd, the remat CLI, remat-worker), as curl's lib/curlx/ lends libcurl's
+ * helpers to the curl tool.
+ *
+ * What is declared under src/rematx/ is not libremat's API: it is not
+ * installed, its names start with rematx_, and it may change with any
+ * release.  Everything else a program outside src/ uses comes from remat.h.
+ * A program outside src/ includes this header and remat.h, never
+ * remat_private.h (tests/check-includes.sh holds that).
+ *
+ * The pieces:
+ *  - dynbuf.h: the one bounded growable buffer.
+ */
+#ifndef REMATX_H
+#define REMATX_H
+
+#include "remat.h"
+#include "rematx/dynbuf.h"
+
+#endif

@@ -110,8 +110,11 @@ json_t *rematx_zoo_list_json(void)
         bad |= json_array_append_new(list, o) < 0;
     }
     json_t *root = bad ? NULL : json_object();
-    if (root == NULL || json_object_set_new(root, "models", list) < 0) {
+    if (root == NULL) {
         json_decref(list);
+        return NULL;
+    }
+    if (json_object_set_new(root, "models", list) < 0) { /* which frees list */
         json_decref(root);
         return NULL;
     }

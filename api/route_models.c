@@ -51,12 +51,12 @@ json_t *rematd_zoo(void)
 
 static enum rematd_handled models(struct rematd_request *r)
 {
-    rq_json(r, 200, rematd_zoo());
-    return HANDLED;
+    rematd_req_json(r, 200, rematd_zoo());
+    return REMATD_HANDLED;
 }
 
-const struct remat_route route_models = {.method = "GET",
-                                         .pattern = "/v1/models",
-                                         .name = "models",
-                                         .auth = AUTH_CLIENT,
-                                         .handler = models};
+const struct rematd_route rematd_route_models = {.method = "GET",
+                                                 .pattern = "/v1/models",
+                                                 .name = "models",
+                                                 .auth = REMATD_AUTH_CLIENT,
+                                                 .handler = models};

@@ -11,7 +11,7 @@
  *
  * Shutdown (see main.c) relies on the counters kept here: in_flight (first
  * access call to NOTIFY_COMPLETED), fresh (connections whose first request
- * has not begun), suspended (rq_suspend to rq_resume) and in_access (access
+ * has not begun), suspended (rematd_req_suspend to rematd_req_resume) and in_access (access
  * calls running), and on every access call refusing once closing is set.
  */
 #include "config.h"
@@ -24,29 +24,31 @@
 
 #include "rematd.h"
 
-extern const struct remat_route route_healthz, route_readyz, route_openapi, route_metrics,
-    route_models, route_plans_create, route_plans_get, route_plans_timeline, route_profiles_create,
-    route_profiles_get, route_validations_create, route_validations_get, route_worker_lease,
-    route_worker_heartbeat, route_worker_complete, route_worker_fail, route_worker_release;
+extern const struct rematd_route rematd_route_healthz, rematd_route_readyz, rematd_route_openapi,
+    rematd_route_metrics, rematd_route_models, rematd_route_plans_create, rematd_route_plans_get,
+    rematd_route_plans_timeline, rematd_route_profiles_create, rematd_route_profiles_get,
+    rematd_route_validations_create, rematd_route_validations_get, rematd_route_worker_lease,
+    rematd_route_worker_heartbeat, rematd_route_worker_complete, rematd_route_worker_fail,
+    rematd_route_worker_release;
 
-const struct remat_route *const rematd_routes[] = {
-    &route_healthz,
-    &route_readyz,
-    &route_openapi,
-    &route_metrics,
-    &route_models,
-    &route_plans_create,
-    &route_plans_get,
-    &route_plans_timeline,
-    &route_profiles_create,
-    &route_profiles_get,
-    &route_validations_create,
-    &route_validations_get,
-    &route_worker_lease,
-    &route_worker_heartbeat,
-    &route_worker_complete,
-    &route_worker_fail,
-    &route_worker_release,
+const struct rematd_route *const rematd_routes[] = {
+    &rematd_route_healthz,
+    &rematd_route_readyz,
+    &rematd_route_openapi,
+    &rematd_route_metrics,
+    &rematd_route_models,
+    &rematd_route_plans_create,
+    &rematd_route_plans_get,
+    &rematd_route_plans_timeline,
+    &rematd_route_profiles_create,
+    &rematd_route_profiles_get,
+    &rematd_route_validations_create,
+    &rematd_route_validations_get,
+    &rematd_route_worker_lease,
+    &rematd_route_worker_heartbeat,
+    &rematd_route_worker_complete,
+    &rematd_route_worker_fail,
+    &rematd_route_worker_release,
 };
 const size_t rematd_n_routes = sizeof rematd_routes / sizeof rematd_routes[0];
 
@@ -87,7 +89,7 @@ static const char *problem_title(const char *slug)
  * enough for every document remat accepts (layer lists nest "sequential"). */
 #define MAX_JSON_DEPTH 32
 
-static void rq_free(struct rematd_request *r)
+static void rematd_req_free(struct rematd_request *r)
 {
     free(r->body);
     for (int i = 0; i < r->n_headers; i++) {
@@ -109,21 +111,21 @@ static void rq_free(struct rematd_request *r)
     free(r);
 }
 
-void rq_header(struct rematd_request *r, const char *name, const char *value)
+void rematd_req_header(struct rematd_request *r, const char *name, const char *value)
 {
-    if (r->n_headers >= RQ_MAX_HEADERS)
+    if (r->n_headers >= REMATD_REQ_MAX_HEADERS)
         return;
     r->header_name[r->n_headers] = strdup(name);
     r->header_value[r->n_headers] = strdup(value);
     r->n_headers++;
 }
 
-const char *rq_header_in(struct rematd_request *r, const char *name)
+const char *rematd_req_header_in(struct rematd_request *r, const char *name)
 {
     return MHD_lookup_connection_value(r->conn, MHD_HEADER_KIND, name);
 }
 
-const char *rq_query(struct rematd_request *r, const char *name)
+const char *rematd_req_query(struct rematd_request *r, const char *name)
 {
     return MHD_lookup_connection_value(r->conn, MHD_GET_ARGUMENT_KIND, name);
 }
@@ -167,8 +169,8 @@ static void queue(struct rematd_request *r, int status, struct MHD_Response *res
     r->status = status;
 }
 
-void rq_text(struct rematd_request *r, int status, const char *content_type, char *buf, size_t len,
-             int persistent)
+void rematd_req_text(struct rematd_request *r, int status, const char *content_type, char *buf,
+                     size_t len, int persistent)
 {
     struct MHD_Response *resp;
     if (persistent)
@@ -187,19 +189,19 @@ static void send_json(struct rematd_request *r, int status, json_t *body, const 
     if (!s) {
         static char oom[] = "{\"type\":\"/problems/internal\",\"title\":\"Internal error\","
                             "\"status\":500,\"detail\":\"out of memory\"}";
-        rq_text(r, 500, "application/problem+json", oom, sizeof oom - 1, 1);
+        rematd_req_text(r, 500, "application/problem+json", oom, sizeof oom - 1, 1);
         return;
     }
-    rq_text(r, status, ctype, s, strlen(s), 0);
+    rematd_req_text(r, status, ctype, s, strlen(s), 0);
 }
 
-void rq_json(struct rematd_request *r, int status, json_t *body)
+void rematd_req_json(struct rematd_request *r, int status, json_t *body)
 {
     send_json(r, status, body, "application/json");
 }
 
-void rq_problem_json(struct rematd_request *r, int status, const char *slug, const char *pointer,
-                     json_t *extra, const char *detail)
+void rematd_req_problem_json(struct rematd_request *r, int status, const char *slug,
+                             const char *pointer, json_t *extra, const char *detail)
 {
     char type[96];
     snprintf(type, sizeof type, "/problems/%s", slug);
@@ -216,18 +218,18 @@ void rq_problem_json(struct rematd_request *r, int status, const char *slug, con
     send_json(r, status, p, "application/problem+json");
 }
 
-void rq_problem(struct rematd_request *r, int status, const char *slug, const char *pointer,
-                const char *fmt, ...)
+void rematd_req_problem(struct rematd_request *r, int status, const char *slug, const char *pointer,
+                        const char *fmt, ...)
 {
     char detail[512];
     va_list ap;
     va_start(ap, fmt);
     vsnprintf(detail, sizeof detail, fmt, ap);
     va_end(ap);
-    rq_problem_json(r, status, slug, pointer, NULL, detail);
+    rematd_req_problem_json(r, status, slug, pointer, NULL, detail);
 }
 
-void rq_suspend(struct rematd_request *r)
+void rematd_req_suspend(struct rematd_request *r)
 {
     /* Counted before MHD sees it, so that shutdown never finds the count
      * at zero while a connection is suspended. */
@@ -236,15 +238,15 @@ void rq_suspend(struct rematd_request *r)
     MHD_suspend_connection(r->conn);
 }
 
-void rq_defer(struct rematd_request *r, void (*job)(struct rematd_request *r))
+void rematd_req_defer(struct rematd_request *r, void (*job)(struct rematd_request *r))
 {
     r->pool_job = job;
     r->deferred = 1;
-    rq_suspend(r);
+    rematd_req_suspend(r);
     rematd_pool_submit(r->srv->pool, r);
 }
 
-void rq_resume(struct rematd_request *r)
+void rematd_req_resume(struct rematd_request *r)
 {
     /* Once resumed, the request may complete and be freed on its MHD
      * thread at any moment: take what is needed from it first. */
@@ -314,7 +316,7 @@ static int json_content_type(const char *ct)
 
 static void set_request_id(struct rematd_request *r)
 {
-    const char *in = rq_header_in(r, "X-Request-Id");
+    const char *in = rematd_req_header_in(r, "X-Request-Id");
     if (in) {
         size_t n = strlen(in);
         int ok = n > 0 && n < sizeof r->request_id;
@@ -340,7 +342,7 @@ static int begin(struct rematd_request *r, const char *url, const char *method)
     snprintf(r->method, sizeof r->method, "%s", method);
     if (strlen(url) >= sizeof r->path) {
         snprintf(r->path, sizeof r->path, "%.200s...", url);
-        rq_problem(r, 404, "not-found", NULL, "no resource at this path");
+        rematd_req_problem(r, 404, "not-found", NULL, "no resource at this path");
         return 1;
     }
     snprintf(r->path, sizeof r->path, "%s", url);
@@ -369,8 +371,8 @@ static int begin(struct rematd_request *r, const char *url, const char *method)
         r->route_index = (int)i;
         if (strstr(r->route->pattern, "{id}")) {
             if (!rematd_is_id(id)) {
-                rq_problem(r, 404, "not-found", NULL,
-                           "ids are 32 lowercase hexadecimal characters");
+                rematd_req_problem(r, 404, "not-found", NULL,
+                                   "ids are 32 lowercase hexadecimal characters");
                 return 1;
             }
             memcpy(r->id, id, REMATD_ID_LEN + 1);
@@ -379,36 +381,36 @@ static int begin(struct rematd_request *r, const char *url, const char *method)
     }
     if (!r->route) {
         if (path_matched) {
-            rq_header(r, "Allow", allow);
-            rq_problem(r, 405, "method-not-allowed", NULL, "%s is not allowed here; allowed: %s",
-                       method, allow);
+            rematd_req_header(r, "Allow", allow);
+            rematd_req_problem(r, 405, "method-not-allowed", NULL,
+                               "%s is not allowed here; allowed: %s", method, allow);
         } else {
-            rq_problem(r, 404, "not-found", NULL, "no resource at this path");
+            rematd_req_problem(r, 404, "not-found", NULL, "no resource at this path");
         }
         return 1;
     }
-    const struct remat_route *rt = r->route;
-    if (rt->auth != AUTH_NONE) {
+    const struct rematd_route *rt = r->route;
+    if (rt->auth != REMATD_AUTH_NONE) {
         const char *tok = srv->cfg.token;
-        if (rt->auth == AUTH_WORKER && srv->cfg.worker_token[0])
+        if (rt->auth == REMATD_AUTH_WORKER && srv->cfg.worker_token[0])
             tok = srv->cfg.worker_token;
-        if (tok[0] && !token_ok(rq_header_in(r, MHD_HTTP_HEADER_AUTHORIZATION), tok)) {
-            rq_header(r, "WWW-Authenticate", "Bearer realm=\"remat\"");
-            rq_problem(r, 401, "unauthorized", NULL,
-                       rq_header_in(r, MHD_HTTP_HEADER_AUTHORIZATION)
-                           ? "the bearer token is not valid for this route"
-                           : "this route needs Authorization: Bearer <token>");
+        if (tok[0] && !token_ok(rematd_req_header_in(r, MHD_HTTP_HEADER_AUTHORIZATION), tok)) {
+            rematd_req_header(r, "WWW-Authenticate", "Bearer realm=\"remat\"");
+            rematd_req_problem(r, 401, "unauthorized", NULL,
+                               rematd_req_header_in(r, MHD_HTTP_HEADER_AUTHORIZATION)
+                                   ? "the bearer token is not valid for this route"
+                                   : "this route needs Authorization: Bearer <token>");
             return 1;
         }
     }
     r->body_limit = rt->body_limit ? rt->body_limit : srv->cfg.max_body_bytes;
-    const char *cl = rq_header_in(r, MHD_HTTP_HEADER_CONTENT_LENGTH);
+    const char *cl = rematd_req_header_in(r, MHD_HTTP_HEADER_CONTENT_LENGTH);
     if (cl) {
         char *end;
         unsigned long long n = strtoull(cl, &end, 10);
         if (end == cl || *end || n > r->body_limit) {
-            rq_problem(r, 413, "body-too-large", NULL,
-                       "the body is larger than the limit of %zu bytes", r->body_limit);
+            rematd_req_problem(r, 413, "body-too-large", NULL,
+                               "the body is larger than the limit of %zu bytes", r->body_limit);
             return 1;
         }
         if (n > 0) {
@@ -421,9 +423,9 @@ static int begin(struct rematd_request *r, const char *url, const char *method)
         }
     }
     if (strcmp(rt->method, "POST") == 0 &&
-        !json_content_type(rq_header_in(r, MHD_HTTP_HEADER_CONTENT_TYPE))) {
-        rq_problem(r, 415, "unsupported-media-type", NULL,
-                   "send the body as Content-Type: application/json");
+        !json_content_type(rematd_req_header_in(r, MHD_HTTP_HEADER_CONTENT_TYPE))) {
+        rematd_req_problem(r, 415, "unsupported-media-type", NULL,
+                           "send the body as Content-Type: application/json");
         return 1;
     }
     return 0;
@@ -461,40 +463,42 @@ static void append(struct rematd_request *r, const char *data, size_t n)
     r->body[r->body_len] = '\0';
 }
 
-json_t *rq_body_json(struct rematd_request *r)
+json_t *rematd_req_body_json(struct rematd_request *r)
 {
     if (r->body_len == 0) {
-        rq_problem(r, 400, "invalid-json", NULL, "the body is empty; a JSON object is expected");
+        rematd_req_problem(r, 400, "invalid-json", NULL,
+                           "the body is empty; a JSON object is expected");
         return NULL;
     }
     json_error_t e;
     json_t *j = json_loadb(r->body, r->body_len, JSON_REJECT_DUPLICATES, &e);
     if (!j) {
         if (json_error_code(&e) == json_error_stack_overflow) {
-            rq_problem(r, 400, "json-too-deep", NULL, "nesting deeper than %d levels",
-                       MAX_JSON_DEPTH);
+            rematd_req_problem(r, 400, "json-too-deep", NULL, "nesting deeper than %d levels",
+                               MAX_JSON_DEPTH);
             return NULL;
         }
-        rq_problem(r, 400, "invalid-json", NULL, "line %d, column %d: %s", e.line, e.column,
-                   e.text);
+        rematd_req_problem(r, 400, "invalid-json", NULL, "line %d, column %d: %s", e.line, e.column,
+                           e.text);
         return NULL;
     }
     if (!json_is_object(j)) {
         json_decref(j);
-        rq_problem(r, 400, "invalid-json", "", "the body must be a JSON object");
+        rematd_req_problem(r, 400, "invalid-json", "", "the body must be a JSON object");
         return NULL;
     }
     if (rematd_json_depth(j, MAX_JSON_DEPTH + 1) > MAX_JSON_DEPTH) {
         json_decref(j);
-        rq_problem(r, 400, "json-too-deep", NULL, "nesting deeper than %d levels", MAX_JSON_DEPTH);
+        rematd_req_problem(r, 400, "json-too-deep", NULL, "nesting deeper than %d levels",
+                           MAX_JSON_DEPTH);
         return NULL;
     }
     r->json = j;
     return j;
 }
 
-int rq_reject_unknown(struct rematd_request *r, json_t *obj, const char *prefix,
-                      const char *const *allowed)
+int rematd_req_reject_unknown(struct rematd_request *r, json_t *obj, const char *prefix,
+                              const char *const *allowed)
 {
     const char *k;
     json_t *v;
@@ -509,16 +513,16 @@ int rq_reject_unknown(struct rematd_request *r, json_t *obj, const char *prefix,
             /* JSON pointer escaping (RFC 6901) is skipped for brevity of the
              * detail; odd keys are cut to printable length. */
             snprintf(ptr, sizeof ptr, "%s/%.100s", prefix, k);
-            rq_problem(r, 400, "validation", ptr, "unknown field '%.100s'", k);
+            rematd_req_problem(r, 400, "validation", ptr, "unknown field '%.100s'", k);
             return -1;
         }
     }
     return 0;
 }
 
-int rq_idempotency_check(struct rematd_request *r)
+int rematd_req_idempotency_check(struct rematd_request *r)
 {
-    const char *key = rq_header_in(r, "Idempotency-Key");
+    const char *key = rematd_req_header_in(r, "Idempotency-Key");
     if (!key)
         return 0;
     size_t n = strlen(key);
@@ -526,8 +530,8 @@ int rq_idempotency_check(struct rematd_request *r)
     for (size_t i = 0; ok && i < n; i++)
         ok = key[i] > 32 && key[i] < 127;
     if (!ok) {
-        rq_problem(r, 400, "invalid-idempotency-key", NULL,
-                   "Idempotency-Key must be 1 to 255 visible ASCII characters");
+        rematd_req_problem(r, 400, "invalid-idempotency-key", NULL,
+                           "Idempotency-Key must be 1 to 255 visible ASCII characters");
         return 1;
     }
     r->idem_key = key;
@@ -535,21 +539,21 @@ int rq_idempotency_check(struct rematd_request *r)
     struct rematd_idem rec;
     int got = rematd_store_idem_get(r->srv->store, r->route->name, key, &rec);
     if (got < 0) {
-        rq_problem(r, 503, "unavailable", NULL, "the store did not answer");
+        rematd_req_problem(r, 503, "unavailable", NULL, "the store did not answer");
         return 1;
     }
     if (got == 0)
         return 0;
     if (strcmp(rec.body_hash, r->body_hash) != 0) {
-        rq_problem(r, 422, "idempotency-key-reused", NULL,
-                   "this Idempotency-Key was first used with a different body");
+        rematd_req_problem(r, 422, "idempotency-key-reused", NULL,
+                           "this Idempotency-Key was first used with a different body");
     } else {
         if (rec.location && *rec.location)
-            rq_header(r, "Location", rec.location);
-        rq_header(r, "Idempotent-Replayed", "true");
+            rematd_req_header(r, "Location", rec.location);
+        rematd_req_header(r, "Idempotent-Replayed", "true");
         char *b = rec.body;
         rec.body = NULL;
-        rq_text(r, rec.status, "application/json", b, strlen(b), 0);
+        rematd_req_text(r, rec.status, "application/json", b, strlen(b), 0);
     }
     rematd_idem_clear(&rec);
     return 1;
@@ -558,16 +562,16 @@ int rq_idempotency_check(struct rematd_request *r)
 static void dispatch(struct rematd_request *r)
 {
     if (r->body_too_large) {
-        rq_problem(r, 413, "body-too-large", NULL, "the body is larger than the limit of %zu bytes",
-                   r->body_limit);
+        rematd_req_problem(r, 413, "body-too-large", NULL,
+                           "the body is larger than the limit of %zu bytes", r->body_limit);
         return;
     }
-    if (r->route->idempotent && rq_idempotency_check(r))
+    if (r->route->idempotent && rematd_req_idempotency_check(r))
         return;
-    if (r->route->handler(r) == SUSPENDED)
+    if (r->route->handler(r) == REMATD_SUSPENDED)
         return;
     if (!r->responded)
-        rq_problem(r, 500, "internal", NULL, "the handler gave no answer");
+        rematd_req_problem(r, 500, "internal", NULL, "the handler gave no answer");
 }
 
 /* Per connection (MHD's socket context): whether its first request has
@@ -650,7 +654,7 @@ static enum MHD_Result access_call(struct rematd_server *srv, struct MHD_Connect
         if (r->route->resumed)
             r->route->resumed(r);
         if (!r->responded)
-            rq_problem(r, 500, "internal", NULL, "the handler gave no answer");
+            rematd_req_problem(r, 500, "internal", NULL, "the handler gave no answer");
         return MHD_YES;
     }
     dispatch(r);
@@ -698,5 +702,5 @@ void rematd_completed(void *cls, struct MHD_Connection *c, void **req_cls,
     };
     rematd_log_request(status >= 500 || status == 0 ? "error" : "info", &f);
     atomic_fetch_sub(&r->srv->in_flight, 1);
-    rq_free(r);
+    rematd_req_free(r);
 }

@@ -42,44 +42,44 @@ void rematd_queue_job(struct rematd_request *r, const char *kind, json_t *spec,
     free(text);
     json_decref(spec);
     if (rc < 0) {
-        rq_problem(r, 503, "unavailable", NULL, "the job could not be stored");
+        rematd_req_problem(r, 503, "unavailable", NULL, "the job could not be stored");
         return;
     }
     if (rc == 1) {
         /* Another request with this key committed between our check and our
          * write: answer as a replay of it (or 422 when the bodies differ). */
         if (strcmp(json_string_value(json_object_get(resp, "body_hash")), r->body_hash) != 0) {
-            rq_problem(r, 422, "idempotency-key-reused", NULL,
-                       "this Idempotency-Key was first used with a different body");
+            rematd_req_problem(r, 422, "idempotency-key-reused", NULL,
+                               "this Idempotency-Key was first used with a different body");
         } else {
             const char *loc = json_string_value(json_object_get(resp, "location"));
             if (loc)
-                rq_header(r, "Location", loc);
-            rq_header(r, "Idempotent-Replayed", "true");
+                rematd_req_header(r, "Location", loc);
+            rematd_req_header(r, "Idempotent-Replayed", "true");
             const char *b = json_string_value(json_object_get(resp, "body"));
-            rq_text(r, (int)json_integer_value(json_object_get(resp, "status")), "application/json",
-                    strdup(b), strlen(b), 0);
+            rematd_req_text(r, (int)json_integer_value(json_object_get(resp, "status")),
+                            "application/json", strdup(b), strlen(b), 0);
         }
         json_decref(resp);
         return;
     }
     char loc[96];
     snprintf(loc, sizeof loc, location_fmt, id);
-    rq_header(r, "Location", loc);
-    rq_header(r, "Retry-After", "2");
-    rq_json(r, 202, resp);
+    rematd_req_header(r, "Location", loc);
+    rematd_req_header(r, "Retry-After", "2");
+    rematd_req_json(r, 202, resp);
 }
 
 enum rematd_handled rematd_get_job(struct rematd_request *r, const char *kind)
 {
     json_t *j = rematd_store_get_job(r->srv->store, r->id, kind);
     if (!j) {
-        rq_problem(r, 404, "not-found", NULL, "no %s job with id %s", kind, r->id);
-        return HANDLED;
+        rematd_req_problem(r, 404, "not-found", NULL, "no %s job with id %s", kind, r->id);
+        return REMATD_HANDLED;
     }
     const char *st = json_string_value(json_object_get(j, "status"));
     if (st && (strcmp(st, "queued") == 0 || strcmp(st, "running") == 0))
-        rq_header(r, "Retry-After", "2");
-    rq_json(r, 200, j);
-    return HANDLED;
+        rematd_req_header(r, "Retry-After", "2");
+    rematd_req_json(r, 200, j);
+    return REMATD_HANDLED;
 }

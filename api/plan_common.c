@@ -15,24 +15,24 @@ void rematd_answer_remat_error(struct rematd_request *r, int rc, const struct re
     const char *ptr = err->pointer[0] ? err->pointer : NULL;
     switch (rc) {
     case REMAT_EINVAL:
-        rq_problem(r, 400, "validation", ptr, "%s", err->message);
+        rematd_req_problem(r, 400, "validation", ptr, "%s", err->message);
         break;
     case REMAT_ELIMIT:
-        rq_problem(r, 400, "limit-exceeded", ptr, "%s", err->message);
+        rematd_req_problem(r, 400, "limit-exceeded", ptr, "%s", err->message);
         break;
     case REMAT_EINFEASIBLE:
-        rq_problem_json(
+        rematd_req_problem_json(
             r, 422, "infeasible", ptr,
             json_pack("{s:I}", "min_budget_bytes", (json_int_t)(plan ? plan->min_budget_bytes : 0)),
             err->message[0] ? err->message : "no schedule fits the budget");
         break;
     case REMAT_EUNSUPPORTED:
-        rq_problem(r, 501, "unsupported", ptr, "%s",
-                   err->message[0] ? err->message : "this solver cannot answer yet");
+        rematd_req_problem(r, 501, "unsupported", ptr, "%s",
+                           err->message[0] ? err->message : "this solver cannot answer yet");
         break;
     default:
-        rq_problem(r, 500, "internal", NULL, "%s",
-                   err->message[0] ? err->message : remat_strerror(rc));
+        rematd_req_problem(r, 500, "internal", NULL, "%s",
+                           err->message[0] ? err->message : remat_strerror(rc));
     }
 }
 
@@ -48,13 +48,13 @@ static int get_count(struct rematd_request *r, json_t *body, const char *name, j
     char ptr[64];
     snprintf(ptr, sizeof ptr, "/%s", name);
     if (!json_is_integer(v)) {
-        rq_problem(r, 400, "validation", ptr, "%s must be an integer", name);
+        rematd_req_problem(r, 400, "validation", ptr, "%s must be an integer", name);
         return -1;
     }
     json_int_t x = json_integer_value(v);
     if (x < lo || x > hi) {
-        rq_problem(r, 400, "validation", ptr, "%s must be in %lld..%lld", name, (long long)lo,
-                   (long long)hi);
+        rematd_req_problem(r, 400, "validation", ptr, "%s must be in %lld..%lld", name,
+                           (long long)lo, (long long)hi);
         return -1;
     }
     *out = x;
@@ -65,7 +65,8 @@ struct remat_profile *rematd_profile_by_id(struct rematd_request *r, const char 
                                            const char *pointer)
 {
     if (!rematd_is_id(id)) {
-        rq_problem(r, 400, "validation", pointer, "ids are 32 lowercase hexadecimal characters");
+        rematd_req_problem(r, 400, "validation", pointer,
+                           "ids are 32 lowercase hexadecimal characters");
         return NULL;
     }
     char status[16];
@@ -74,13 +75,14 @@ struct remat_profile *rematd_profile_by_id(struct rematd_request *r, const char 
     json_decref(spec);
     if (got <= 0) {
         json_decref(result);
-        rq_problem(r, got < 0 ? 503 : 404, got < 0 ? "unavailable" : "not-found", pointer,
-                   got < 0 ? "the store did not answer" : "no profile job with this id");
+        rematd_req_problem(r, got < 0 ? 503 : 404, got < 0 ? "unavailable" : "not-found", pointer,
+                           got < 0 ? "the store did not answer" : "no profile job with this id");
         return NULL;
     }
     if (strcmp(status, "done") != 0) {
         json_decref(result);
-        rq_problem(r, 409, "job-not-ready", pointer, "the profile job is %s, not done", status);
+        rematd_req_problem(r, 409, "job-not-ready", pointer, "the profile job is %s, not done",
+                           status);
         return NULL;
     }
     struct remat_error err = {0};
@@ -119,7 +121,7 @@ static int plan_request(struct rematd_request *r, json_t *body, struct remat_pro
     struct remat_profile *parsed = *given;
     *profile = NULL;
     *options_json = NULL;
-    if (rq_reject_unknown(r, body, "", plan_fields) < 0)
+    if (rematd_req_reject_unknown(r, body, "", plan_fields) < 0)
         return -1;
     remat_options_init(opts);
     json_t *oj = json_object();
@@ -128,9 +130,10 @@ static int plan_request(struct rematd_request *r, json_t *body, struct remat_pro
         if (!json_is_string(v) ||
             remat_algorithm_parse(json_string_value(v), &opts->algorithm) != 0) {
             json_decref(oj);
-            rq_problem(r, 400, "validation", "/algorithm",
-                       "algorithm must be one of store-all, sqrt, uniform, acg, paper-cubic, "
-                       "paper-linear, min-peak, min-time");
+            rematd_req_problem(
+                r, 400, "validation", "/algorithm",
+                "algorithm must be one of store-all, sqrt, uniform, acg, paper-cubic, "
+                "paper-linear, min-peak, min-time");
             return -1;
         }
     }
@@ -139,7 +142,8 @@ static int plan_request(struct rematd_request *r, json_t *body, struct remat_pro
     if (v) {
         if (!json_is_string(v) || remat_model_parse(json_string_value(v), &opts->model) != 0) {
             json_decref(oj);
-            rq_problem(r, 400, "validation", "/model", "model must be sum, prefix or traced");
+            rematd_req_problem(r, 400, "validation", "/model",
+                               "model must be sum, prefix or traced");
             return -1;
         }
         opts->has_model = 1;
@@ -168,8 +172,8 @@ static int plan_request(struct rematd_request *r, json_t *body, struct remat_pro
     json_t *pj = json_object_get(body, "profile");
     json_t *pid = json_object_get(body, "profile_id");
     if ((pj != NULL) == (pid != NULL)) {
-        rq_problem(r, 400, "validation", pj ? "/profile_id" : "/profile",
-                   "give exactly one of profile and profile_id");
+        rematd_req_problem(r, 400, "validation", pj ? "/profile_id" : "/profile",
+                           "give exactly one of profile and profile_id");
         goto bad;
     }
     if (parsed != NULL && pid == NULL) {
@@ -177,16 +181,16 @@ static int plan_request(struct rematd_request *r, json_t *body, struct remat_pro
          * error, or the caller would not pass it); only this server's own
          * limit is left, checked as below. */
         if (parsed->n_stages > r->srv->cfg.max_stages) {
-            rq_problem(r, 400, "limit-exceeded", "/profile/stages",
-                       "%zu stages; this server accepts at most %zu", parsed->n_stages,
-                       r->srv->cfg.max_stages);
+            rematd_req_problem(r, 400, "limit-exceeded", "/profile/stages",
+                               "%zu stages; this server accepts at most %zu", parsed->n_stages,
+                               r->srv->cfg.max_stages);
             goto bad;
         }
         *profile = parsed;
         *given = NULL;
     } else if (pid) {
         if (!json_is_string(pid)) {
-            rq_problem(r, 400, "validation", "/profile_id", "profile_id must be a string");
+            rematd_req_problem(r, 400, "validation", "/profile_id", "profile_id must be a string");
             goto bad;
         }
         *profile = rematd_profile_by_id(r, json_string_value(pid), "/profile_id");
@@ -195,14 +199,14 @@ static int plan_request(struct rematd_request *r, json_t *body, struct remat_pro
         json_object_set(oj, "profile_id", pid);
     } else {
         if (!json_is_object(pj)) {
-            rq_problem(r, 400, "validation", "/profile", "profile must be an object");
+            rematd_req_problem(r, 400, "validation", "/profile", "profile must be an object");
             goto bad;
         }
         json_t *stages = json_object_get(pj, "stages");
         if (json_is_array(stages) && json_array_size(stages) > r->srv->cfg.max_stages) {
-            rq_problem(r, 400, "limit-exceeded", "/profile/stages",
-                       "%zu stages; this server accepts at most %zu", json_array_size(stages),
-                       r->srv->cfg.max_stages);
+            rematd_req_problem(r, 400, "limit-exceeded", "/profile/stages",
+                               "%zu stages; this server accepts at most %zu",
+                               json_array_size(stages), r->srv->cfg.max_stages);
             goto bad;
         }
         struct remat_error err = {0};

@@ -10,8 +10,8 @@
  * free takes the oldest request, whatever connection it came on.  The
  * polling threads are left the socket work, which is short.
  *
- * A request handed over is suspended (rq_defer); the job answers through
- * the usual rq_* calls, which then only record the response, and either
+ * A request handed over is suspended (rematd_req_defer); the job answers through
+ * the usual rematd_req_* calls, which then only record the response, and either
  * resumes the connection itself or hands it on (to the store's writer). */
 #include "config.h"
 

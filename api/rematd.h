@@ -4,7 +4,7 @@
  * rematd is one process: a libmicrohttpd daemon with a small pool of polling
  * threads, one SQLite store with a writer thread doing group commit, and a
  * main thread that waits for signals and supervises local workers.  Each
- * api/route_*.c file exports one const struct remat_route; http.c holds the
+ * api/route_*.c file exports one const struct rematd_route; http.c holds the
  * table and everything common to requests (body, auth, problems, logging).
  */
 #ifndef REMATD_H
@@ -194,20 +194,20 @@ const char *rematd_store_job_kind(struct rematd_store *st, const char *id, char 
  * Requests and routes (http.c)
  */
 
-enum rematd_auth { AUTH_NONE = 0, AUTH_CLIENT, AUTH_WORKER };
-enum rematd_handled { HANDLED = 0, SUSPENDED = 1 };
+enum rematd_auth { REMATD_AUTH_NONE = 0, REMATD_AUTH_CLIENT, REMATD_AUTH_WORKER };
+enum rematd_handled { REMATD_HANDLED = 0, REMATD_SUSPENDED = 1 };
 
 struct rematd_request;
 
-struct remat_route {
+struct rematd_route {
     const char *method;  /* "GET", "POST" */
     const char *pattern; /* "/v1/plans/{id}": {id} matches one segment */
     const char *name;    /* the metrics label */
     size_t body_limit;   /* 0: the configured default */
     enum rematd_auth auth;
     int idempotent; /* honours Idempotency-Key */
-    /* Queues a response with rq_* or returns SUSPENDED after arranging for
-     * rq_resume to be called; then resumed() is called to answer. */
+    /* Queues a response with rematd_req_* or returns REMATD_SUSPENDED after arranging for
+     * rematd_req_resume to be called; then resumed() is called to answer. */
     enum rematd_handled (*handler)(struct rematd_request *r);
     void (*resumed)(struct rematd_request *r);
 };
@@ -233,12 +233,12 @@ struct rematd_server {
     size_t openapi_len;
 };
 
-#define RQ_MAX_HEADERS 6
+#define REMATD_REQ_MAX_HEADERS 6
 
 struct rematd_request {
     struct rematd_server *srv;
     struct MHD_Connection *conn;
-    const struct remat_route *route;
+    const struct rematd_route *route;
     int route_index;
     char method[8];
     char path[256];
@@ -256,13 +256,13 @@ struct rematd_request {
     char body_hash[65];
     /* Response headers to add: name/value pairs owned by the request. */
     int n_headers;
-    char *header_name[RQ_MAX_HEADERS];
-    char *header_value[RQ_MAX_HEADERS];
-    /* Handler scratch, freed by rq_free. */
+    char *header_name[REMATD_REQ_MAX_HEADERS];
+    char *header_value[REMATD_REQ_MAX_HEADERS];
+    /* Handler scratch, freed by rematd_req_free. */
     json_t *json;
     struct rematd_plan_write *plan_write;
     char *problem_type; /* for the log line */
-    /* rq_defer: the job, the pool's queue link, and the answer recorded
+    /* rematd_req_defer: the job, the pool's queue link, and the answer recorded
      * while the connection is suspended (queued when it resumes). */
     void (*pool_job)(struct rematd_request *r);
     struct rematd_request *pool_next;
@@ -275,7 +275,7 @@ struct rematd_request {
     int pending_status;
 };
 
-extern const struct remat_route *const rematd_routes[];
+extern const struct rematd_route *const rematd_routes[];
 extern const size_t rematd_n_routes;
 
 enum MHD_Result rematd_access(void *cls, struct MHD_Connection *c, const char *url,
@@ -287,40 +287,40 @@ void rematd_connection(void *cls, struct MHD_Connection *c, void **socket_contex
                        enum MHD_ConnectionNotificationCode toe);
 
 /* Responses: each queues one response and marks the request answered. */
-void rq_json(struct rematd_request *r, int status, json_t *body); /* steals body */
-void rq_text(struct rematd_request *r, int status, const char *content_type, char *buf, size_t len,
-             int persistent); /* buf freed unless persistent */
+void rematd_req_json(struct rematd_request *r, int status, json_t *body); /* steals body */
+void rematd_req_text(struct rematd_request *r, int status, const char *content_type, char *buf,
+                     size_t len, int persistent); /* buf freed unless persistent */
 /* problem: the slug after /problems/; pointer may be NULL. */
-void rq_problem(struct rematd_request *r, int status, const char *slug, const char *pointer,
-                const char *fmt, ...) __attribute__((format(printf, 5, 6)));
+void rematd_req_problem(struct rematd_request *r, int status, const char *slug, const char *pointer,
+                        const char *fmt, ...) __attribute__((format(printf, 5, 6)));
 /* Adds an extension member to the next problem: used for min_budget_bytes. */
-void rq_problem_json(struct rematd_request *r, int status, const char *slug, const char *pointer,
-                     json_t *extra, const char *detail);
-void rq_header(struct rematd_request *r, const char *name, const char *value);
+void rematd_req_problem_json(struct rematd_request *r, int status, const char *slug,
+                             const char *pointer, json_t *extra, const char *detail);
+void rematd_req_header(struct rematd_request *r, const char *name, const char *value);
 /* Parses the body as a JSON object, answering the problem itself on failure
  * (returns NULL). */
-json_t *rq_body_json(struct rematd_request *r);
+json_t *rematd_req_body_json(struct rematd_request *r);
 /* Suspends the request's connection (call before handing work to another
  * thread) and resumes it from any thread. */
-void rq_suspend(struct rematd_request *r);
-void rq_resume(struct rematd_request *r);
+void rematd_req_suspend(struct rematd_request *r);
+void rematd_req_resume(struct rematd_request *r);
 /* Suspends r and runs job(r) on a planning thread (pool.c).  Until r is
- * resumed, rq_* answers only record the response; it is queued when the
+ * resumed, rematd_req_* answers only record the response; it is queued when the
  * connection resumes (before resumed() would be called, which then is not).
- * job must end by calling rq_resume or by handing r to what will. */
-void rq_defer(struct rematd_request *r, void (*job)(struct rematd_request *r));
+ * job must end by calling rematd_req_resume or by handing r to what will. */
+void rematd_req_defer(struct rematd_request *r, void (*job)(struct rematd_request *r));
 
-const char *rq_header_in(struct rematd_request *r, const char *name);
-const char *rq_query(struct rematd_request *r, const char *name);
+const char *rematd_req_header_in(struct rematd_request *r, const char *name);
+const char *rematd_req_query(struct rematd_request *r, const char *name);
 
 /* Validation helpers shared by route files: each answers the 400 itself
  * and returns -1 when the field is present but wrong. */
-int rq_reject_unknown(struct rematd_request *r, json_t *obj, const char *prefix,
-                      const char *const *allowed);
+int rematd_req_reject_unknown(struct rematd_request *r, json_t *obj, const char *prefix,
+                              const char *const *allowed);
 
 /* Idempotency (http.c): for idempotent routes, looks the key up; when a
  * record exists, answers (replay or 422) and returns 1. */
-int rq_idempotency_check(struct rematd_request *r);
+int rematd_req_idempotency_check(struct rematd_request *r);
 
 /* ------------------------------------------------------------------------
  * Metrics (metrics.c)

@@ -7,9 +7,9 @@
 static enum rematd_handled healthz(struct rematd_request *r)
 {
     static char ok[] = "{\"status\":\"ok\"}";
-    rq_text(r, 200, "application/json", ok, sizeof ok - 1, 1);
-    return HANDLED;
+    rematd_req_text(r, 200, "application/json", ok, sizeof ok - 1, 1);
+    return REMATD_HANDLED;
 }
 
-const struct remat_route route_healthz = {
+const struct rematd_route rematd_route_healthz = {
     .method = "GET", .pattern = "/healthz", .name = "healthz", .handler = healthz};

@@ -8,12 +8,12 @@ static enum rematd_handled metrics(struct rematd_request *r)
     size_t len = 0;
     char *text = rematd_metrics_render(r->srv, &len);
     if (!text) {
-        rq_problem(r, 500, "internal", NULL, "out of memory");
-        return HANDLED;
+        rematd_req_problem(r, 500, "internal", NULL, "out of memory");
+        return REMATD_HANDLED;
     }
-    rq_text(r, 200, "text/plain; version=0.0.4; charset=utf-8", text, len, 0);
-    return HANDLED;
+    rematd_req_text(r, 200, "text/plain; version=0.0.4; charset=utf-8", text, len, 0);
+    return REMATD_HANDLED;
 }
 
-const struct remat_route route_metrics = {
+const struct rematd_route rematd_route_metrics = {
     .method = "GET", .pattern = "/metrics", .name = "metrics", .handler = metrics};

@@ -10,15 +10,15 @@ static enum rematd_handled models(struct rematd_request *r)
 {
     json_t *body = rematx_zoo_list_json();
     if (!body) {
-        rq_problem(r, 500, "internal", NULL, "out of memory");
-        return HANDLED;
+        rematd_req_problem(r, 500, "internal", NULL, "out of memory");
+        return REMATD_HANDLED;
     }
-    rq_json(r, 200, body);
-    return HANDLED;
+    rematd_req_json(r, 200, body);
+    return REMATD_HANDLED;
 }
 
-const struct remat_route route_models = {.method = "GET",
-                                         .pattern = "/v1/models",
-                                         .name = "models",
-                                         .auth = AUTH_CLIENT,
-                                         .handler = models};
+const struct rematd_route rematd_route_models = {.method = "GET",
+                                                 .pattern = "/v1/models",
+                                                 .name = "models",
+                                                 .auth = REMATD_AUTH_CLIENT,
+                                                 .handler = models};

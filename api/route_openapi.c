@@ -5,9 +5,10 @@
 
 static enum rematd_handled openapi(struct rematd_request *r)
 {
-    rq_text(r, 200, "application/yaml", (char *)rematd_openapi_yaml, rematd_openapi_yaml_len, 1);
-    return HANDLED;
+    rematd_req_text(r, 200, "application/yaml", (char *)rematd_openapi_yaml,
+                    rematd_openapi_yaml_len, 1);
+    return REMATD_HANDLED;
 }
 
-const struct remat_route route_openapi = {
+const struct rematd_route rematd_route_openapi = {
     .method = "GET", .pattern = "/openapi.yaml", .name = "openapi", .handler = openapi};

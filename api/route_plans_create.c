@@ -338,7 +338,7 @@ static int prepare(struct rematd_request *r, struct prepared *out)
     int rc = fast_prepare(r, out);
     if (rc != 0)
         return rc;
-    json_t *body = rq_body_json(r);
+    json_t *body = rematd_req_body_json(r);
     if (!body)
         return -1;
     return rematd_plan_request(r, body, &out->p, &out->opts, &out->options) < 0 ? -1 : 1;
@@ -369,7 +369,7 @@ static int cheap(const struct prepared *pr)
 
 static void committed(struct rematd_plan_write *w)
 {
-    rq_resume(w->cls);
+    rematd_req_resume(w->cls);
 }
 
 /* w is complete: count it, suspend the connection (unless a planning
@@ -379,8 +379,8 @@ static enum rematd_handled submit(struct rematd_request *r, enum remat_algorithm
 {
     struct rematd_plan_write *w = r->plan_write;
     if (!w->body || !w->options || !w->record) {
-        rq_problem(r, 500, "internal", NULL, "out of memory");
-        return HANDLED;
+        rematd_req_problem(r, 500, "internal", NULL, "out of memory");
+        return REMATD_HANDLED;
     }
     memcpy(w->body_hash, r->body_hash, sizeof w->body_hash);
     w->idem_key = r->idem_key;
@@ -390,11 +390,11 @@ static enum rematd_handled submit(struct rematd_request *r, enum remat_algorithm
     atomic_fetch_add(
         &r->srv->plans_by_algorithm[(int)alg < REMAT_ALG_COUNT ? (int)alg : REMAT_ALG_COUNT], 1);
     if (!r->suspended)
-        rq_suspend(r);
+        rematd_req_suspend(r);
     /* The last use of r here: the writer may commit and resume it (and
      * MHD free it) before this returns. */
     rematd_store_enqueue_plan(r->srv->store, w);
-    return SUSPENDED;
+    return REMATD_SUSPENDED;
 }
 
 /* Solves what prepare() read and submits it (takes pr's contents). */
@@ -405,19 +405,19 @@ static enum rematd_handled solve(struct rematd_request *r, struct prepared *pr)
     pr->p = NULL;
     pr->options = NULL;
     if (rc < 0)
-        return HANDLED;
+        return REMATD_HANDLED;
     return submit(r, alg);
 }
 
-/* On a planning thread (rq_defer): answers are recorded, and a problem
+/* On a planning thread (rematd_req_defer): answers are recorded, and a problem
  * resumes the connection to be sent. */
 static void finish_job(struct rematd_request *r, enum rematd_handled h)
 {
-    if (h == SUSPENDED)
+    if (h == REMATD_SUSPENDED)
         return;
     if (!r->pending && r->pending_status >= 0)
-        rq_problem(r, 500, "internal", NULL, "the handler gave no answer");
-    rq_resume(r);
+        rematd_req_problem(r, 500, "internal", NULL, "the handler gave no answer");
+    rematd_req_resume(r);
 }
 
 static void solve_job(struct rematd_request *r)
@@ -436,8 +436,8 @@ static enum rematd_handled plan(struct rematd_request *r, int on_pool)
 {
     struct rematd_plan_write *w = calloc(1, sizeof *w);
     if (!w) {
-        rq_problem(r, 500, "internal", NULL, "out of memory");
-        return HANDLED;
+        rematd_req_problem(r, 500, "internal", NULL, "out of memory");
+        return REMATD_HANDLED;
     }
     r->plan_write = w;
     rematd_new_ordered_id(w->id);
@@ -457,20 +457,20 @@ static enum rematd_handled plan(struct rematd_request *r, int on_pool)
     }
     struct prepared pr = {0};
     if (prepare(r, &pr) < 0)
-        return HANDLED;
+        return REMATD_HANDLED;
     if (!on_pool && !cheap(&pr)) {
         struct prepared *keep = malloc(sizeof *keep);
         if (!keep) {
             remat_profile_free(pr.p);
             json_decref(pr.options);
-            rq_problem(r, 500, "internal", NULL, "out of memory");
-            return HANDLED;
+            rematd_req_problem(r, 500, "internal", NULL, "out of memory");
+            return REMATD_HANDLED;
         }
         *keep = pr;
         r->route_state = keep;
         r->route_state_free = prepared_free;
-        rq_defer(r, solve_job);
-        return SUSPENDED;
+        rematd_req_defer(r, solve_job);
+        return REMATD_SUSPENDED;
     }
     return solve(r, &pr);
 }
@@ -483,8 +483,8 @@ static void plan_job(struct rematd_request *r)
 static enum rematd_handled create(struct rematd_request *r)
 {
     if (r->body_len > INLINE_BODY) {
-        rq_defer(r, plan_job);
-        return SUSPENDED;
+        rematd_req_defer(r, plan_job);
+        return REMATD_SUSPENDED;
     }
     return plan(r, 0);
 }
@@ -493,27 +493,28 @@ static void resumed(struct rematd_request *r)
 {
     struct rematd_plan_write *w = r->plan_write;
     if (w->result == 1) {
-        rq_problem(r, 409, "idempotency-key-in-use", NULL,
-                   "another request with this Idempotency-Key was stored first; retry to get "
-                   "its answer");
+        rematd_req_problem(
+            r, 409, "idempotency-key-in-use", NULL,
+            "another request with this Idempotency-Key was stored first; retry to get "
+            "its answer");
         return;
     }
     if (w->result != 0) {
-        rq_problem(r, 503, "unavailable", NULL, "the plan could not be stored");
+        rematd_req_problem(r, 503, "unavailable", NULL, "the plan could not be stored");
         return;
     }
     char loc[64];
     snprintf(loc, sizeof loc, "/v1/plans/%s", w->id);
-    rq_header(r, "Location", loc);
+    rematd_req_header(r, "Location", loc);
     char *b = w->body;
     w->body = NULL;
-    rq_text(r, 201, "application/json", b, strlen(b), 0);
+    rematd_req_text(r, 201, "application/json", b, strlen(b), 0);
 }
 
-const struct remat_route route_plans_create = {.method = "POST",
-                                               .pattern = "/v1/plans",
-                                               .name = "plans_create",
-                                               .auth = AUTH_CLIENT,
-                                               .idempotent = 1,
-                                               .handler = create,
-                                               .resumed = resumed};
+const struct rematd_route rematd_route_plans_create = {.method = "POST",
+                                                       .pattern = "/v1/plans",
+                                                       .name = "plans_create",
+                                                       .auth = REMATD_AUTH_CLIENT,
+                                                       .idempotent = 1,
+                                                       .handler = create,
+                                                       .resumed = resumed};

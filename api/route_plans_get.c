@@ -10,18 +10,18 @@ static enum rematd_handled get(struct rematd_request *r)
     char *body;
     int got = rematd_plan_load(r, r->id, &body);
     if (got == 0)
-        rq_problem(r, 404, "not-found", NULL, "no plan with id %s", r->id);
+        rematd_req_problem(r, 404, "not-found", NULL, "no plan with id %s", r->id);
     else if (got == -2)
-        rq_problem(r, 500, "internal", NULL, "the stored plan cannot be read");
+        rematd_req_problem(r, 500, "internal", NULL, "the stored plan cannot be read");
     else if (got < 0)
-        rq_problem(r, 503, "unavailable", NULL, "the store did not answer");
+        rematd_req_problem(r, 503, "unavailable", NULL, "the store did not answer");
     else
-        rq_text(r, 200, "application/json", body, strlen(body), 0);
-    return HANDLED;
+        rematd_req_text(r, 200, "application/json", body, strlen(body), 0);
+    return REMATD_HANDLED;
 }
 
-const struct remat_route route_plans_get = {.method = "GET",
-                                            .pattern = "/v1/plans/{id}",
-                                            .name = "plans_get",
-                                            .auth = AUTH_CLIENT,
-                                            .handler = get};
+const struct rematd_route rematd_route_plans_get = {.method = "GET",
+                                                    .pattern = "/v1/plans/{id}",
+                                                    .name = "plans_get",
+                                                    .auth = REMATD_AUTH_CLIENT,
+                                                    .handler = get};

@@ -29,7 +29,7 @@ static int legacy_plan(struct rematd_request *r, const struct rematd_stored_plan
 {
     json_t *req = sp->legacy_request ? json_loads(sp->legacy_request, 0, NULL) : NULL;
     if (!req) {
-        rq_problem(r, 500, "internal", NULL, "the stored plan request cannot be read");
+        rematd_req_problem(r, 500, "internal", NULL, "the stored plan request cannot be read");
         return -1;
     }
     struct remat_options opts;
@@ -55,9 +55,9 @@ static enum rematd_handled timeline(struct rematd_request *r)
     struct rematd_stored_plan sp;
     int got = rematd_store_get_plan(r->srv->store, r->id, &sp);
     if (got <= 0) {
-        rq_problem(r, got < 0 ? 503 : 404, got < 0 ? "unavailable" : "not-found", NULL,
-                   got < 0 ? "the store did not answer" : "no plan with this id");
-        return HANDLED;
+        rematd_req_problem(r, got < 0 ? 503 : 404, got < 0 ? "unavailable" : "not-found", NULL,
+                           got < 0 ? "the store did not answer" : "no plan with this id");
+        return REMATD_HANDLED;
     }
     struct remat_profile *p = NULL;
     struct remat_plan plan;
@@ -66,14 +66,14 @@ static enum rematd_handled timeline(struct rematd_request *r)
     if (sp.record) {
         rc = rematd_plan_decode(sp.record, sp.record_len, &p, &plan);
         if (rc < 0)
-            rq_problem(r, 500, "internal", NULL, "the stored plan cannot be read");
+            rematd_req_problem(r, 500, "internal", NULL, "the stored plan cannot be read");
     } else {
         rc = legacy_plan(r, &sp, &p, &plan);
     }
     rematd_stored_plan_clear(&sp);
     if (rc < 0) {
         remat_plan_clear(&plan);
-        return HANDLED;
+        return REMATD_HANDLED;
     }
     /* The stored schedule itself, replayed: the chart shows the plan that
      * was answered. */
@@ -103,19 +103,19 @@ static enum rematd_handled timeline(struct rematd_request *r)
         size_t len = 0;
         char *svg = rematd_svg_timeline(title, s, 3, &len);
         if (svg)
-            rq_text(r, 200, "image/svg+xml", svg, len, 0);
+            rematd_req_text(r, 200, "image/svg+xml", svg, len, 0);
         else
-            rq_problem(r, 500, "internal", NULL, "out of memory");
+            rematd_req_problem(r, 500, "internal", NULL, "out of memory");
     }
     for (int i = 0; i < 3; i++)
         remat_sim_clear(&sims[i]);
     remat_plan_clear(&plan);
     remat_profile_free(p);
-    return HANDLED;
+    return REMATD_HANDLED;
 }
 
-const struct remat_route route_plans_timeline = {.method = "GET",
-                                                 .pattern = "/v1/plans/{id}/timeline.svg",
-                                                 .name = "plans_timeline",
-                                                 .auth = AUTH_CLIENT,
-                                                 .handler = timeline};
+const struct rematd_route rematd_route_plans_timeline = {.method = "GET",
+                                                         .pattern = "/v1/plans/{id}/timeline.svg",
+                                                         .name = "plans_timeline",
+                                                         .auth = REMATD_AUTH_CLIENT,
+                                                         .handler = timeline};

@@ -42,7 +42,7 @@ static int check_layer(struct rematd_request *r, json_t *l, const char *ptr)
 {
     char p[256];
     if (!json_is_object(l)) {
-        rq_problem(r, 400, "validation", ptr, "a layer is an object with a type");
+        rematd_req_problem(r, 400, "validation", ptr, "a layer is an object with a type");
         return -1;
     }
     json_t *t = json_object_get(l, "type");
@@ -52,7 +52,7 @@ static int check_layer(struct rematd_request *r, json_t *l, const char *ptr)
             break;
     if (k == sizeof layer_types / sizeof layer_types[0]) {
         snprintf(p, sizeof p, "%.150s/type", ptr);
-        rq_problem(r, 400, "validation", p, "unknown layer type");
+        rematd_req_problem(r, 400, "validation", p, "unknown layer type");
         return -1;
     }
     const char *key;
@@ -64,8 +64,8 @@ static int check_layer(struct rematd_request *r, json_t *l, const char *ptr)
             continue;
         if (strcmp(key, "name") == 0) {
             if (!json_is_string(v) || strlen(json_string_value(v)) >= REMAT_MAX_NAME) {
-                rq_problem(r, 400, "validation", p, "name must be a string under %d bytes",
-                           REMAT_MAX_NAME);
+                rematd_req_problem(r, 400, "validation", p, "name must be a string under %d bytes",
+                                   REMAT_MAX_NAME);
                 return -1;
             }
             continue;
@@ -76,8 +76,8 @@ static int check_layer(struct rematd_request *r, json_t *l, const char *ptr)
                 known = 1;
                 if (!json_is_integer(v) || json_integer_value(v) < 0 ||
                     json_integer_value(v) > (1 << 20)) {
-                    rq_problem(r, 400, "validation", p, "%s must be an integer in 0..%d", key,
-                               1 << 20);
+                    rematd_req_problem(r, 400, "validation", p, "%s must be an integer in 0..%d",
+                                       key, 1 << 20);
                     return -1;
                 }
             }
@@ -85,18 +85,18 @@ static int check_layer(struct rematd_request *r, json_t *l, const char *ptr)
             continue;
         if (layer_types[k].bias && strcmp(key, "bias") == 0) {
             if (!json_is_boolean(v)) {
-                rq_problem(r, 400, "validation", p, "bias must be true or false");
+                rematd_req_problem(r, 400, "validation", p, "bias must be true or false");
                 return -1;
             }
         } else if (layer_types[k].p && strcmp(key, "p") == 0) {
             if (!json_is_number(v) || json_number_value(v) < 0 || json_number_value(v) > 1) {
-                rq_problem(r, 400, "validation", p, "p must be a number in 0..1");
+                rematd_req_problem(r, 400, "validation", p, "p must be a number in 0..1");
                 return -1;
             }
         } else if (layer_types[k].variant && strcmp(key, "variant") == 0) {
             const char *s = json_string_value(v);
             if (!s || (strcmp(s, "basic") != 0 && strcmp(s, "bottleneck") != 0)) {
-                rq_problem(r, 400, "validation", p, "variant must be basic or bottleneck");
+                rematd_req_problem(r, 400, "validation", p, "variant must be basic or bottleneck");
                 return -1;
             }
         } else if (layer_types[k].output_size && strcmp(key, "output_size") == 0) {
@@ -104,15 +104,16 @@ static int check_layer(struct rematd_request *r, json_t *l, const char *ptr)
                 !json_is_integer(json_array_get(v, 0)) || !json_is_integer(json_array_get(v, 1)) ||
                 json_integer_value(json_array_get(v, 0)) < 1 ||
                 json_integer_value(json_array_get(v, 1)) < 1) {
-                rq_problem(r, 400, "validation", p, "output_size must be [h, w], both >= 1");
+                rematd_req_problem(r, 400, "validation", p,
+                                   "output_size must be [h, w], both >= 1");
                 return -1;
             }
         } else if (layer_types[k].layers && strcmp(key, "layers") == 0) {
             if (check_layers(r, v, p, 1000) < 0)
                 return -1;
         } else {
-            rq_problem(r, 400, "validation", p, "unknown field for a %s layer",
-                       layer_types[k].type);
+            rematd_req_problem(r, 400, "validation", p, "unknown field for a %s layer",
+                               layer_types[k].type);
             return -1;
         }
     }
@@ -122,12 +123,12 @@ static int check_layer(struct rematd_request *r, json_t *l, const char *ptr)
 static int check_layers(struct rematd_request *r, json_t *layers, const char *prefix, size_t max)
 {
     if (!json_is_array(layers) || json_array_size(layers) == 0) {
-        rq_problem(r, 400, "validation", prefix, "layers must be a non-empty array");
+        rematd_req_problem(r, 400, "validation", prefix, "layers must be a non-empty array");
         return -1;
     }
     if (json_array_size(layers) > max) {
-        rq_problem(r, 400, "limit-exceeded", prefix, "%zu layers; at most %zu",
-                   json_array_size(layers), max);
+        rematd_req_problem(r, 400, "limit-exceeded", prefix, "%zu layers; at most %zu",
+                           json_array_size(layers), max);
         return -1;
     }
     size_t i;
@@ -151,8 +152,8 @@ static int get_int(struct rematd_request *r, json_t *body, const char *name, jso
         char p[64];
         snprintf(p, sizeof p, "/%s", name);
         if (!json_is_integer(v) || json_integer_value(v) < lo || json_integer_value(v) > hi) {
-            rq_problem(r, 400, "validation", p, "%s must be an integer in %lld..%lld", name,
-                       (long long)lo, (long long)hi);
+            rematd_req_problem(r, 400, "validation", p, "%s must be an integer in %lld..%lld", name,
+                               (long long)lo, (long long)hi);
             return -1;
         }
         x = json_integer_value(v);
@@ -163,14 +164,14 @@ static int get_int(struct rematd_request *r, json_t *body, const char *name, jso
 
 static json_t *normalise(struct rematd_request *r, json_t *body)
 {
-    if (rq_reject_unknown(r, body, "", fields) < 0)
+    if (rematd_req_reject_unknown(r, body, "", fields) < 0)
         return NULL;
     json_t *spec = json_object();
     json_t *model = json_object_get(body, "model");
     json_t *layers = json_object_get(body, "layers");
     if ((model != NULL) == (layers != NULL)) {
-        rq_problem(r, 400, "validation", model ? "/layers" : "/model",
-                   "give exactly one of model (a zoo name) and layers");
+        rematd_req_problem(r, 400, "validation", model ? "/layers" : "/model",
+                           "give exactly one of model (a zoo name) and layers");
         goto bad;
     }
     /* The zoo (src/rematx/zoo.c) says which names exist, which options
@@ -179,8 +180,8 @@ static json_t *normalise(struct rematd_request *r, json_t *body)
     if (model) {
         zm = json_is_string(model) ? rematx_zoo_find(json_string_value(model)) : NULL;
         if (!zm) {
-            rq_problem(r, 400, "validation", "/model",
-                       "model must be a zoo name from GET /v1/models");
+            rematd_req_problem(r, 400, "validation", "/model",
+                               "model must be a zoo name from GET /v1/models");
             goto bad;
         }
         json_object_set(spec, "model", model);
@@ -193,7 +194,7 @@ static json_t *normalise(struct rematd_request *r, json_t *body)
     json_int_t values[REMATX_ZOO_MAX_OPTIONS];
     struct remat_error err = {0};
     if (rematx_zoo_options(zm, mo, values, &err) != REMAT_OK) {
-        rq_problem(r, 400, "validation", err.pointer, "%s", err.message);
+        rematd_req_problem(r, 400, "validation", err.pointer, "%s", err.message);
         goto bad;
     }
     if (mo)
@@ -209,13 +210,13 @@ static json_t *normalise(struct rematd_request *r, json_t *body)
                                              json_integer_value(d) >= 1 &&
                                              json_integer_value(d) <= (1 << 20);
         if (!ok) {
-            rq_problem(r, 400, "validation", "/input_shape",
-                       "input_shape is 1 to 4 positive integers, batch dimension excluded");
+            rematd_req_problem(r, 400, "validation", "/input_shape",
+                               "input_shape is 1 to 4 positive integers, batch dimension excluded");
             goto bad;
         }
         json_object_set(spec, "input_shape", shape);
     } else if (layers) {
-        rq_problem(r, 400, "validation", "/input_shape", "a layer list needs input_shape");
+        rematd_req_problem(r, 400, "validation", "/input_shape", "a layer list needs input_shape");
         goto bad;
     } else {
         json_object_set_new(spec, "input_shape", rematx_zoo_input_shape(zm, values));
@@ -223,14 +224,14 @@ static json_t *normalise(struct rematd_request *r, json_t *body)
     json_t *dt = json_object_get(body, "dtype");
     const char *dtype = dt ? json_string_value(dt) : "fp32";
     if (!dtype || (strcmp(dtype, "fp32") && strcmp(dtype, "fp16") && strcmp(dtype, "bf16"))) {
-        rq_problem(r, 400, "validation", "/dtype", "dtype must be fp32, fp16 or bf16");
+        rematd_req_problem(r, 400, "validation", "/dtype", "dtype must be fp32, fp16 or bf16");
         goto bad;
     }
     json_object_set_new(spec, "dtype", json_string(dtype));
     json_t *dev = json_object_get(body, "device");
     const char *device = dev ? json_string_value(dev) : "cuda";
     if (!rematd_device_ok(device)) {
-        rq_problem(r, 400, "validation", "/device", "device must be cpu, cuda or cuda:N");
+        rematd_req_problem(r, 400, "validation", "/device", "device must be cpu, cuda or cuda:N");
         goto bad;
     }
     json_object_set_new(spec, "device", json_string(device));
@@ -245,19 +246,19 @@ bad:
 
 static enum rematd_handled create(struct rematd_request *r)
 {
-    json_t *body = rq_body_json(r);
+    json_t *body = rematd_req_body_json(r);
     if (!body)
-        return HANDLED;
+        return REMATD_HANDLED;
     json_t *spec = normalise(r, body);
     if (!spec)
-        return HANDLED;
+        return REMATD_HANDLED;
     rematd_queue_job(r, "profile", spec, "/v1/profiles/%s");
-    return HANDLED;
+    return REMATD_HANDLED;
 }
 
-const struct remat_route route_profiles_create = {.method = "POST",
-                                                  .pattern = "/v1/profiles",
-                                                  .name = "profiles_create",
-                                                  .auth = AUTH_CLIENT,
-                                                  .idempotent = 1,
-                                                  .handler = create};
+const struct rematd_route rematd_route_profiles_create = {.method = "POST",
+                                                          .pattern = "/v1/profiles",
+                                                          .name = "profiles_create",
+                                                          .auth = REMATD_AUTH_CLIENT,
+                                                          .idempotent = 1,
+                                                          .handler = create};

@@ -9,8 +9,8 @@ static enum rematd_handled get(struct rematd_request *r)
     return rematd_get_job(r, "profile");
 }
 
-const struct remat_route route_profiles_get = {.method = "GET",
-                                               .pattern = "/v1/profiles/{id}",
-                                               .name = "profiles_get",
-                                               .auth = AUTH_CLIENT,
-                                               .handler = get};
+const struct rematd_route rematd_route_profiles_get = {.method = "GET",
+                                                       .pattern = "/v1/profiles/{id}",
+                                                       .name = "profiles_get",
+                                                       .auth = REMATD_AUTH_CLIENT,
+                                                       .handler = get};

@@ -7,16 +7,17 @@
 static enum rematd_handled readyz(struct rematd_request *r)
 {
     if (atomic_load(&r->srv->draining)) {
-        rq_problem(r, 503, "unavailable", NULL, "shutting down");
-        return HANDLED;
+        rematd_req_problem(r, 503, "unavailable", NULL, "shutting down");
+        return REMATD_HANDLED;
     }
     if (!rematd_store_ready(r->srv->store)) {
-        rq_problem(r, 503, "unavailable", NULL, "the store does not answer");
-        return HANDLED;
+        rematd_req_problem(r, 503, "unavailable", NULL, "the store does not answer");
+        return REMATD_HANDLED;
     }
-    rq_json(r, 200, json_pack("{s:s, s:{s:s}}", "status", "ready", "checks", "store", "ok"));
-    return HANDLED;
+    rematd_req_json(r, 200,
+                    json_pack("{s:s, s:{s:s}}", "status", "ready", "checks", "store", "ok"));
+    return REMATD_HANDLED;
 }
 
-const struct remat_route route_readyz = {
+const struct rematd_route rematd_route_readyz = {
     .method = "GET", .pattern = "/readyz", .name = "readyz", .handler = readyz};

@@ -24,15 +24,15 @@ static json_t *plan_of_checkpoints(struct rematd_request *r, const struct remat_
 {
     size_t n = json_array_size(list);
     if (!json_is_array(list) || n >= p->n_stages) {
-        rq_problem(r, 400, "validation", "/checkpoints",
-                   "checkpoints is an array of at most n-1 stage indices");
+        rematd_req_problem(r, 400, "validation", "/checkpoints",
+                           "checkpoints is an array of at most n-1 stage indices");
         return NULL;
     }
     struct remat_plan plan;
     memset(&plan, 0, sizeof plan);
     plan.checkpoints = calloc(n ? n : 1, sizeof *plan.checkpoints);
     if (!plan.checkpoints) {
-        rq_problem(r, 500, "internal", NULL, "out of memory");
+        rematd_req_problem(r, 500, "internal", NULL, "out of memory");
         return NULL;
     }
     for (size_t i = 0; i < n; i++) {
@@ -41,8 +41,8 @@ static json_t *plan_of_checkpoints(struct rematd_request *r, const struct remat_
             json_integer_value(v) >= (json_int_t)p->n_stages) {
             char ptr[48];
             snprintf(ptr, sizeof ptr, "/checkpoints/%zu", i);
-            rq_problem(r, 400, "validation", ptr, "a checkpoint is a stage index in 1..%zu",
-                       p->n_stages - 1);
+            rematd_req_problem(r, 400, "validation", ptr, "a checkpoint is a stage index in 1..%zu",
+                               p->n_stages - 1);
             free(plan.checkpoints);
             return NULL;
         }
@@ -83,44 +83,46 @@ static json_t *plan_of_checkpoints(struct rematd_request *r, const struct remat_
 
 static enum rematd_handled create(struct rematd_request *r)
 {
-    json_t *body = rq_body_json(r);
+    json_t *body = rematd_req_body_json(r);
     if (!body)
-        return HANDLED;
-    if (rq_reject_unknown(r, body, "", fields) < 0)
-        return HANDLED;
+        return REMATD_HANDLED;
+    if (rematd_req_reject_unknown(r, body, "", fields) < 0)
+        return REMATD_HANDLED;
     json_t *pid = json_object_get(body, "profile_id");
     if (!json_is_string(pid)) {
-        rq_problem(r, 400, "validation", "/profile_id",
-                   "profile_id (a done profile job) is needed");
-        return HANDLED;
+        rematd_req_problem(r, 400, "validation", "/profile_id",
+                           "profile_id (a done profile job) is needed");
+        return REMATD_HANDLED;
     }
     json_t *rep = json_object_get(body, "repeats");
     if (rep &&
         (!json_is_integer(rep) || json_integer_value(rep) < 1 || json_integer_value(rep) > 1000)) {
-        rq_problem(r, 400, "validation", "/repeats", "repeats must be an integer in 1..1000");
-        return HANDLED;
+        rematd_req_problem(r, 400, "validation", "/repeats",
+                           "repeats must be an integer in 1..1000");
+        return REMATD_HANDLED;
     }
     json_t *plan_id = json_object_get(body, "plan_id");
     json_t *cks = json_object_get(body, "checkpoints");
     if (plan_id && cks) {
-        rq_problem(r, 400, "validation", "/checkpoints", "give plan_id or checkpoints, not both");
-        return HANDLED;
+        rematd_req_problem(r, 400, "validation", "/checkpoints",
+                           "give plan_id or checkpoints, not both");
+        return REMATD_HANDLED;
     }
     char status[16];
     json_t *model_spec, *result;
     const char *id = json_string_value(pid);
     if (!rematd_is_id(id)) {
-        rq_problem(r, 400, "validation", "/profile_id",
-                   "ids are 32 lowercase hexadecimal characters");
-        return HANDLED;
+        rematd_req_problem(r, 400, "validation", "/profile_id",
+                           "ids are 32 lowercase hexadecimal characters");
+        return REMATD_HANDLED;
     }
     struct remat_profile *profile = rematd_profile_by_id(r, id, "/profile_id");
     if (!profile)
-        return HANDLED;
+        return REMATD_HANDLED;
     if (rematd_store_job_result(r->srv->store, id, "profile", status, &model_spec, &result) <= 0) {
         remat_profile_free(profile);
-        rq_problem(r, 503, "unavailable", NULL, "the store did not answer");
-        return HANDLED;
+        rematd_req_problem(r, 503, "unavailable", NULL, "the store did not answer");
+        return REMATD_HANDLED;
     }
     json_t *plan = NULL;
     if (plan_id) {
@@ -129,10 +131,11 @@ static enum rematd_handled create(struct rematd_request *r)
                       ? rematd_plan_load(r, json_string_value(plan_id), &pbody)
                       : 0;
         if (got == 0)
-            rq_problem(r, 404, "not-found", "/plan_id", "no plan with this id");
+            rematd_req_problem(r, 404, "not-found", "/plan_id", "no plan with this id");
         else if (got < 0)
-            rq_problem(r, got == -2 ? 500 : 503, got == -2 ? "internal" : "unavailable", "/plan_id",
-                       got == -2 ? "the stored plan cannot be read" : "the store did not answer");
+            rematd_req_problem(
+                r, got == -2 ? 500 : 503, got == -2 ? "internal" : "unavailable", "/plan_id",
+                got == -2 ? "the stored plan cannot be read" : "the store did not answer");
         else
             plan = json_loads(pbody, 0, NULL);
         free(pbody);
@@ -165,24 +168,24 @@ static enum rematd_handled create(struct rematd_request *r)
         json_decref(model_spec);
         json_decref(result);
         if (!r->responded)
-            rq_problem(r, 500, "internal", NULL, "out of memory");
-        return HANDLED;
+            rematd_req_problem(r, 500, "internal", NULL, "out of memory");
+        return REMATD_HANDLED;
     }
     json_t *device = json_object_get(model_spec, "device");
     json_t *spec = json_pack("{s:o, s:o, s:o, s:O, s:I}", "model_spec", model_spec, "profile",
                              result, "plan", plan, "device", device ? device : json_null(),
                              "repeats", rep ? json_integer_value(rep) : (json_int_t)3);
     if (!spec) {
-        rq_problem(r, 500, "internal", NULL, "out of memory");
-        return HANDLED;
+        rematd_req_problem(r, 500, "internal", NULL, "out of memory");
+        return REMATD_HANDLED;
     }
     rematd_queue_job(r, "validation", spec, "/v1/validations/%s");
-    return HANDLED;
+    return REMATD_HANDLED;
 }
 
-const struct remat_route route_validations_create = {.method = "POST",
-                                                     .pattern = "/v1/validations",
-                                                     .name = "validations_create",
-                                                     .auth = AUTH_CLIENT,
-                                                     .idempotent = 1,
-                                                     .handler = create};
+const struct rematd_route rematd_route_validations_create = {.method = "POST",
+                                                             .pattern = "/v1/validations",
+                                                             .name = "validations_create",
+                                                             .auth = REMATD_AUTH_CLIENT,
+                                                             .idempotent = 1,
+                                                             .handler = create};

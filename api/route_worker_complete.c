@@ -14,23 +14,23 @@ static enum rematd_handled complete(struct rematd_request *r)
     static const char *const fields[] = {"lease_id", "result", NULL};
     const char *lease_id = rematd_worker_body(r, fields);
     if (!lease_id)
-        return HANDLED;
+        return REMATD_HANDLED;
     json_t *res = json_object_get(r->json, "result");
     if (!json_is_object(res)) {
-        rq_problem(r, 400, "validation", "/result", "result is an object");
-        return HANDLED;
+        rematd_req_problem(r, 400, "validation", "/result", "result is an object");
+        return REMATD_HANDLED;
     }
     char kind[16];
     if (!rematd_store_job_kind(r->srv->store, r->id, kind)) {
-        rq_problem(r, 404, "not-found", NULL, "no job with id %s", r->id);
-        return HANDLED;
+        rematd_req_problem(r, 404, "not-found", NULL, "no job with id %s", r->id);
+        return REMATD_HANDLED;
     }
     if (strcmp(kind, "profile") == 0) {
         struct remat_error err = {0};
         struct remat_profile *p = remat_profile_from_json(res, "/result", &err);
         if (!p) {
             rematd_answer_remat_error(r, err.code ? err.code : REMAT_EINVAL, &err, NULL);
-            return HANDLED;
+            return REMATD_HANDLED;
         }
         remat_profile_free(p);
     }
@@ -38,11 +38,12 @@ static enum rematd_handled complete(struct rematd_request *r)
     int rc = text ? rematd_store_complete(r->srv->store, r->id, lease_id, text) : -1;
     free(text);
     rematd_worker_answer(r, rc, NULL);
-    return HANDLED;
+    return REMATD_HANDLED;
 }
 
-const struct remat_route route_worker_complete = {.method = "POST",
-                                                  .pattern = "/v1/worker/jobs/{id}/complete",
-                                                  .name = "worker_complete",
-                                                  .auth = AUTH_WORKER,
-                                                  .handler = complete};
+const struct rematd_route rematd_route_worker_complete = {.method = "POST",
+                                                          .pattern =
+                                                              "/v1/worker/jobs/{id}/complete",
+                                                          .name = "worker_complete",
+                                                          .auth = REMATD_AUTH_WORKER,
+                                                          .handler = complete};

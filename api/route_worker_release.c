@@ -9,14 +9,14 @@ static enum rematd_handled release(struct rematd_request *r)
     static const char *const fields[] = {"lease_id", NULL};
     const char *lease_id = rematd_worker_body(r, fields);
     if (!lease_id)
-        return HANDLED;
+        return REMATD_HANDLED;
     int rc = rematd_store_release(r->srv->store, r->id, lease_id);
     rematd_worker_answer(r, rc, NULL);
-    return HANDLED;
+    return REMATD_HANDLED;
 }
 
-const struct remat_route route_worker_release = {.method = "POST",
-                                                 .pattern = "/v1/worker/jobs/{id}/release",
-                                                 .name = "worker_release",
-                                                 .auth = AUTH_WORKER,
-                                                 .handler = release};
+const struct rematd_route rematd_route_worker_release = {.method = "POST",
+                                                         .pattern = "/v1/worker/jobs/{id}/release",
+                                                         .name = "worker_release",
+                                                         .auth = REMATD_AUTH_WORKER,
+                                                         .handler = release};

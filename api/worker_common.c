@@ -7,14 +7,15 @@
 
 const char *rematd_worker_body(struct rematd_request *r, const char *const *allowed)
 {
-    json_t *body = rq_body_json(r);
+    json_t *body = rematd_req_body_json(r);
     if (!body)
         return NULL;
-    if (rq_reject_unknown(r, body, "", allowed) < 0)
+    if (rematd_req_reject_unknown(r, body, "", allowed) < 0)
         return NULL;
     json_t *l = json_object_get(body, "lease_id");
     if (!json_is_string(l) || !rematd_is_id(json_string_value(l))) {
-        rq_problem(r, 400, "validation", "/lease_id", "lease_id (from the lease) is needed");
+        rematd_req_problem(r, 400, "validation", "/lease_id",
+                           "lease_id (from the lease) is needed");
         return NULL;
     }
     return json_string_value(l);
@@ -23,15 +24,16 @@ const char *rematd_worker_body(struct rematd_request *r, const char *const *allo
 void rematd_worker_answer(struct rematd_request *r, int rc, json_t *body)
 {
     if (rc == 0) {
-        rq_json(r, 200, body ? body : json_pack("{s:s}", "status", "ok"));
+        rematd_req_json(r, 200, body ? body : json_pack("{s:s}", "status", "ok"));
         return;
     }
     json_decref(body);
     if (rc == 1)
-        rq_problem(r, 409, "lease-conflict", NULL,
-                   "the lease is stale or expired, or the job is no longer running; abandon it");
+        rematd_req_problem(
+            r, 409, "lease-conflict", NULL,
+            "the lease is stale or expired, or the job is no longer running; abandon it");
     else if (rc == 2)
-        rq_problem(r, 404, "not-found", NULL, "no job with id %s", r->id);
+        rematd_req_problem(r, 404, "not-found", NULL, "no job with id %s", r->id);
     else
-        rq_problem(r, 503, "unavailable", NULL, "the store did not answer");
+        rematd_req_problem(r, 503, "unavailable", NULL, "the store did not answer");
 }

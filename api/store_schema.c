@@ -116,6 +116,7 @@ int rematd__schema_migrate(struct rematd_store *st, char *errbuf, size_t errlen)
             return too_new(v, errbuf, errlen);
         }
         long long from = v;
+        long long tables = query_int(db, "SELECT count(*) FROM sqlite_master");
         for (; v < REMATD_SCHEMA_VERSION; v++)
             if (migrations[v](db) < 0)
                 break;
@@ -123,12 +124,19 @@ int rematd__schema_migrate(struct rematd_store *st, char *errbuf, size_t errlen)
         snprintf(set, sizeof set, "PRAGMA user_version = %d", REMATD_SCHEMA_VERSION);
         if (v != REMATD_SCHEMA_VERSION || rematd__sql_exec(db, set) < 0 ||
             rematd__sql_exec(db, "COMMIT") < 0) {
-            snprintf(errbuf, errlen, "rematd.db: migration %lld failed: %s", v + 1,
-                     sqlite3_errmsg(db));
+            if (v != REMATD_SCHEMA_VERSION)
+                snprintf(errbuf, errlen, "rematd.db: migration %lld failed: %s", v + 1,
+                         sqlite3_errmsg(db));
+            else
+                snprintf(errbuf, errlen, "rematd.db: cannot commit the migrations: %s",
+                         sqlite3_errmsg(db));
             rematd__sql_exec(db, "ROLLBACK");
             return -1;
         }
-        if (from < REMATD_SCHEMA_VERSION)
+        if (tables == 0)
+            rematd_log("info", "store created",
+                       json_pack("{s:i}", "schema_version", REMATD_SCHEMA_VERSION));
+        else if (from < REMATD_SCHEMA_VERSION)
             rematd_log("info", "store migrated",
                        json_pack("{s:I, s:i}", "from_version", (json_int_t)from, "to_version",
                                  REMATD_SCHEMA_VERSION));

@@ -277,10 +277,6 @@ int rematd_count_devices(void);
 extern const unsigned char rematd_openapi_yaml[];
 extern const size_t rematd_openapi_yaml_len;
 
-/* Profile-job spec validation shared by profiles and validations. */
-json_t *rematd_zoo(void); /* new: the GET /v1/models body */
-int rematd_zoo_has(const char *name);
-
 /* ------------------------------------------------------------------------
  * Planning threads (pool.c): one FIFO queue, n threads.
  */

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "jobs_common.h"
+#include "rematx/rematx.h"
 
 static const char *const fields[] = {"model",       "layers", "model_options", "batch_size",
                                      "input_shape", "dtype",  "device",        "warmup",
@@ -173,14 +174,16 @@ static json_t *normalise(struct rematd_request *r, json_t *body)
                            "give exactly one of model (a zoo name) and layers");
         goto bad;
     }
-    int is_gpt = 0;
+    /* The zoo (src/rematx/zoo.c) says which names exist, which options
+     * each takes within which limits, and the default input shape. */
+    const struct rematx_zoo_model *zm = NULL;
     if (model) {
-        if (!json_is_string(model) || !rematd_zoo_has(json_string_value(model))) {
+        zm = json_is_string(model) ? rematx_zoo_find(json_string_value(model)) : NULL;
+        if (!zm) {
             rematd_req_problem(r, 400, "validation", "/model",
                                "model must be a zoo name from GET /v1/models");
             goto bad;
         }
-        is_gpt = strcmp(json_string_value(model), "gpt") == 0;
         json_object_set(spec, "model", model);
     } else {
         if (check_layers(r, layers, "/layers", r->srv->cfg.max_stages) < 0)
@@ -188,31 +191,14 @@ static json_t *normalise(struct rematd_request *r, json_t *body)
         json_object_set(spec, "layers", layers);
     }
     json_t *mo = json_object_get(body, "model_options");
-    if (mo) {
-        static const char *const mo_fields[] = {"d_model", "heads", "layers",
-                                                "seq_len", "vocab", NULL};
-        if (!is_gpt || !json_is_object(mo)) {
-            rematd_req_problem(r, 400, "validation", "/model_options",
-                               "model_options is an object, and only for model gpt");
-            goto bad;
-        }
-        if (rematd_req_reject_unknown(r, mo, "/model_options", mo_fields) < 0)
-            goto bad;
-        const char *k;
-        json_t *v;
-        json_object_foreach(mo, k, v)
-        {
-            if (!json_is_integer(v) || json_integer_value(v) < 1 ||
-                json_integer_value(v) > (1 << 20)) {
-                char p[64];
-                snprintf(p, sizeof p, "/model_options/%s", k);
-                rematd_req_problem(r, 400, "validation", p, "%s must be an integer in 1..%d", k,
-                                   1 << 20);
-                goto bad;
-            }
-        }
-        json_object_set(spec, "model_options", mo);
+    json_int_t values[REMATX_ZOO_MAX_OPTIONS];
+    struct remat_error err = {0};
+    if (rematx_zoo_options(zm, mo, values, &err) != REMAT_OK) {
+        rematd_req_problem(r, 400, "validation", err.pointer, "%s", err.message);
+        goto bad;
     }
+    if (mo)
+        json_object_set(spec, "model_options", mo);
     if (get_int(r, body, "batch_size", 1, 1 << 16, 1, spec) < 0)
         goto bad;
     json_t *shape = json_object_get(body, "input_shape");
@@ -232,12 +218,8 @@ static json_t *normalise(struct rematd_request *r, json_t *body)
     } else if (layers) {
         rematd_req_problem(r, 400, "validation", "/input_shape", "a layer list needs input_shape");
         goto bad;
-    } else if (is_gpt) {
-        json_t *sl = mo ? json_object_get(mo, "seq_len") : NULL;
-        json_object_set_new(spec, "input_shape",
-                            json_pack("[I]", sl ? json_integer_value(sl) : (json_int_t)512));
     } else {
-        json_object_set_new(spec, "input_shape", json_pack("[i,i,i]", 3, 224, 224));
+        json_object_set_new(spec, "input_shape", rematx_zoo_input_shape(zm, values));
     }
     json_t *dt = json_object_get(body, "dtype");
     const char *dtype = dt ? json_string_value(dt) : "fp32";

@@ -111,3 +111,25 @@ tests_test_dynbuf_SOURCES = tests/test_dynbuf.c tests/failalloc.c tests/failallo
 tests_test_dynbuf_CFLAGS = $(CORE_TEST_CFLAGS)
 tests_test_dynbuf_LDADD = $(CORE_TEST_LDADD)
 tests_test_dynbuf_LDFLAGS = -Wl,--wrap=malloc,--wrap=calloc,--wrap=realloc,--wrap=free
+
+# The model zoo rematd and the worker share, against the layer lists and the
+# GET /v1/models body the code before it wrote (tests/data/zoo/).
+check_PROGRAMS += tests/test_zoo
+TESTS += tests/test_zoo
+tests_test_zoo_SOURCES = tests/test_zoo.c tests/failalloc.c tests/failalloc.h
+tests_test_zoo_CFLAGS = $(CORE_TEST_CFLAGS)
+tests_test_zoo_LDADD = $(CORE_TEST_LDADD)
+tests_test_zoo_LDFLAGS = -Wl,--wrap=malloc,--wrap=calloc,--wrap=realloc,--wrap=free
+EXTRA_DIST += \
+	tests/data/zoo/alexnet.json \
+	tests/data/zoo/gpt-1-layer.json \
+	tests/data/zoo/gpt-small.json \
+	tests/data/zoo/gpt.json \
+	tests/data/zoo/models.json \
+	tests/data/zoo/resnet101.json \
+	tests/data/zoo/resnet152.json \
+	tests/data/zoo/resnet18.json \
+	tests/data/zoo/resnet50.json \
+	tests/data/zoo/vgg11.json \
+	tests/data/zoo/vgg16.json \
+	tests/data/zoo/vgg19.json

@@ -1,8 +1,9 @@
 # remat-worker's tests (tests/worker/): end to end against the real rematd on
-# loopback, and the CPU accuracy bound of docs/accuracy.md.  They need
-# libtorch; the GPU script is documentation's, run by hand on a GPU machine.
+# loopback, the CPU accuracy bound of docs/accuracy.md, and how a plan's op
+# list is read and checked.  They need libtorch; the GPU script is
+# documentation's, run by hand on a GPU machine.
 EXTRA_DIST += tests/worker/e2e.py tests/worker/accuracy-ci.sh tests/worker/accuracy.sh \
-	tests/worker/gpu-accuracy.sh tests/worker/compare-timeline.py
+	tests/worker/gpu-accuracy.sh tests/worker/compare-timeline.py tests/worker/plan-check.py
 if HAVE_TORCH
-TESTS += tests/worker/e2e.py tests/worker/accuracy-ci.sh
+TESTS += tests/worker/e2e.py tests/worker/accuracy-ci.sh tests/worker/plan-check.py
 endif

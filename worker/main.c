@@ -13,7 +13,9 @@
  *
  * Local modes for tests and for machines without rematd:
  *   remat-worker --profile-local SPEC.json            prints the profile
- *   remat-worker --validate-local SPEC.json PLAN.json prints the validation
+ *   remat-worker --validate-local SPEC.json PLAN.json prints the validation;
+ *       --profile PROFILE.json checks the plan against the profile it was
+ *       made from, as a validation job from rematd does
  */
 #ifdef HAVE_CONFIG_H
 #include "config.h"
@@ -32,6 +34,7 @@
 #include <curl/curl.h>
 #include <jansson.h>
 
+#include "rematx/rematx.h"
 #include "shim.h"
 
 #define MAX_REPLY_BYTES (16 * 1024 * 1024)
@@ -62,7 +65,7 @@ struct job_state {
     int done; /* the job has finished: the heartbeat thread returns */
     int lost; /* a heartbeat said 409: the job is not ours any more */
     int stage, stages;
-    const char *phase;
+    const char *activity; /* building, measuring, validating (shim.h) */
 };
 
 static void logf_(const char *fmt, ...)
@@ -82,28 +85,12 @@ static void logf_(const char *fmt, ...)
 
 /* ---- HTTP ---- */
 
-struct buf {
-    char *data;
-    size_t len;
-    int over;
-};
-
+/* A reply over MAX_REPLY_BYTES (or out of memory) makes the buffer fail and
+ * curl stop reading: returning less than n aborts the transfer. */
 static size_t on_body(char *ptr, size_t size, size_t nmemb, void *user)
 {
-    struct buf *b = user;
     size_t n = size * nmemb;
-    if (b->over || b->len + n > MAX_REPLY_BYTES) {
-        b->over = 1;
-        return 0;
-    }
-    char *p = realloc(b->data, b->len + n + 1);
-    if (p == NULL)
-        return 0;
-    memcpy(p + b->len, ptr, n);
-    b->len += n;
-    p[b->len] = '\0';
-    b->data = p;
-    return n;
+    return rematx_dyn_addn(user, ptr, n) == 0 ? n : 0;
 }
 
 /* POSTs body (not stolen) to server+path.  Returns the HTTP status, or -1
@@ -131,7 +118,8 @@ static long post(const struct worker *w, const char *path, const json_t *body, j
         snprintf(auth, sizeof auth, "Authorization: Bearer %s", w->token);
         h = curl_slist_append(h, auth);
     }
-    struct buf b = {0};
+    struct rematx_dynbuf b;
+    rematx_dyn_init(&b, MAX_REPLY_BYTES);
     curl_easy_setopt(c, CURLOPT_URL, url);
     curl_easy_setopt(c, CURLOPT_HTTPHEADER, h);
     curl_easy_setopt(c, CURLOPT_POSTFIELDS, text);
@@ -146,11 +134,11 @@ static long post(const struct worker *w, const char *path, const json_t *body, j
         curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &status);
     else
         logf_("POST %s: %s", path, curl_easy_strerror(rc));
-    if (reply != NULL && b.data != NULL && status >= 200 && status < 300)
-        *reply = json_loadb(b.data, b.len, 0, NULL);
+    if (reply != NULL && rematx_dyn_len(&b) > 0 && status >= 200 && status < 300)
+        *reply = json_loadb(rematx_dyn_ptr(&b), rematx_dyn_len(&b), 0, NULL);
     curl_slist_free_all(h);
     curl_easy_cleanup(c);
-    free(b.data);
+    rematx_dyn_free(&b);
     free(text);
     return status;
 }
@@ -172,8 +160,11 @@ static void *heartbeat_main(void *arg)
             ;
         if (js->done)
             break;
+        /* The wire still calls the activity "phase" (openapi.yaml's job
+         * progress, owned by rematd's HTTP side); in remat's code "phase"
+         * is an op index of a schedule (remat.h). */
         json_t *body = json_pack("{s:s, s:{s:i, s:i, s:s}}", "lease_id", js->lease_id, "progress",
-                                 "stage", js->stage, "stages", js->stages, "phase", js->phase);
+                                 "stage", js->stage, "stages", js->stages, "phase", js->activity);
         pthread_mutex_unlock(&js->lock);
         json_t *reply = NULL;
         long st = body != NULL ? post(js->w, path, body, &reply) : -1;
@@ -193,7 +184,7 @@ static void *heartbeat_main(void *arg)
     return NULL;
 }
 
-static int on_progress(void *ctx, int stage, int stages, const char *phase)
+static int on_progress(void *ctx, int stage, int stages, const char *activity)
 {
     struct job_state *js = ctx;
     if (js == NULL)
@@ -201,7 +192,7 @@ static int on_progress(void *ctx, int stage, int stages, const char *phase)
     pthread_mutex_lock(&js->lock);
     js->stage = stage;
     js->stages = stages;
-    js->phase = phase;
+    js->activity = activity;
     int stop = js->lost || stopping;
     pthread_mutex_unlock(&js->lock);
     return stop;
@@ -251,7 +242,7 @@ static void run_job(const struct worker *w, json_t *lease)
         json_is_integer(ls) && json_integer_value(ls) > 0 && json_integer_value(ls) < 86400
             ? (int)json_integer_value(ls)
             : 30;
-    js.phase = "building";
+    js.activity = "building";
     pthread_mutex_init(&js.lock, NULL);
     pthread_cond_init(&js.wake, NULL);
     logf_("job %s: leased (%s, lease %d s)", js.job_id, kind, js.lease_seconds);
@@ -354,8 +345,8 @@ static void usage(FILE *f)
     fputs(
         "usage: remat-worker --server URL [--token T] [--device cpu|cuda:N] [--id NAME] [--once]\n"
         "       remat-worker --profile-local SPEC.json [--device D]\n"
-        "       remat-worker --validate-local SPEC.json PLAN.json [--repeats N] [--warmup N]\n"
-        "                    [--device D]\n"
+        "       remat-worker --validate-local SPEC.json PLAN.json [--profile PROFILE.json]\n"
+        "                    [--repeats N] [--warmup N] [--timeline] [--device D]\n"
         "options: --cpu-limit BYTES  fail CPU jobs as out of memory past this many live bytes\n"
         "env: REMAT_SERVER, REMAT_WORKER_TOKEN, REMAT_DEVICE, REMAT_CPU_LIMIT_BYTES\n",
         f);
@@ -367,7 +358,8 @@ int main(int argc, char **argv)
     w.server = getenv("REMAT_SERVER");
     w.token = getenv("REMAT_WORKER_TOKEN");
     w.device = getenv("REMAT_DEVICE") != NULL ? getenv("REMAT_DEVICE") : "cpu";
-    const char *id = NULL, *profile_spec = NULL, *validate_spec = NULL, *validate_plan = NULL;
+    const char *id = NULL, *profile_spec = NULL, *validate_spec = NULL, *validate_plan = NULL,
+               *validate_profile = NULL;
     const char *limit_env = getenv("REMAT_CPU_LIMIT_BYTES");
     long long cpu_limit = limit_env != NULL ? atoll(limit_env) : -1;
     int once = 0, repeats = 0, warmup = -1, timeline = 0;
@@ -394,6 +386,8 @@ int main(int argc, char **argv)
             warmup = atoi(argv[++i]);
         else if (strcmp(a, "--profile-local") == 0 && more)
             profile_spec = argv[++i];
+        else if (strcmp(a, "--profile") == 0 && more)
+            validate_profile = argv[++i];
         else if (strcmp(a, "--validate-local") == 0 && i + 2 < argc) {
             validate_spec = argv[++i];
             validate_plan = argv[++i];
@@ -447,12 +441,17 @@ int main(int argc, char **argv)
     }
     if (validate_spec != NULL) {
         json_t *spec = load(validate_spec), *plan = load(validate_plan);
-        if (spec == NULL || plan == NULL) {
+        json_t *prof = validate_profile != NULL ? load(validate_profile) : NULL;
+        if (spec == NULL || plan == NULL || (validate_profile != NULL && prof == NULL)) {
             json_decref(spec);
             json_decref(plan);
+            json_decref(prof);
             return 1;
         }
         json_t *job = json_pack("{s:o, s:o}", "model_spec", spec, "plan", plan);
+        /* As rematd sends it: the profile the plan was made from. */
+        if (prof != NULL)
+            json_object_set_new(job, "profile", prof);
         if (repeats > 0)
             json_object_set_new(job, "repeats", json_integer(repeats));
         if (warmup >= 0)

@@ -1,5 +1,6 @@
 /*
- * shim.h - the worker's C view of its libtorch shim (worker/shim.cpp).
+ * shim.h - the worker's C view of its libtorch shim (worker/shim.cpp and
+ * the C++ files behind it, listed in worker/shim_private.h).
  *
  * The C main loop (worker/main.c) speaks HTTP and JSON; everything that
  * touches libtorch sits behind these few calls, so that no C++ type and no
@@ -27,10 +28,10 @@ struct rw_failure {
 };
 
 /* Called between steps with the stage being worked on (1..stages) and the
- * phase ("building", "measuring", "validating").  Returns nonzero to make
- * the running call stop at once (lease lost, SIGTERM): the call then fails
- * with rw_failure.abandoned set. */
-typedef int (*rw_progress_fn)(void *ctx, int stage, int stages, const char *phase);
+ * activity ("building", "measuring", "validating"; static storage).
+ * Returns nonzero to make the running call stop at once (lease lost,
+ * SIGTERM): the call then fails with rw_failure.abandoned set. */
+typedef int (*rw_progress_fn)(void *ctx, int stage, int stages, const char *activity);
 
 /* Opens a device: "cpu" or "cuda:N".  On cpu it installs the counting
  * allocator that every CPU measurement reads; cpu_limit_bytes (0 = none)
@@ -47,7 +48,10 @@ json_t *rw_device_info(void);
 json_t *rw_profile(const json_t *spec, rw_progress_fn progress, void *ctx, struct rw_failure *why);
 
 /* Runs a plan for real: a validation job's spec {model_spec, plan,
- * repeats}.  Returns: new result object (jobs-protocol.md), or NULL. */
+ * profile, repeats, warmup, timeline} (docs/worker.md, "How a plan is
+ * run").  The plan's op list is checked against the profile (when the spec
+ * has none, against the model's stage count) before anything runs.
+ * Returns: new result object (docs/jobs.md), or NULL. */
 json_t *rw_validate(const json_t *spec, rw_progress_fn progress, void *ctx, struct rw_failure *why);
 
 #ifdef __cplusplus

@@ -11,11 +11,14 @@
  *
  * The pieces:
  *  - dynbuf.h: the one bounded growable buffer.
+ *  - zoo.h: the built-in model zoo (GET /v1/models, the profile request's
+ *    checks, and the layer lists remat-worker builds).
  */
 #ifndef REMATX_H
 #define REMATX_H
 
 #include "remat.h"
 #include "rematx/dynbuf.h"
+#include "rematx/zoo.h"
 
 #endif

@@ -120,6 +120,10 @@ post /v1/profiles '{"model":"resnet18","batch_size":1e9}' && problem "batch_size
 post /v1/profiles '{"model":"resnet18","device":"tpu:0"}' && problem "unknown device" 400 validation /device
 post /v1/profiles '{"model":"resnet18","input_shape":[3,-224,224]}' && problem "negative shape" 400 validation /input_shape
 post /v1/profiles '{"model":"resnet18","model_options":{"layers":2}}' && problem "model_options on a CNN" 400 validation /model_options
+post /v1/profiles '{"model":"gpt","model_options":{"layers":10001}}' &&
+    problem "more gpt layers than the zoo allows" 400 validation /model_options/layers
+post /v1/profiles '{"model":"gpt","model_options":{"depth":3}}' &&
+    problem "unknown gpt option" 400 validation /model_options/depth
 post /v1/validations '{"algorithm":"sqrt"}' && problem "validation without profile" 400 validation /profile_id
 
 # Worker routes.

@@ -43,8 +43,8 @@ for model in "$@"; do
         plan="$OUTDIR/$model-$batch.$alg.plan.json"
         res="$OUTDIR/$model-$batch.$alg.result.json"
         "$remat" plan --algorithm "$alg" "$prof" >"$plan"
-        "$worker" --device "$device" --validate-local "$spec" "$plan" --repeats "$REPEATS" \
-            --warmup "${VALIDATE_WARMUP:-$WARMUP}" >"$res"
+        "$worker" --device "$device" --validate-local "$spec" "$plan" --profile "$prof" \
+            --repeats "$REPEATS" --warmup "${VALIDATE_WARMUP:-$WARMUP}" >"$res"
         "$PYTHON" - "$plan" "$res" "$model" "$batch" "$alg" "$t0" "$t1" "${TOLERANCE:-}" <<'EOF' || status=1
 import json, sys
 plan = json.load(open(sys.argv[1]))

@@ -1,0 +1,137 @@
+#!/usr/bin/env python3
+"""The worker runs libremat's op list, and checks it before anything runs.
+
+On a tiny CPU model (remat-worker --validate-local, cli/remat for plans):
+1. A plan's schedule runs op for op: the result counts its ops, and a plan
+   that gives only checkpoints runs libremat's schedule of them.
+2. A malformed plan fails with a reason naming the op: an op spelled any
+   way but the one plans print, an op whose input is not live, a schedule
+   that leaves work undone, a stage out of range, bad checkpoints.
+3. The check comes before the device is touched: under --cpu-limit 1 (any
+   tensor is an out-of-memory) a malformed plan still fails with its own
+   reason, while a good plan fails as out of memory.
+4. A plan checked against a profile of another model is refused.
+"""
+import copy
+import json
+import os
+import subprocess
+import sys
+import tempfile
+
+BUILD = os.environ.get("top_builddir", ".")
+WORKER = os.path.join(BUILD, "worker", "remat-worker")
+REMAT = os.path.join(BUILD, "cli", "remat")
+for prog in (WORKER, REMAT):
+    if not os.access(prog, os.X_OK):
+        print("SKIP: %s is not built" % prog)
+        sys.exit(77)
+
+tmp = tempfile.mkdtemp(prefix="remat-plan-check-")
+env = dict(os.environ)
+# libtorch keeps memory until exit by design: leak reports would be noise.
+env["ASAN_OPTIONS"] = env.get("ASAN_OPTIONS", "") + ":detect_leaks=0"
+failures = []
+
+
+def check(cond, what):
+    print(("ok   " if cond else "FAIL ") + what, flush=True)
+    if not cond:
+        failures.append(what)
+    return cond
+
+
+def write(name, value):
+    path = os.path.join(tmp, name)
+    with open(path, "w") as f:
+        json.dump(value, f)
+    return path
+
+
+def run(args):
+    p = subprocess.run(args, capture_output=True, text=True, env=env)
+    return p.returncode, p.stdout, p.stderr.strip().splitlines()[-1] if p.stderr.strip() else ""
+
+
+SPEC = {"layers": [{"type": "conv2d", "out_channels": 4, "kernel_size": 3, "padding": 1},
+                   {"type": "relu"}, {"type": "conv2d", "out_channels": 4, "kernel_size": 3},
+                   {"type": "relu"}, {"type": "flatten"}, {"type": "linear", "out_features": 10}],
+        "input_shape": [3, 8, 8], "batch_size": 2, "dtype": "fp32", "device": "cpu",
+        "warmup": 0, "repeats": 1}
+spec = write("spec.json", SPEC)
+rc, out, err = run([WORKER, "--profile-local", spec])
+if not check(rc == 0, "the tiny model's profile (%s)" % err):
+    sys.exit(1)
+profile = write("profile.json", json.loads(out))
+rc, out, err = run([REMAT, "plan", "--algorithm", "sqrt", profile])
+check(rc == 0, "remat plan --algorithm sqrt (%s)" % err)
+PLAN = json.loads(out)
+plan = write("plan.json", PLAN)
+
+
+def validate(plan_value, *extra):
+    return run([WORKER, "--validate-local", spec, write("p.json", plan_value), "--repeats", "1",
+                "--warmup", "0"] + list(extra))
+
+
+# 1. The schedule runs as given; checkpoints alone run libremat's schedule.
+rc, out, err = validate(PLAN, "--profile", profile)
+res = json.loads(out) if rc == 0 else {}
+check(rc == 0 and res["n_ops"] == len(PLAN["schedule"]) and res["max_grad_diff"] == 0,
+      "the plan's schedule runs, %d ops, gradients as store-all's (%s)" % (len(PLAN["schedule"]), err))
+only_ck = {k: v for k, v in PLAN.items() if k != "schedule"}
+rc, out, err = validate(only_ck)
+check(rc == 0 and json.loads(out)["n_ops"] == len(PLAN["schedule"]),
+      "a plan of checkpoints alone runs libremat's single-level schedule (%s)" % err)
+
+# 2. Malformed plans name what is wrong.
+def with_schedule(change):
+    p = copy.deepcopy(PLAN)
+    change(p["schedule"])
+    return p
+
+
+def respell(s):
+    s[0]["op"] = "F_CK"
+
+
+def kind_key(s):
+    s[0]["kind"] = s[0].pop("op")
+
+
+def swap(s):
+    s[1], s[2] = s[2], s[1]
+
+
+def stage_range(s):
+    s[0]["stage"] = 7
+
+
+bad = [
+    (with_schedule(respell), 'schedule[0].op "F_CK" is not one of F_none, F_ck, F_all, loss, B'),
+    (with_schedule(kind_key), "schedule[0].op (missing) is not one of"),
+    (dict(PLAN, schedule=[[o["op"], o["stage"]] for o in PLAN["schedule"]]),
+     'schedule[0] must be an object {"op", "stage"}'),
+    (dict(PLAN, schedule={"ops": PLAN["schedule"]}), "schedule must be a non-empty list of ops"),
+    (with_schedule(swap), "the schedule cannot run: op 1 ("),
+    (dict(PLAN, schedule=PLAN["schedule"][:-1]), "the schedule cannot run: the schedule ends"),
+    (with_schedule(stage_range), "schedule[0].stage must be a stage in 1..6"),
+    (dict(only_ck, checkpoints=[3, 2]), "checkpoints must ascend strictly within 1..5"),
+]
+for plan_value, reason in bad:
+    rc, out, err = validate(plan_value)
+    check(rc != 0 and reason in err, "refused: %s (%s)" % (reason, err))
+    # 3. ... before any tensor: one byte of CPU memory is enough to say so.
+    rc, out, err = validate(plan_value, "--cpu-limit", "1")
+    check(rc != 0 and reason in err, "refused before the device is touched: %s" % err)
+rc, out, err = validate(PLAN, "--cpu-limit", "1")
+check(rc != 0 and "out of memory" in err, "a good plan under --cpu-limit 1 runs out of memory: %s" % err)
+
+# 4. A profile of another model.
+other = json.load(open(profile))
+other["stages"] = other["stages"][:-1]
+rc, out, err = validate(PLAN, "--profile", write("other.json", other))
+check(rc != 0 and "profile: 5 stages, but the model has 6" in err, "another model's profile: %s" % err)
+
+print("%d failures" % len(failures))
+sys.exit(1 if failures else 0)

@@ -1,0 +1,149 @@
+/*
+ * measure.cpp - a profile job: every stage measured in turn, warm-ups
+ * first, then each repeat's forward without grad (F_none), forward with grad
+ * (F_all) and backward (B), as docs/worker.md's table says; the result is a
+ * remat.profile/v1 object.
+ */
+#ifdef HAVE_CONFIG_H
+#include "config.h"
+#endif
+
+#include <ATen/ops/randn_like.h>
+#include <c10/core/GradMode.h>
+
+#include <string>
+#include <vector>
+
+#include "shim_private.h"
+
+namespace rw
+{
+
+namespace
+{
+
+struct StageCost {
+    int64_t saved = 0, fwd_tmp = 0, bwd_tmp = 0;
+    double fwd_ms = 0, bwd_ms = 0;
+};
+
+StageCost measure_stage(Model &m, size_t i, const at::Tensor &x, int warmup, int repeats,
+                        const Device &d)
+{
+    StageCost c;
+    std::vector<double> tf, tb;
+    bool input_grad = i > 0 && x.is_floating_point();
+    int64_t in_bytes = input_grad ? x.numel() * (int64_t)x.element_size() : 0;
+    int64_t p_bytes = m.stages[i].param_bytes;
+    Timer timer(d);
+    for (int r = 0; r < warmup + repeats; r++) {
+        bool keep = r >= warmup;
+        clear_grads(m);
+        /* F_none: peak above what is live after (x_i added). */
+        d.sync();
+        d.reset_peak();
+        {
+            c10::NoGradGuard ng;
+            at::Tensor y = run_stage(m, i, x);
+            d.sync();
+            int64_t f = d.peak() - d.current();
+            if (keep)
+                c.fwd_tmp = std::max(c.fwd_tmp, f);
+        }
+        /* F_all: what stays live is x̄_i; the transient is above that. */
+        at::Tensor leaf = input_grad ? x.detach().requires_grad_(true) : x;
+        d.sync();
+        int64_t before = d.current();
+        d.reset_peak();
+        timer.start();
+        at::Tensor y = run_stage(m, i, leaf);
+        double ms = timer.stop_ms();
+        int64_t after = d.current();
+        int64_t pk = d.peak();
+        if (keep) {
+            c.saved = std::max(c.saved, after - before);
+            c.fwd_tmp = std::max(c.fwd_tmp, pk - after);
+            tf.push_back(ms);
+        }
+        if (!y.requires_grad())
+            continue;
+        /* B: the transient above δ_{i-1} and ∂W_i, over what was live. */
+        at::Tensor dy = at::randn_like(y);
+        d.sync();
+        before = d.current();
+        d.reset_peak();
+        timer.start();
+        backward(m, i, y, dy);
+        ms = timer.stop_ms();
+        pk = d.peak();
+        if (keep) {
+            c.bwd_tmp = std::max(c.bwd_tmp, pk - before - in_bytes - p_bytes);
+            tb.push_back(ms);
+        }
+    }
+    clear_grads(m);
+    c.fwd_ms = median(tf);
+    c.bwd_ms = median(tb);
+    return c;
+}
+
+} // namespace
+
+json_t *profile(const json_t *spec, const Progress &progress)
+{
+    const Device &d = the_device();
+    check_device_matches(spec, d);
+    progress(0, 0, "building");
+    Model m = build_model(read_model_spec(spec));
+    int n = (int)m.stages.size();
+    int warmup = (int)jint(spec, "warmup", 2, "warmup");
+    int repeats = (int)jint(spec, "repeats", 5, "repeats");
+    if (warmup < 0 || warmup > 100 || repeats < 1 || repeats > 1000)
+        throw Failure("warmup must be in 0..100 and repeats in 1..1000");
+    place(m, d);
+    at::Tensor x = make_input(m, d);
+    json_t *stages = json_array();
+    try {
+        for (int i = 0; i < n; i++) {
+            progress(i + 1, n, "measuring");
+            StageCost c = measure_stage(m, (size_t)i, x, warmup, repeats, d);
+            /* The output for the next stage, and a check of the inferred shape. */
+            at::Tensor y;
+            {
+                c10::NoGradGuard ng;
+                y = run_stage(m, (size_t)i, x);
+            }
+            Shape got(y.sizes().begin() + 1, y.sizes().end());
+            if (y.size(0) != m.spec.batch || got != m.stages[i].out_shape)
+                throw Failure("layers[" + std::to_string(i) + "] (" + m.stages[i].type +
+                              "): the output shape " + shape_str(got) +
+                              " differs from the inferred " + shape_str(m.stages[i].out_shape));
+            int64_t ob = out_bytes(m, (size_t)i);
+            if (y.numel() * (int64_t)y.element_size() != ob)
+                throw Failure("layers[" + std::to_string(i) +
+                              "]: output bytes differ from the shape");
+            x = y;
+            json_array_append_new(
+                stages, json_pack("{s:s, s:I, s:I, s:I, s:I, s:I, s:f, s:f}", "name",
+                                  m.stages[i].name.c_str(), "out_bytes", (json_int_t)ob,
+                                  "saved_bytes", (json_int_t)std::max(c.saved, ob), "fwd_tmp_bytes",
+                                  (json_int_t)std::max<int64_t>(c.fwd_tmp, 0), "bwd_tmp_bytes",
+                                  (json_int_t)std::max<int64_t>(c.bwd_tmp, 0), "param_bytes",
+                                  (json_int_t)m.stages[i].param_bytes, "fwd_ms", c.fwd_ms, "bwd_ms",
+                                  c.bwd_ms));
+        }
+    } catch (...) {
+        json_decref(stages);
+        throw;
+    }
+    json_t *info = device_info_json(d);
+    json_t *p = json_pack("{s:s, s:s, s:I, s:s, s:I, s:o}", "format", "remat.profile/v1", "model",
+                          m.spec.name.c_str(), "batch_size", (json_int_t)m.spec.batch, "dtype",
+                          m.spec.dtype_name.c_str(), "input_bytes", (json_int_t)input_bytes(m),
+                          "stages", stages);
+    json_object_update(p, info);
+    json_decref(info);
+    return p;
+}
+
+} // namespace rw

@@ -1,0 +1,522 @@
+/*
+ * model.cpp - a model from a spec: the custom modules (residual and
+ * transformer blocks, GPT's embedding), the layer builder that turns a JSON
+ * layer list into stages with their shapes inferred, the zoo's models
+ * expanded into such lists by src/rematx/zoo.c, and running one stage's
+ * forward or backward (docs/worker.md, "Models").
+ *
+ * The only file of the worker that includes libtorch's module headers.
+ */
+#ifdef HAVE_CONFIG_H
+#include "config.h"
+#endif
+
+#include <torch/csrc/autograd/autograd.h>
+#include <torch/nn/module.h>
+#include <torch/nn/modules/activation.h>
+#include <torch/nn/modules/batchnorm.h>
+#include <torch/nn/modules/container/sequential.h>
+#include <torch/nn/modules/conv.h>
+#include <torch/nn/modules/dropout.h>
+#include <torch/nn/modules/embedding.h>
+#include <torch/nn/modules/linear.h>
+#include <torch/nn/modules/normalization.h>
+#include <torch/nn/modules/pooling.h>
+#include <torch/utils.h>
+
+#include <cmath>
+#include <string>
+#include <utility>
+
+#include "rematx/zoo.h"
+#include "shim_private.h"
+
+namespace rw
+{
+
+struct StageNet {
+    torch::nn::Sequential seq;
+};
+
+std::string shape_str(const Shape &s)
+{
+    std::string r = "[";
+    for (size_t i = 0; i < s.size(); i++)
+        r += (i ? "," : "") + std::to_string(s[i]);
+    return r + "]";
+}
+
+int64_t numel(const Shape &s)
+{
+    int64_t n = 1;
+    for (int64_t d : s)
+        n *= d;
+    return n;
+}
+
+namespace
+{
+
+/* ------------------------------------------------------------------------
+ * Custom modules.
+ */
+
+struct ResidualBlockImpl : torch::nn::Module {
+    torch::nn::Sequential body{nullptr}, down{nullptr};
+    ResidualBlockImpl(int64_t in, int64_t planes, int64_t stride, bool bottleneck)
+    {
+        namespace nn = torch::nn;
+        int64_t out = bottleneck ? planes * 4 : planes;
+        body = nn::Sequential();
+        auto relu = [] { return nn::ReLU(nn::ReLUOptions().inplace(true)); };
+        if (bottleneck) {
+            /* torchvision's v1.5 bottleneck: the stride sits on the 3x3. */
+            body->push_back(nn::Conv2d(nn::Conv2dOptions(in, planes, 1).bias(false)));
+            body->push_back(nn::BatchNorm2d(planes));
+            body->push_back(relu());
+            body->push_back(nn::Conv2d(
+                nn::Conv2dOptions(planes, planes, 3).stride(stride).padding(1).bias(false)));
+            body->push_back(nn::BatchNorm2d(planes));
+            body->push_back(relu());
+            body->push_back(nn::Conv2d(nn::Conv2dOptions(planes, out, 1).bias(false)));
+            body->push_back(nn::BatchNorm2d(out));
+        } else {
+            body->push_back(
+                nn::Conv2d(nn::Conv2dOptions(in, planes, 3).stride(stride).padding(1).bias(false)));
+            body->push_back(nn::BatchNorm2d(planes));
+            body->push_back(relu());
+            body->push_back(
+                nn::Conv2d(nn::Conv2dOptions(planes, planes, 3).padding(1).bias(false)));
+            body->push_back(nn::BatchNorm2d(planes));
+        }
+        register_module("body", body);
+        if (stride != 1 || in != out) {
+            down =
+                nn::Sequential(nn::Conv2d(nn::Conv2dOptions(in, out, 1).stride(stride).bias(false)),
+                               nn::BatchNorm2d(out));
+            register_module("down", down);
+        }
+    }
+    torch::Tensor forward(torch::Tensor x)
+    {
+        torch::Tensor y = body->forward(x);
+        /* As torchvision: the sum and the ReLU overwrite the last norm's output. */
+        y.add_(down ? down->forward(x) : x);
+        return y.relu_();
+    }
+};
+TORCH_MODULE(ResidualBlock);
+
+/* A GPT-2 style pre-norm block: causal self-attention and a 4x GELU MLP. */
+struct TransformerBlockImpl : torch::nn::Module {
+    torch::nn::LayerNorm ln1{nullptr}, ln2{nullptr};
+    torch::nn::Linear qkv{nullptr}, proj{nullptr}, fc1{nullptr}, fc2{nullptr};
+    torch::Tensor mask;
+    int64_t heads;
+    TransformerBlockImpl(int64_t d, int64_t h, int64_t seq) : heads(h)
+    {
+        namespace nn = torch::nn;
+        ln1 = register_module("ln1", nn::LayerNorm(nn::LayerNormOptions({d})));
+        qkv = register_module("qkv", nn::Linear(d, 3 * d));
+        proj = register_module("proj", nn::Linear(d, d));
+        ln2 = register_module("ln2", nn::LayerNorm(nn::LayerNormOptions({d})));
+        fc1 = register_module("fc1", nn::Linear(d, 4 * d));
+        fc2 = register_module("fc2", nn::Linear(4 * d, d));
+        mask = register_buffer("mask", torch::ones({seq, seq}, torch::kBool).triu(1));
+    }
+    torch::Tensor forward(torch::Tensor x)
+    {
+        int64_t B = x.size(0), T = x.size(1), D = x.size(2), dh = D / heads;
+        auto p = qkv->forward(ln1->forward(x)).view({B, T, 3, heads, dh}).permute({2, 0, 3, 1, 4});
+        auto q = p[0], k = p[1], v = p[2];
+        auto att = torch::matmul(q, k.transpose(-2, -1)) * (1.0 / std::sqrt((double)dh));
+        att = torch::softmax(att.masked_fill(mask.slice(0, 0, T).slice(1, 0, T), -INFINITY), -1);
+        auto y = torch::matmul(att, v).transpose(1, 2).reshape({B, T, D});
+        x = x + proj->forward(y);
+        return x + fc2->forward(torch::gelu(fc1->forward(ln2->forward(x))));
+    }
+};
+TORCH_MODULE(TransformerBlock);
+
+struct GptEmbeddingImpl : torch::nn::Module {
+    torch::nn::Embedding tok{nullptr};
+    torch::Tensor pos;
+    GptEmbeddingImpl(int64_t vocab, int64_t d, int64_t seq)
+    {
+        tok = register_module("tok", torch::nn::Embedding(vocab, d));
+        pos = register_parameter("pos", torch::randn({seq, d}) * 0.02);
+    }
+    torch::Tensor forward(torch::Tensor ids)
+    {
+        return tok->forward(ids) + pos.slice(0, 0, ids.size(1));
+    }
+};
+TORCH_MODULE(GptEmbedding);
+
+/* ------------------------------------------------------------------------
+ * The layer builder: a JSON layer list to stages.
+ */
+
+/* kernel_size and friends: an integer or a [h, w] pair. */
+std::pair<int64_t, int64_t> jpair(const json_t *o, const char *key, int64_t dflt,
+                                  const std::string &where)
+{
+    const json_t *v = json_object_get(o, key);
+    if (json_is_array(v) && json_array_size(v) == 2 && json_is_integer(json_array_get(v, 0)) &&
+        json_is_integer(json_array_get(v, 1)))
+        return {json_integer_value(json_array_get(v, 0)), json_integer_value(json_array_get(v, 1))};
+    int64_t x = jint(o, key, dflt, where);
+    return {x, x};
+}
+
+void need(bool ok, const std::string &where, const std::string &why)
+{
+    if (!ok)
+        throw Failure(where + ": " + why);
+}
+
+void need_chw(const Shape &s, const std::string &where)
+{
+    need(s.size() == 3, where, "expects a [C,H,W] input, got " + shape_str(s));
+}
+
+int64_t pool_out(int64_t n, int64_t k, int64_t s, int64_t p)
+{
+    return (n + 2 * p - k) / s + 1;
+}
+
+/* Appends one layer to seq and advances the per-sample shape s. */
+void add_layer(torch::nn::Sequential &seq, const json_t *L, Shape &s, const std::string &where,
+               int64_t seq_len_hint)
+{
+    namespace nn = torch::nn;
+    need(json_is_object(L), where, "a layer must be an object");
+    std::string type = jstr(L, "type", "");
+    std::string w = where + " (" + (type.empty() ? "?" : type) + ")";
+    need(!type.empty(), w, "type is missing");
+    if (type == "conv2d") {
+        need_chw(s, w);
+        int64_t out = jint(L, "out_channels", -1, w);
+        auto k = jpair(L, "kernel_size", 3, w), st = jpair(L, "stride", 1, w),
+             pd = jpair(L, "padding", 0, w);
+        need(out > 0 && k.first > 0 && k.second > 0 && st.first > 0 && st.second > 0 &&
+                 pd.first >= 0 && pd.second >= 0,
+             w, "out_channels, kernel_size and stride must be positive, padding not negative");
+        int64_t h = pool_out(s[1], k.first, st.first, pd.first),
+                ww = pool_out(s[2], k.second, st.second, pd.second);
+        need(s[1] + 2 * pd.first >= k.first && s[2] + 2 * pd.second >= k.second && h > 0 && ww > 0,
+             w,
+             "kernel " + std::to_string(k.first) + "x" + std::to_string(k.second) +
+                 " does not fit the input " + shape_str(s));
+        int64_t groups = jint(L, "groups", 1, w);
+        need(groups > 0 && s[0] % groups == 0 && out % groups == 0, w,
+             "groups must divide the input channels " + std::to_string(s[0]) +
+                 " and out_channels " + std::to_string(out));
+        bool bias = !json_is_false(json_object_get(L, "bias"));
+        seq->push_back(nn::Conv2d(nn::Conv2dOptions(s[0], out, {k.first, k.second})
+                                      .stride({st.first, st.second})
+                                      .padding({pd.first, pd.second})
+                                      .groups(groups)
+                                      .bias(bias)));
+        s = {out, h, ww};
+    } else if (type == "batchnorm2d") {
+        need_chw(s, w);
+        seq->push_back(nn::BatchNorm2d(s[0]));
+    } else if (type == "relu") {
+        seq->push_back(nn::ReLU());
+    } else if (type == "flatten") {
+        seq->push_back(nn::Flatten());
+        s = {numel(s)};
+    } else if (type == "dropout") {
+        const json_t *p = json_object_get(L, "p");
+        double pv = json_is_number(p) ? json_number_value(p) : 0.5;
+        need(pv >= 0 && pv <= 1, w, "p must be in [0, 1]");
+        seq->push_back(nn::Dropout(pv));
+    } else if (type == "maxpool2d" || type == "avgpool2d") {
+        need_chw(s, w);
+        auto k = jpair(L, "kernel_size", 2, w);
+        auto st = jpair(L, "stride", k.first, w), pd = jpair(L, "padding", 0, w);
+        need(k.first > 0 && k.second > 0 && st.first > 0 && st.second > 0 && pd.first >= 0 &&
+                 pd.second >= 0 && 2 * pd.first <= k.first && 2 * pd.second <= k.second,
+             w, "kernel_size and stride must be positive, padding at most half the kernel");
+        int64_t h = pool_out(s[1], k.first, st.first, pd.first),
+                ww = pool_out(s[2], k.second, st.second, pd.second);
+        need(s[1] + 2 * pd.first >= k.first && s[2] + 2 * pd.second >= k.second && h > 0 && ww > 0,
+             w,
+             "kernel " + std::to_string(k.first) + "x" + std::to_string(k.second) +
+                 " does not fit the input " + shape_str(s));
+        if (type == "maxpool2d")
+            seq->push_back(nn::MaxPool2d(nn::MaxPool2dOptions({k.first, k.second})
+                                             .stride({st.first, st.second})
+                                             .padding({pd.first, pd.second})));
+        else
+            seq->push_back(nn::AvgPool2d(nn::AvgPool2dOptions({k.first, k.second})
+                                             .stride({st.first, st.second})
+                                             .padding({pd.first, pd.second})));
+        s = {s[0], h, ww};
+    } else if (type == "adaptive_avgpool2d") {
+        need_chw(s, w);
+        auto o = jpair(L, "output_size", 1, w);
+        need(o.first > 0 && o.second > 0, w, "output_size must be positive");
+        seq->push_back(nn::AdaptiveAvgPool2d(nn::AdaptiveAvgPool2dOptions({o.first, o.second})));
+        s = {s[0], o.first, o.second};
+    } else if (type == "linear") {
+        need(!s.empty(), w, "expects an input with a feature dimension");
+        int64_t out = jint(L, "out_features", -1, w);
+        need(out > 0, w, "out_features must be positive");
+        if (json_is_integer(json_object_get(L, "in_features")))
+            need(jint(L, "in_features", 0, w) == s.back(), w,
+                 "in_features " + std::to_string(jint(L, "in_features", 0, w)) +
+                     " does not match the input " + shape_str(s));
+        bool bias = !json_is_false(json_object_get(L, "bias"));
+        seq->push_back(nn::Linear(nn::LinearOptions(s.back(), out).bias(bias)));
+        s.back() = out;
+    } else if (type == "residual_block") {
+        need_chw(s, w);
+        std::string v = jstr(L, "variant", "basic");
+        need(v == "basic" || v == "bottleneck", w, "variant must be \"basic\" or \"bottleneck\"");
+        int64_t planes = jint(L, "planes", -1, w), stride = jint(L, "stride", 1, w);
+        need(planes > 0 && stride > 0, w, "planes and stride must be positive");
+        int64_t out = v == "bottleneck" ? 4 * planes : planes;
+        seq->push_back(ResidualBlock(s[0], planes, stride, v == "bottleneck"));
+        s = {out, (s[1] - 1) / stride + 1, (s[2] - 1) / stride + 1};
+    } else if (type == "transformer_block") {
+        need(s.size() == 2, w, "expects a [seq, d_model] input, got " + shape_str(s));
+        int64_t d = jint(L, "d_model", s[1], w), h = jint(L, "heads", 8, w);
+        need(d == s[1], w,
+             "d_model " + std::to_string(d) + " does not match the input " + shape_str(s));
+        need(h > 0 && d % h == 0, w, "heads must divide d_model");
+        seq->push_back(TransformerBlock(d, h, s[0]));
+    } else if (type == "gpt_embedding") {
+        /* No defaults here: the zoo's gpt (src/rematx/zoo.c) writes both. */
+        need(s.size() == 1, w, "expects [seq_len] token ids, got " + shape_str(s));
+        int64_t vocab = jint(L, "vocab", -1, w), d = jint(L, "d_model", -1, w);
+        need(vocab > 0 && d > 0, w, "vocab and d_model must be positive");
+        seq->push_back(GptEmbedding(vocab, d, std::max(s[0], seq_len_hint)));
+        s = {s[0], d};
+    } else if (type == "layernorm") {
+        need(!s.empty(), w, "expects an input with a feature dimension");
+        seq->push_back(nn::LayerNorm(nn::LayerNormOptions({s.back()})));
+    } else if (type == "sequential") {
+        const json_t *inner = json_object_get(L, "layers");
+        need(json_is_array(inner) && json_array_size(inner) > 0, w,
+             "layers must be a non-empty list");
+        for (size_t k = 0; k < json_array_size(inner); k++)
+            add_layer(seq, json_array_get(inner, k), s,
+                      where + ".layers[" + std::to_string(k) + "]", seq_len_hint);
+    } else {
+        throw Failure(w + ": unknown layer type");
+    }
+}
+
+/* A zoo model's layer list (new), its options checked as rematd checks them. */
+json_t *zoo_layers(const std::string &name, const json_t *options, json_t **input_shape)
+{
+    const struct rematx_zoo_model *zm = rematx_zoo_find(name.c_str());
+    if (zm == nullptr) {
+        std::string names;
+        for (size_t i = 0; i < rematx_zoo_count(); i++)
+            names += std::string(i ? ", " : "") + rematx_zoo_at(i)->name;
+        throw Failure("model: unknown zoo model \"" + name + "\" (" + names + ")");
+    }
+    json_int_t values[REMATX_ZOO_MAX_OPTIONS];
+    struct remat_error err = {};
+    if (rematx_zoo_options(zm, options, values, &err) != REMAT_OK)
+        throw Failure(std::string("model_options: ") + err.message);
+    json_t *layers = rematx_zoo_layers(zm, values);
+    *input_shape = rematx_zoo_input_shape(zm, values);
+    if (layers == nullptr || *input_shape == nullptr) {
+        json_decref(layers);
+        json_decref(*input_shape);
+        throw std::bad_alloc();
+    }
+    return layers;
+}
+
+c10::ScalarType parse_dtype(const std::string &s)
+{
+    if (s == "fp32" || s == "float32")
+        return c10::kFloat;
+    if (s == "fp16" || s == "float16")
+        return c10::kHalf;
+    if (s == "bf16" || s == "bfloat16")
+        return c10::kBFloat16;
+    throw Failure("dtype: \"" + s + "\" is not one of fp32, fp16, bf16");
+}
+
+int64_t param_bytes(const torch::nn::Module &m)
+{
+    int64_t b = 0;
+    for (const auto &p : m.parameters())
+        b += p.numel() * (int64_t)p.element_size();
+    return b;
+}
+
+int64_t elem_size(c10::ScalarType t)
+{
+    return (int64_t)c10::elementSize(t);
+}
+
+} // namespace
+
+ModelSpec read_model_spec(const json_t *spec)
+{
+    if (!json_is_object(spec))
+        throw Failure("spec must be an object");
+    ModelSpec m;
+    const json_t *layers = json_object_get(spec, "layers");
+    std::string zoo = jstr(spec, "model", "");
+    if (!zoo.empty() && layers != nullptr)
+        throw Failure("spec: give either model or layers, not both");
+    std::shared_ptr<json_t> zoo_shape;
+    if (!zoo.empty()) {
+        json_t *shape = nullptr;
+        json_t *ls = zoo_layers(zoo, json_object_get(spec, "model_options"), &shape);
+        m.layers.reset(ls, json_decref);
+        zoo_shape.reset(shape, json_decref);
+        m.name = zoo;
+    } else {
+        if (!json_is_array(layers) || json_array_size(layers) == 0)
+            throw Failure("spec: layers must be a non-empty list (or give a zoo model)");
+        m.layers.reset(json_incref(const_cast<json_t *>(layers)), json_decref);
+        m.name = jstr(spec, "name", "layers");
+    }
+    m.batch = jint(spec, "batch_size", 1, "batch_size");
+    if (m.batch <= 0 || m.batch > (1 << 20))
+        throw Failure("batch_size must be in 1..2^20");
+    m.dtype_name = jstr(spec, "dtype", "fp32");
+    m.dtype = parse_dtype(m.dtype_name);
+    const json_t *first = json_array_get(m.layers.get(), 0);
+    m.token_input = jstr(first, "type", "") == "gpt_embedding";
+    if (m.token_input)
+        m.vocab = jint(first, "vocab", -1, "layers[0]");
+    const json_t *is = json_object_get(spec, "input_shape");
+    if (is == nullptr || json_is_null(is)) {
+        /* The zoo's default, as rematd fills it in; a layer list has none. */
+        if (zoo_shape == nullptr)
+            throw Failure("input_shape: a layer list needs input_shape");
+        is = zoo_shape.get();
+    }
+    if (!json_is_array(is) || json_array_size(is) == 0 || json_array_size(is) > 8)
+        throw Failure("input_shape must be a list of 1 to 8 positive integers");
+    for (size_t i = 0; i < json_array_size(is); i++) {
+        const json_t *d = json_array_get(is, i);
+        if (!json_is_integer(d) || json_integer_value(d) <= 0)
+            throw Failure("input_shape must be a list of 1 to 8 positive integers");
+        m.input_shape.push_back(json_integer_value(d));
+    }
+    return m;
+}
+
+Model build_model(const ModelSpec &spec)
+{
+    Model m;
+    m.spec = spec;
+    Shape s = spec.input_shape;
+    const json_t *layers = spec.layers.get();
+    for (size_t i = 0; i < json_array_size(layers); i++) {
+        const json_t *L = json_array_get(layers, i);
+        Stage st;
+        st.type = jstr(L, "type", "?");
+        st.name = jstr(L, "name", "");
+        if (st.name.empty())
+            st.name = st.type + std::to_string(i + 1);
+        st.in_shape = s;
+        st.net = std::make_shared<StageNet>();
+        add_layer(st.net->seq, L, s, "layers[" + std::to_string(i) + "]", spec.input_shape[0]);
+        st.out_shape = s;
+        for (int64_t d : s)
+            if (d <= 0)
+                throw Failure("layers[" + std::to_string(i) + "] (" + st.type +
+                              "): the output shape " + shape_str(s) + " is empty");
+        m.stages.push_back(std::move(st));
+    }
+    return m;
+}
+
+/* Integer buffers (BatchNorm's counter, the attention mask) keep their dtype. */
+void place(Model &m, const Device &d)
+{
+    for (auto &st : m.stages) {
+        torch::nn::Sequential &seq = st.net->seq;
+        for (auto &p : seq->parameters())
+            p.set_data(p.detach().to(d.dev, m.spec.dtype));
+        for (auto &b : seq->buffers())
+            b.set_data(b.is_floating_point() ? b.to(d.dev, m.spec.dtype) : b.to(d.dev));
+        seq->train();
+        st.param_bytes = param_bytes(*seq);
+    }
+}
+
+at::Tensor make_input(const Model &m, const Device &d)
+{
+    std::vector<int64_t> shape = {m.spec.batch};
+    shape.insert(shape.end(), m.spec.input_shape.begin(), m.spec.input_shape.end());
+    torch::manual_seed(12345);
+    if (m.spec.token_input)
+        return torch::randint(0, m.spec.vocab, shape, torch::TensorOptions().dtype(torch::kLong))
+            .to(d.dev);
+    return torch::randn(shape, torch::TensorOptions().dtype(m.spec.dtype).device(d.dev));
+}
+
+int64_t input_bytes(const Model &m)
+{
+    return m.spec.batch * numel(m.spec.input_shape) *
+           (m.spec.token_input ? 8 : elem_size(m.spec.dtype));
+}
+
+int64_t out_bytes(const Model &m, size_t i)
+{
+    return m.spec.batch * numel(m.stages[i].out_shape) * elem_size(m.spec.dtype);
+}
+
+at::Tensor run_stage(Model &m, size_t i, const at::Tensor &x)
+{
+    torch::manual_seed(1000 + (uint64_t)i);
+    torch::Tensor y;
+    try {
+        y = m.stages[i].net->seq->forward(x);
+    } catch (const c10::Error &e) {
+        std::string msg = first_line(e.what_without_backtrace());
+        if (is_oom(msg))
+            throw Failure("device out of memory in the forward of stage " + std::to_string(i + 1) +
+                          " (" + m.stages[i].name + "): " + msg);
+        throw Failure("stage " + std::to_string(i + 1) + " (layers[" + std::to_string(i) + "], " +
+                      m.stages[i].type + ") failed with dtype " + m.spec.dtype_name + ": " + msg);
+    }
+    if (y.defined() && x.defined() && y.storage().is_alias_of(x.storage()))
+        y = y.clone();
+    return y;
+}
+
+void backward(Model &m, size_t i, const at::Tensor &y, const at::Tensor &dy)
+{
+    try {
+        torch::autograd::backward({y}, {dy});
+    } catch (const c10::Error &e) {
+        std::string msg = first_line(e.what_without_backtrace());
+        if (is_oom(msg))
+            throw Failure("device out of memory in the backward of stage " + std::to_string(i + 1) +
+                          " (" + m.stages[i].name + "): " + msg);
+        throw Failure("backward of stage " + std::to_string(i + 1) + " (" + m.stages[i].type +
+                      ") failed with dtype " + m.spec.dtype_name + ": " + msg);
+    }
+}
+
+void clear_grads(Model &m)
+{
+    for (auto &st : m.stages)
+        for (auto &p : st.net->seq->parameters())
+            p.mutable_grad() = torch::Tensor();
+}
+
+std::vector<at::Tensor> grads(Model &m)
+{
+    std::vector<at::Tensor> g;
+    for (auto &st : m.stages)
+        for (auto &p : st.net->seq->parameters())
+            g.push_back(p.grad().defined() ? p.grad().detach().clone() : torch::Tensor());
+    return g;
+}
+
+} // namespace rw

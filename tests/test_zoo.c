@@ -1,6 +1,7 @@
 /* test_zoo - the model zoo of src/rematx/zoo.h: every zoo model's layer list
  * byte for byte as the worker's own C++ zoo wrote it before the zoo moved
- * into rematx (tests/data/zoo/, made once by that code), GET /v1/models
+ * into rematx (tests/data/zoo/, made once by that code; VGG's since without
+ * the two stray dropouts of its features, docs/worker.md), GET /v1/models
  * byte for byte as rematd answered it then, the checks of model_options,
  * the default input shapes, and out-of-memory at every allocation. */
 #include <setjmp.h>

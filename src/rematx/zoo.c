@@ -345,13 +345,6 @@ static void vgg_layers(struct layers *ls, int variant)
             n++;
             put(ls, conv(width[b], 3, 1, 1, 1), "conv%d", n);
             put(ls, simple("relu"), "relu%d", n);
-            /* Kept as the worker has always built VGG (its C++ zoo put a
-             * dropout after every layer named relu6 or relu7, and the
-             * features have those names too): torchvision's VGG has no
-             * dropout here.  Profiles measured so far, docs/accuracy.md's
-             * among them, have these two stages. */
-            if (n == 6 || n == 7)
-                put(ls, dropout(), "drop%d", n);
         }
         put(ls, maxpool(2, 2, 0), "pool%d", b + 1);
     }

@@ -23,6 +23,7 @@
 #include <strings.h>
 
 #include "rematd.h"
+#include "store.h"
 
 extern const struct rematd_route rematd_route_healthz, rematd_route_readyz, rematd_route_openapi,
     rematd_route_metrics, rematd_route_models, rematd_route_plans_create, rematd_route_plans_get,
@@ -68,7 +69,6 @@ static const struct {
     {"limit-exceeded", "Limit exceeded"},
     {"invalid-idempotency-key", "Invalid Idempotency-Key"},
     {"idempotency-key-reused", "Idempotency-Key reused with a different body"},
-    {"idempotency-key-in-use", "Idempotency-Key in use"},
     {"unsupported", "Not supported"},
     {"infeasible", "No plan fits the budget"},
     {"job-not-ready", "Job not done"},
@@ -101,6 +101,7 @@ static void rematd_req_free(struct rematd_request *r)
         free(r->plan_write->options);
         free(r->plan_write->body);
         free(r->plan_write->record);
+        rematd_idem_clear(&r->plan_write->existing);
         free(r->plan_write);
     }
     free(r->problem_type);
@@ -520,6 +521,37 @@ int rematd_req_reject_unknown(struct rematd_request *r, json_t *obj, const char 
     return 0;
 }
 
+static void created(struct rematd_request *r, const char *id, char *body, size_t len, int replayed)
+{
+    char loc[sizeof r->path + REMATD_ID_LEN + 2];
+    snprintf(loc, sizeof loc, "%s/%s", r->route->pattern, id);
+    rematd_req_header(r, "Location", loc);
+    if (replayed)
+        rematd_req_header(r, "Idempotent-Replayed", "true");
+    /* A queued job: when to look again, as GET of a queued job says. */
+    if (r->route->created_status == 202)
+        rematd_req_header(r, "Retry-After", "2");
+    rematd_req_text(r, r->route->created_status, "application/json", body, len, 0);
+}
+
+void rematd_req_created(struct rematd_request *r, const char *id, char *body, size_t len)
+{
+    created(r, id, body, len, 0);
+}
+
+void rematd_req_replay(struct rematd_request *r, struct rematd_idem *rec)
+{
+    if (strcmp(rec->body_hash, r->body_hash) != 0) {
+        rematd_req_problem(r, 422, "idempotency-key-reused", NULL,
+                           "this Idempotency-Key was first used with a different body");
+        rematd_idem_clear(rec);
+        return;
+    }
+    char *b = rec->body;
+    rec->body = NULL;
+    created(r, rec->resource_id, b, strlen(b), 1);
+}
+
 int rematd_req_idempotency_check(struct rematd_request *r)
 {
     const char *key = rematd_req_header_in(r, "Idempotency-Key");
@@ -537,25 +569,14 @@ int rematd_req_idempotency_check(struct rematd_request *r)
     r->idem_key = key;
     rematd_sha256_hex(r->body ? r->body : "", r->body_len, r->body_hash);
     struct rematd_idem rec;
-    int got = rematd_store_idem_get(r->srv->store, r->route->name, key, &rec);
-    if (got < 0) {
-        rematd_req_problem(r, 503, "unavailable", NULL, "the store did not answer");
-        return 1;
-    }
-    if (got == 0)
+    enum rematd_store_result got =
+        rematd_store_get_idempotency(r->srv->store, r->route->name, key, &rec);
+    if (got == REMATD_STORE_NOT_FOUND)
         return 0;
-    if (strcmp(rec.body_hash, r->body_hash) != 0) {
-        rematd_req_problem(r, 422, "idempotency-key-reused", NULL,
-                           "this Idempotency-Key was first used with a different body");
-    } else {
-        if (rec.location && *rec.location)
-            rematd_req_header(r, "Location", rec.location);
-        rematd_req_header(r, "Idempotent-Replayed", "true");
-        char *b = rec.body;
-        rec.body = NULL;
-        rematd_req_text(r, rec.status, "application/json", b, strlen(b), 0);
-    }
-    rematd_idem_clear(&rec);
+    if (got != REMATD_STORE_OK)
+        rematd_req_problem(r, 503, "unavailable", NULL, "the store did not answer");
+    else
+        rematd_req_replay(r, &rec);
     return 1;
 }
 
@@ -566,7 +587,7 @@ static void dispatch(struct rematd_request *r)
                            "the body is larger than the limit of %zu bytes", r->body_limit);
         return;
     }
-    if (r->route->idempotent && rematd_req_idempotency_check(r))
+    if (r->route->created_status && rematd_req_idempotency_check(r))
         return;
     if (r->route->handler(r) == REMATD_SUSPENDED)
         return;

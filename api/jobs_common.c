@@ -1,4 +1,6 @@
-/* jobs_common.c - queueing and reading jobs for the client routes. */
+/* jobs_common.c - queueing and reading jobs for the client routes: the
+ * job as the API shows it (with its link) is made here from what the
+ * store returns. */
 #include "config.h"
 
 #include <stdio.h>
@@ -21,65 +23,107 @@ int rematd_device_ok(const char *d)
     return 1;
 }
 
-void rematd_queue_job(struct rematd_request *r, const char *kind, json_t *spec,
-                      const char *location_fmt)
+/* Where a job of this kind is read: its route's collection. */
+static const char *collection(const char *kind)
+{
+    return strcmp(kind, "profile") == 0 ? "/v1/profiles" : "/v1/validations";
+}
+
+static json_t *parse_text(const char *t)
+{
+    return t ? json_loads(t, 0, NULL) : NULL;
+}
+
+json_t *rematd_job_view(const struct rematd_job *j)
+{
+    char created[32], updated[32], self[64];
+    rematd_rfc3339(j->created_at, created);
+    rematd_rfc3339(j->updated_at, updated);
+    snprintf(self, sizeof self, "%s/%s", collection(j->kind), j->id);
+    json_t *v =
+        json_pack("{s:s, s:s, s:s, s:i, s:s, s:s, s:o*, s:o, s:{s:s}}", "id", j->id, "kind",
+                  j->kind, "status", j->status, "attempts", j->attempts, "created_at", created,
+                  "updated_at", updated, "spec", parse_text(j->spec), "progress",
+                  j->progress ? parse_text(j->progress) : json_null(), "links", "self", self);
+    if (v && strcmp(j->status, "done") == 0) {
+        json_t *res = parse_text(j->result);
+        json_object_set_new(v, strcmp(j->kind, "profile") == 0 ? "profile" : "result",
+                            res ? res : json_null());
+    }
+    if (v && strcmp(j->status, "failed") == 0 && j->reason)
+        json_object_set_new(v, "error", json_string(j->reason));
+    if (v && strcmp(j->status, "running") == 0) {
+        char le[32];
+        rematd_rfc3339(j->lease_expires_at, le);
+        json_object_set_new(v, "lease_expires_at", json_string(le));
+    }
+    return v;
+}
+
+void rematd_queue_job(struct rematd_request *r, const char *kind, json_t *spec)
 {
     char *text = json_dumps(spec, JSON_COMPACT);
+    const char *device = json_string_value(json_object_get(spec, "device"));
+    /* The answer is the job as GET will show it now: made here, before the
+     * job is stored, since with an Idempotency-Key it is stored with it. */
+    struct rematd_job j = {.attempts = 0, .spec = text};
+    rematd_new_id(j.id);
+    snprintf(j.kind, sizeof j.kind, "%s", kind);
+    snprintf(j.status, sizeof j.status, "queued");
+    j.created_at = j.updated_at = rematd_now();
+    json_t *view = text ? rematd_job_view(&j) : NULL;
+    char *answer = view ? json_dumps(view, JSON_COMPACT) : NULL;
+    json_decref(view);
     struct rematd_job_new job = {
+        .id = j.id,
+        .created_at = j.created_at,
         .kind = kind,
-        .device = json_string_value(json_object_get(spec, "device")),
+        .device = device ? device : "cpu",
         .spec = text,
-        .idem_scope = r->route->name,
         .idem_key = r->idem_key,
+        .idem_scope = r->route->name,
         .body_hash = r->body_hash,
-        .location_fmt = location_fmt,
+        .body = answer,
     };
-    if (!job.device)
-        job.device = "cpu";
-    char id[REMATD_ID_LEN + 1];
-    json_t *resp = NULL;
-    int rc = text ? rematd_store_create_job(r->srv->store, &job, id, &resp) : -1;
+    struct rematd_idem existing;
+    enum rematd_store_result rc =
+        answer ? rematd_store_create_job(r->srv->store, &job, &existing) : REMATD_STORE_ERROR;
     free(text);
     json_decref(spec);
-    if (rc < 0) {
+    if (rc == REMATD_STORE_OK) {
+        rematd_req_created(r, j.id, answer, strlen(answer));
+        return;
+    }
+    free(answer);
+    if (rc == REMATD_STORE_CONFLICT)
+        rematd_req_replay(r, &existing); /* recorded meanwhile by another request */
+    else
         rematd_req_problem(r, 503, "unavailable", NULL, "the job could not be stored");
-        return;
-    }
-    if (rc == 1) {
-        /* Another request with this key committed between our check and our
-         * write: answer as a replay of it (or 422 when the bodies differ). */
-        if (strcmp(json_string_value(json_object_get(resp, "body_hash")), r->body_hash) != 0) {
-            rematd_req_problem(r, 422, "idempotency-key-reused", NULL,
-                               "this Idempotency-Key was first used with a different body");
-        } else {
-            const char *loc = json_string_value(json_object_get(resp, "location"));
-            if (loc)
-                rematd_req_header(r, "Location", loc);
-            rematd_req_header(r, "Idempotent-Replayed", "true");
-            const char *b = json_string_value(json_object_get(resp, "body"));
-            rematd_req_text(r, (int)json_integer_value(json_object_get(resp, "status")),
-                            "application/json", strdup(b), strlen(b), 0);
-        }
-        json_decref(resp);
-        return;
-    }
-    char loc[96];
-    snprintf(loc, sizeof loc, location_fmt, id);
-    rematd_req_header(r, "Location", loc);
-    rematd_req_header(r, "Retry-After", "2");
-    rematd_req_json(r, 202, resp);
 }
 
 enum rematd_handled rematd_get_job(struct rematd_request *r, const char *kind)
 {
-    json_t *j = rematd_store_get_job(r->srv->store, r->id, kind);
-    if (!j) {
+    struct rematd_job j;
+    enum rematd_store_result got = rematd_store_get_job(r->srv->store, r->id, &j);
+    if (got == REMATD_STORE_ERROR) {
+        rematd_req_problem(r, 503, "unavailable", NULL, "the store did not answer");
+        return REMATD_HANDLED;
+    }
+    if (got != REMATD_STORE_OK || strcmp(j.kind, kind) != 0) {
+        if (got == REMATD_STORE_OK)
+            rematd_job_clear(&j);
         rematd_req_problem(r, 404, "not-found", NULL, "no %s job with id %s", kind, r->id);
         return REMATD_HANDLED;
     }
-    const char *st = json_string_value(json_object_get(j, "status"));
-    if (st && (strcmp(st, "queued") == 0 || strcmp(st, "running") == 0))
+    json_t *v = rematd_job_view(&j);
+    int pending = strcmp(j.status, "queued") == 0 || strcmp(j.status, "running") == 0;
+    rematd_job_clear(&j);
+    if (!v) {
+        rematd_req_problem(r, 500, "internal", NULL, "the stored job cannot be shown");
+        return REMATD_HANDLED;
+    }
+    if (pending)
         rematd_req_header(r, "Retry-After", "2");
-    rematd_req_json(r, 200, j);
+    rematd_req_json(r, 200, v);
     return REMATD_HANDLED;
 }

@@ -3,13 +3,16 @@
 #define REMATD_JOBS_COMMON_H
 
 #include "rematd.h"
+#include "store.h"
 
 /* "cpu", "cuda" or "cuda:N". */
 int rematd_device_ok(const char *device);
 /* Stores a queued job with spec (stolen) and answers 202 + Location, or a
- * replay when the Idempotency-Key was taken meanwhile. */
-void rematd_queue_job(struct rematd_request *r, const char *kind, json_t *spec,
-                      const char *location_fmt);
+ * replay when the Idempotency-Key was recorded meanwhile. */
+void rematd_queue_job(struct rematd_request *r, const char *kind, json_t *spec);
+/* The job as GET /v1/profiles/{id} or /v1/validations/{id} shows it, with
+ * its link: new, or NULL (no memory). */
+json_t *rematd_job_view(const struct rematd_job *j);
 /* GET of a job of one kind. */
 enum rematd_handled rematd_get_job(struct rematd_request *r, const char *kind);
 

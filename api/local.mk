@@ -1,9 +1,11 @@
 # rematd, the HTTP planning service: one api/route_*.c per route (tmux
-# style), each exporting one const struct remat_route; http.c holds the
+# style), each exporting one const struct rematd_route; http.c holds the
 # table.  openapi.yaml is embedded at build time as a generated C array.
 bin_PROGRAMS += api/rematd
 api_rematd_SOURCES = \
-	api/rematd.h api/main.c api/config.c api/http.c api/util.c api/store.c \
+	api/rematd.h api/main.c api/config.c api/http.c api/util.c \
+	api/store.h api/store_sqlite.h api/store.c api/store_schema.c api/store_writer.c \
+	api/store_plans.c api/store_jobs.c api/store_idem.c \
 	api/metrics.c api/svg.c api/supervise.c api/pool.c \
 	api/plan_common.h api/plan_common.c api/plan_codec.h api/plan_codec.c api/jobs_common.h api/jobs_common.c \
 	api/worker_common.h api/worker_common.c \

@@ -33,6 +33,7 @@
 #include <unistd.h>
 
 #include "rematd.h"
+#include "store.h"
 
 static int sig_pipe[2] = {-1, -1};
 

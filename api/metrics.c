@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "rematd.h"
+#include "store.h"
 
 #define MAX_ROUTES 32
 #define N_BUCKETS 12
@@ -111,14 +112,12 @@ char *rematd_metrics_render(struct rematd_server *srv, size_t *len)
             total);
     }
     put(&o, "# HELP remat_jobs Jobs in the store, by state.\n# TYPE remat_jobs gauge\n");
-    json_t *jc = rematd_store_job_counts(srv->store);
-    const char *k;
-    json_t *v;
-    json_object_foreach(jc, k, v)
-    {
-        put(&o, "remat_jobs{state=\"%s\"} %lld\n", k, (long long)json_integer_value(v));
-    }
-    json_decref(jc);
+    struct rematd_job_counts jc;
+    rematd_store_count_jobs(srv->store, &jc); /* all zero when the store does not answer */
+    put(&o,
+        "remat_jobs{state=\"queued\"} %ld\nremat_jobs{state=\"running\"} %ld\n"
+        "remat_jobs{state=\"done\"} %ld\nremat_jobs{state=\"failed\"} %ld\n",
+        jc.queued, jc.running, jc.done, jc.failed);
     put(&o, "# HELP remat_plans_created_total Plans created since start, by algorithm.\n"
             "# TYPE remat_plans_created_total counter\n");
     for (int a = 0; a < REMAT_ALG_COUNT; a++)

@@ -69,22 +69,26 @@ struct remat_profile *rematd_profile_by_id(struct rematd_request *r, const char 
                            "ids are 32 lowercase hexadecimal characters");
         return NULL;
     }
-    char status[16];
-    json_t *spec, *result;
-    int got = rematd_store_job_result(r->srv->store, id, "profile", status, &spec, &result);
-    json_decref(spec);
-    if (got <= 0) {
-        json_decref(result);
-        rematd_req_problem(r, got < 0 ? 503 : 404, got < 0 ? "unavailable" : "not-found", pointer,
-                           got < 0 ? "the store did not answer" : "no profile job with this id");
+    struct rematd_job job;
+    enum rematd_store_result got = rematd_store_get_job(r->srv->store, id, &job);
+    if (got == REMATD_STORE_OK && strcmp(job.kind, "profile") != 0) {
+        rematd_job_clear(&job);
+        got = REMATD_STORE_NOT_FOUND;
+    }
+    if (got != REMATD_STORE_OK) {
+        int down = got == REMATD_STORE_ERROR;
+        rematd_req_problem(r, down ? 503 : 404, down ? "unavailable" : "not-found", pointer,
+                           down ? "the store did not answer" : "no profile job with this id");
         return NULL;
     }
-    if (strcmp(status, "done") != 0) {
-        json_decref(result);
+    if (strcmp(job.status, "done") != 0) {
         rematd_req_problem(r, 409, "job-not-ready", pointer, "the profile job is %s, not done",
-                           status);
+                           job.status);
+        rematd_job_clear(&job);
         return NULL;
     }
+    json_t *result = job.result ? json_loads(job.result, 0, NULL) : NULL;
+    rematd_job_clear(&job);
     struct remat_error err = {0};
     struct remat_profile *p = remat_profile_from_json(result, pointer, &err);
     json_decref(result);
@@ -282,9 +286,9 @@ int rematd_plan_load(struct rematd_request *r, const char *id, char **body)
 {
     *body = NULL;
     struct rematd_stored_plan sp;
-    int got = rematd_store_get_plan(r->srv->store, id, &sp);
-    if (got <= 0)
-        return got;
+    enum rematd_store_result got = rematd_store_get_plan(r->srv->store, id, &sp);
+    if (got != REMATD_STORE_OK)
+        return got == REMATD_STORE_NOT_FOUND ? 0 : -1;
     if (sp.legacy_body) {
         *body = sp.legacy_body;
         sp.legacy_body = NULL;

@@ -4,6 +4,7 @@
 
 #include "plan_codec.h"
 #include "rematd.h"
+#include "store.h"
 
 /* Reads {profile | profile_id, algorithm, segments, budget_bytes, model,
  * mem_slots}.  Returns 0 with *profile (new) and *options_json (new: the

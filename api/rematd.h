@@ -89,106 +89,10 @@ void rematd_sha256_hex(const void *data, size_t len, char out[65]);
 /* Deepest nesting of arrays and objects in v (a scalar is 0). */
 size_t rematd_json_depth(const json_t *v, size_t limit);
 
-/* ------------------------------------------------------------------------
- * The store (store.c): SQLite in WAL mode, synchronous=FULL.
- */
-
+/* The store (store.h): plans, jobs and leases, Idempotency-Key records. */
 struct rematd_store;
-
-/* A plan waiting for the writer thread's next group commit.  The handler
- * fills the fields, calls rematd_store_enqueue_plan and suspends its
- * connection; the writer commits a batch, sets result and calls done(). */
-struct rematd_plan_write {
-    char id[REMATD_ID_LEN + 1];
-    char created_at[32];
-    const char *algorithm;
-    char *options;                      /* JSON text, owned by the request */
-    char profile_id[REMATD_ID_LEN + 1]; /* "" when the profile was inline */
-    unsigned char *record;              /* plan_codec.h's record, owned by the request */
-    size_t record_len;
-    char *body;           /* the response JSON, owned by the request */
-    char body_hash[65];   /* SHA-256 of the request body, with an Idempotency-Key */
-    const char *idem_key; /* NULL: none */
-    const char *idem_scope;
-    int result; /* 0 committed, 1 idempotency key taken meanwhile, -1 error */
-    void (*done)(struct rematd_plan_write *w);
-    void *cls;
-    struct rematd_plan_write *next;
-};
-
-struct rematd_store *rematd_store_open(const char *dir, const struct rematd_config *cfg,
-                                       char *errbuf, size_t errlen);
-/* Flushes what is queued, stops the writer thread, checkpoints and closes. */
-void rematd_store_close(struct rematd_store *st);
-int rematd_store_ready(struct rematd_store *st);
-void rematd_store_enqueue_plan(struct rematd_store *st, struct rematd_plan_write *w);
-/* Group commits of plans since start, and the plans they committed. */
-void rematd_store_commit_stats(struct rematd_store *st, unsigned long *commits,
-                               unsigned long *plans);
-
-/* A stored plan.  Plans stored by this version have record (plan_codec.h),
- * created_at and profile_id ("" for an inline profile); one stored by
- * rematd 0.1.0 has legacy_body (its answer) and legacy_request (or NULL)
- * instead.  options (the normalised request options, JSON) either way. */
-struct rematd_stored_plan {
-    char created_at[32];
-    char profile_id[REMATD_ID_LEN + 1];
-    unsigned char *record;
-    size_t record_len;
-    char *options;
-    char *legacy_body;
-    char *legacy_request;
-};
-/* Returns 1 found (out filled: rematd_stored_plan_clear), 0 none, -1 error. */
-int rematd_store_get_plan(struct rematd_store *st, const char *id, struct rematd_stored_plan *out);
-void rematd_stored_plan_clear(struct rematd_stored_plan *p);
-
-/* An idempotency record.  Returns 1 found (fields new), 0 none, -1 error. */
-struct rematd_idem {
-    char body_hash[65];
-    int status;
-    char *location;
-    char *body;
-};
-int rematd_store_idem_get(struct rematd_store *st, const char *scope, const char *key,
-                          struct rematd_idem *out);
-void rematd_idem_clear(struct rematd_idem *r);
-
-/* Jobs.  Creation writes the job and its idempotency record in one
- * transaction.  Returns 0, 1 when the key was taken meanwhile (replay from
- * *existing), or -1. */
-struct rematd_job_new {
-    const char *kind;
-    const char *device;
-    const char *spec; /* JSON text */
-    const char *idem_scope, *idem_key, *body_hash;
-    const char *location_fmt; /* "/v1/profiles/%s" */
-};
-int rematd_store_create_job(struct rematd_store *st, const struct rematd_job_new *job,
-                            char id_out[REMATD_ID_LEN + 1], json_t **response_out);
-
-/* The job as the API shows it, or NULL when unknown (or of another kind). */
-json_t *rematd_store_get_job(struct rematd_store *st, const char *id, const char *kind);
-/* The raw stored result of a job (new JSON) when done, with status. */
-int rematd_store_job_result(struct rematd_store *st, const char *id, const char *kind,
-                            char status[16], json_t **spec, json_t **result);
-
-/* Worker side.  Return 0 ok, 1 nothing to lease / stale lease, 2 unknown
- * job, -1 error. */
-int rematd_store_lease(struct rematd_store *st, const char *worker_id, json_t *kinds,
-                       json_t *devices, json_t **lease_out);
-int rematd_store_heartbeat(struct rematd_store *st, const char *id, const char *lease_id,
-                           const char *progress, json_t **out);
-int rematd_store_complete(struct rematd_store *st, const char *id, const char *lease_id,
-                          const char *result);
-int rematd_store_fail(struct rematd_store *st, const char *id, const char *lease_id,
-                      const char *reason, int retryable);
-int rematd_store_release(struct rematd_store *st, const char *id, const char *lease_id);
-/* Expires leases now (also run by the writer thread every second). */
-void rematd_store_expire(struct rematd_store *st);
-/* Jobs by status for /metrics: a new object {"queued": n, ...}. */
-json_t *rematd_store_job_counts(struct rematd_store *st);
-const char *rematd_store_job_kind(struct rematd_store *st, const char *id, char buf[16]);
+struct rematd_plan_write;
+struct rematd_idem;
 
 /* ------------------------------------------------------------------------
  * Requests and routes (http.c)
@@ -205,7 +109,10 @@ struct rematd_route {
     const char *name;    /* the metrics label */
     size_t body_limit;   /* 0: the configured default */
     enum rematd_auth auth;
-    int idempotent; /* honours Idempotency-Key */
+    /* A route that creates a plan or a job: the status of its answer (201,
+     * or 202 for a queued job), made by rematd_req_created.  Such a route
+     * honours Idempotency-Key.  0 for every other route. */
+    int created_status;
     /* Queues a response with rematd_req_* or returns REMATD_SUSPENDED after arranging for
      * rematd_req_resume to be called; then resumed() is called to answer. */
     enum rematd_handled (*handler)(struct rematd_request *r);
@@ -318,9 +225,21 @@ const char *rematd_req_query(struct rematd_request *r, const char *name);
 int rematd_req_reject_unknown(struct rematd_request *r, json_t *obj, const char *prefix,
                               const char *const *allowed);
 
-/* Idempotency (http.c): for idempotent routes, looks the key up; when a
- * record exists, answers (replay or 422) and returns 1. */
+/* The answer of a route that creates: its created_status, Location
+ * <pattern>/<id> (and Retry-After for a queued job), body (len bytes,
+ * taken: freed with the response).  The first answer and every replay of
+ * it are made here, so that they agree. */
+void rematd_req_created(struct rematd_request *r, const char *id, char *body, size_t len);
+/* Idempotency-Key (http.c).  For a route that creates: reads the key and
+ * the body's hash into r, and when the store holds a record of the key,
+ * answers it (rematd_req_replay) and returns 1; 0 to go on. */
 int rematd_req_idempotency_check(struct rematd_request *r);
+/* Answers r from the record of its Idempotency-Key that the store
+ * returned: the first answer again, with Idempotent-Replayed: true, or 422
+ * when the key came with another body.  Takes rec's body.  The one replay
+ * path: the check above, and a plan or job whose key another request
+ * recorded first (the store's REMATD_STORE_CONFLICT). */
+void rematd_req_replay(struct rematd_request *r, struct rematd_idem *rec);
 
 /* ------------------------------------------------------------------------
  * Metrics (metrics.c)

@@ -16,6 +16,7 @@
 
 #include "plan_common.h"
 #include "remat_private.h"
+#include "store.h"
 
 /* The last request this thread answered: its body and what was made of
  * it (the answer's text up to id, created_at and links; the stored record;
@@ -492,29 +493,25 @@ static enum rematd_handled create(struct rematd_request *r)
 static void resumed(struct rematd_request *r)
 {
     struct rematd_plan_write *w = r->plan_write;
-    if (w->result == 1) {
-        rematd_req_problem(
-            r, 409, "idempotency-key-in-use", NULL,
-            "another request with this Idempotency-Key was stored first; retry to get "
-            "its answer");
+    if (w->result == REMATD_STORE_CONFLICT) {
+        /* Another request with this Idempotency-Key was stored first
+         * (since our check, or in the same batch): its answer. */
+        rematd_req_replay(r, &w->existing);
         return;
     }
-    if (w->result != 0) {
+    if (w->result != REMATD_STORE_OK) {
         rematd_req_problem(r, 503, "unavailable", NULL, "the plan could not be stored");
         return;
     }
-    char loc[64];
-    snprintf(loc, sizeof loc, "/v1/plans/%s", w->id);
-    rematd_req_header(r, "Location", loc);
     char *b = w->body;
     w->body = NULL;
-    rematd_req_text(r, 201, "application/json", b, strlen(b), 0);
+    rematd_req_created(r, w->id, b, strlen(b));
 }
 
 const struct rematd_route rematd_route_plans_create = {.method = "POST",
                                                        .pattern = "/v1/plans",
                                                        .name = "plans_create",
                                                        .auth = REMATD_AUTH_CLIENT,
-                                                       .idempotent = 1,
+                                                       .created_status = 201,
                                                        .handler = create,
                                                        .resumed = resumed};

@@ -53,10 +53,11 @@ static int legacy_plan(struct rematd_request *r, const struct rematd_stored_plan
 static enum rematd_handled timeline(struct rematd_request *r)
 {
     struct rematd_stored_plan sp;
-    int got = rematd_store_get_plan(r->srv->store, r->id, &sp);
-    if (got <= 0) {
-        rematd_req_problem(r, got < 0 ? 503 : 404, got < 0 ? "unavailable" : "not-found", NULL,
-                           got < 0 ? "the store did not answer" : "no plan with this id");
+    enum rematd_store_result got = rematd_store_get_plan(r->srv->store, r->id, &sp);
+    if (got != REMATD_STORE_OK) {
+        int down = got == REMATD_STORE_ERROR;
+        rematd_req_problem(r, down ? 503 : 404, down ? "unavailable" : "not-found", NULL,
+                           down ? "the store did not answer" : "no plan with this id");
         return REMATD_HANDLED;
     }
     struct remat_profile *p = NULL;

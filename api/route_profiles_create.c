@@ -1,5 +1,5 @@
 /*
- * POST /v1/profiles: queue a profiling job (jobs-protocol.md).  The body is
+ * POST /v1/profiles: queue a profiling job (docs/jobs.md).  The body is
  * a zoo model name or a JSON layer list, with batch size, input shape,
  * dtype and device; rematd checks it, fills the defaults and stores the
  * normalised spec, which is what the worker receives.  202 + Location.
@@ -252,7 +252,7 @@ static enum rematd_handled create(struct rematd_request *r)
     json_t *spec = normalise(r, body);
     if (!spec)
         return REMATD_HANDLED;
-    rematd_queue_job(r, "profile", spec, "/v1/profiles/%s");
+    rematd_queue_job(r, "profile", spec);
     return REMATD_HANDLED;
 }
 
@@ -260,5 +260,5 @@ const struct rematd_route rematd_route_profiles_create = {.method = "POST",
                                                           .pattern = "/v1/profiles",
                                                           .name = "profiles_create",
                                                           .auth = REMATD_AUTH_CLIENT,
-                                                          .idempotent = 1,
+                                                          .created_status = 202,
                                                           .handler = create};

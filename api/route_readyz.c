@@ -3,6 +3,7 @@
 #include "config.h"
 
 #include "rematd.h"
+#include "store.h"
 
 static enum rematd_handled readyz(struct rematd_request *r)
 {
@@ -10,7 +11,7 @@ static enum rematd_handled readyz(struct rematd_request *r)
         rematd_req_problem(r, 503, "unavailable", NULL, "shutting down");
         return REMATD_HANDLED;
     }
-    if (!rematd_store_ready(r->srv->store)) {
+    if (rematd_store_ready(r->srv->store) != REMATD_STORE_OK) {
         rematd_req_problem(r, 503, "unavailable", NULL, "the store does not answer");
         return REMATD_HANDLED;
     }

@@ -3,7 +3,7 @@
  * measures its peak against the prediction.  The body names a done profile
  * job and the plan: a stored plan_id, an explicit checkpoint list, or an
  * algorithm (with its options) solved here.  rematd builds the worker's
- * spec from the profile job (jobs-protocol.md).
+ * spec from the profile job (the spec of a lease, openapi.yaml).
  */
 #include "config.h"
 
@@ -108,8 +108,6 @@ static enum rematd_handled create(struct rematd_request *r)
                            "give plan_id or checkpoints, not both");
         return REMATD_HANDLED;
     }
-    char status[16];
-    json_t *model_spec, *result;
     const char *id = json_string_value(pid);
     if (!rematd_is_id(id)) {
         rematd_req_problem(r, 400, "validation", "/profile_id",
@@ -119,11 +117,17 @@ static enum rematd_handled create(struct rematd_request *r)
     struct remat_profile *profile = rematd_profile_by_id(r, id, "/profile_id");
     if (!profile)
         return REMATD_HANDLED;
-    if (rematd_store_job_result(r->srv->store, id, "profile", status, &model_spec, &result) <= 0) {
+    /* The job again, for the spec it was measured with and the profile
+     * as JSON (rematd_profile_by_id found it done). */
+    struct rematd_job job;
+    if (rematd_store_get_job(r->srv->store, id, &job) != REMATD_STORE_OK) {
         remat_profile_free(profile);
         rematd_req_problem(r, 503, "unavailable", NULL, "the store did not answer");
         return REMATD_HANDLED;
     }
+    json_t *model_spec = json_loads(job.spec, 0, NULL);
+    json_t *result = job.result ? json_loads(job.result, 0, NULL) : NULL;
+    rematd_job_clear(&job);
     json_t *plan = NULL;
     if (plan_id) {
         char *pbody = NULL;
@@ -179,7 +183,7 @@ static enum rematd_handled create(struct rematd_request *r)
         rematd_req_problem(r, 500, "internal", NULL, "out of memory");
         return REMATD_HANDLED;
     }
-    rematd_queue_job(r, "validation", spec, "/v1/validations/%s");
+    rematd_queue_job(r, "validation", spec);
     return REMATD_HANDLED;
 }
 
@@ -187,5 +191,5 @@ const struct rematd_route rematd_route_validations_create = {.method = "POST",
                                                              .pattern = "/v1/validations",
                                                              .name = "validations_create",
                                                              .auth = REMATD_AUTH_CLIENT,
-                                                             .idempotent = 1,
+                                                             .created_status = 202,
                                                              .handler = create};

@@ -21,8 +21,9 @@ static enum rematd_handled complete(struct rematd_request *r)
         return REMATD_HANDLED;
     }
     char kind[16];
-    if (!rematd_store_job_kind(r->srv->store, r->id, kind)) {
-        rematd_req_problem(r, 404, "not-found", NULL, "no job with id %s", r->id);
+    enum rematd_store_result got = rematd_store_job_kind(r->srv->store, r->id, kind);
+    if (got != REMATD_STORE_OK) {
+        rematd_worker_answer(r, got, NULL);
         return REMATD_HANDLED;
     }
     if (strcmp(kind, "profile") == 0) {
@@ -35,7 +36,8 @@ static enum rematd_handled complete(struct rematd_request *r)
         remat_profile_free(p);
     }
     char *text = json_dumps(res, JSON_COMPACT);
-    int rc = text ? rematd_store_complete(r->srv->store, r->id, lease_id, text) : -1;
+    enum rematd_store_result rc =
+        text ? rematd_store_complete_job(r->srv->store, r->id, lease_id, text) : REMATD_STORE_ERROR;
     free(text);
     rematd_worker_answer(r, rc, NULL);
     return REMATD_HANDLED;

@@ -22,8 +22,8 @@ static enum rematd_handled fail(struct rematd_request *r)
         rematd_req_problem(r, 400, "validation", "/retryable", "retryable is true or false");
         return REMATD_HANDLED;
     }
-    int rc = rematd_store_fail(r->srv->store, r->id, lease_id, json_string_value(reason),
-                               retry && json_is_true(retry));
+    enum rematd_store_result rc = rematd_store_fail_job(
+        r->srv->store, r->id, lease_id, json_string_value(reason), retry && json_is_true(retry));
     rematd_worker_answer(r, rc, NULL);
     return REMATD_HANDLED;
 }

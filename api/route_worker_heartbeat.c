@@ -41,9 +41,19 @@ static enum rematd_handled heartbeat(struct rematd_request *r)
         }
         text = json_dumps(pr, JSON_COMPACT);
     }
-    json_t *out = NULL;
-    int rc = rematd_store_heartbeat(r->srv->store, r->id, lease_id, text, &out);
+    double until = 0;
+    enum rematd_store_result rc =
+        rematd_store_renew_lease(r->srv->store, r->id, lease_id, text, &until);
     free(text);
+    json_t *out = NULL;
+    if (rc == REMATD_STORE_OK) {
+        char exp[32];
+        rematd_rfc3339(until, exp);
+        out = json_pack("{s:s, s:i}", "lease_expires_at", exp, "lease_seconds",
+                        (int)r->srv->cfg.lease_seconds);
+        if (!out)
+            rc = REMATD_STORE_ERROR;
+    }
     rematd_worker_answer(r, rc, out);
     return REMATD_HANDLED;
 }

@@ -5,10 +5,15 @@
 #include <string.h>
 
 #include "rematd.h"
+#include "store.h"
 
-static int string_list(struct rematd_request *r, json_t *v, const char *ptr, int kinds)
+#define MAX_LIST 64
+
+/* Checks the array v and lists its strings in out, ending with NULL. */
+static int string_list(struct rematd_request *r, json_t *v, const char *ptr, int kinds,
+                       const char *out[MAX_LIST + 1])
 {
-    if (!json_is_array(v) || json_array_size(v) == 0 || json_array_size(v) > 64) {
+    if (!json_is_array(v) || json_array_size(v) == 0 || json_array_size(v) > MAX_LIST) {
         rematd_req_problem(r, 400, "validation", ptr, "a non-empty array of strings");
         return -1;
     }
@@ -26,7 +31,9 @@ static int string_list(struct rematd_request *r, json_t *v, const char *ptr, int
                                kinds ? "kinds are profile or validation" : "a device name");
             return -1;
         }
+        out[i] = t;
     }
+    out[json_array_size(v)] = NULL;
     return 0;
 }
 
@@ -42,27 +49,38 @@ static enum rematd_handled lease(struct rematd_request *r)
                            "worker_id is a string of 1..128 bytes");
         return REMATD_HANDLED;
     }
-    json_t *kinds = json_object_get(body, "kinds");
-    json_t *all = NULL;
-    if (!kinds)
-        kinds = all = json_pack("[s,s]", "profile", "validation");
-    else if (string_list(r, kinds, "/kinds", 1) < 0)
+    static const char *const all[] = {"profile", "validation", NULL};
+    const char *kinds[MAX_LIST + 1], *devices[MAX_LIST + 1];
+    json_t *k = json_object_get(body, "kinds");
+    if (k && string_list(r, k, "/kinds", 1, kinds) < 0)
         return REMATD_HANDLED;
-    json_t *devices = json_object_get(body, "devices");
-    if (string_list(r, devices, "/devices", 0) < 0) {
-        json_decref(all);
+    if (string_list(r, json_object_get(body, "devices"), "/devices", 0, devices) < 0)
         return REMATD_HANDLED;
-    }
-    json_t *out = NULL;
-    int rc = rematd_store_lease(r->srv->store, json_string_value(wid), kinds, devices, &out);
-    json_decref(all);
-    if (rc == 1) {
+    struct rematd_lease l;
+    enum rematd_store_result rc =
+        rematd_store_lease_job(r->srv->store, json_string_value(wid), k ? kinds : all, devices, &l);
+    if (rc == REMATD_STORE_NOT_FOUND) {
         rematd_req_text(r, 204, NULL, (char *)"", 0, 1);
-    } else if (rc == 0) {
-        rematd_req_json(r, 200, out);
-    } else {
-        rematd_req_problem(r, 503, "unavailable", NULL, "the store did not answer");
+        return REMATD_HANDLED;
     }
+    if (rc != REMATD_STORE_OK) {
+        rematd_req_problem(r, 503, "unavailable", NULL, "the store did not answer");
+        return REMATD_HANDLED;
+    }
+    char exp[32];
+    rematd_rfc3339(l.lease_expires_at, exp);
+    json_t *spec = json_loads(l.spec, 0, NULL);
+    json_t *out = json_pack("{s:s, s:s, s:s, s:i, s:i, s:s, s:o}", "job_id", l.job_id, "lease_id",
+                            l.lease_id, "kind", l.kind, "attempt", l.attempt, "lease_seconds",
+                            (int)r->srv->cfg.lease_seconds, "lease_expires_at", exp, "spec",
+                            spec ? spec : json_object());
+    rematd_lease_clear(&l);
+    if (!out) {
+        /* The job stays leased: its lease expires and it is queued again. */
+        rematd_req_problem(r, 500, "internal", NULL, "out of memory");
+        return REMATD_HANDLED;
+    }
+    rematd_req_json(r, 200, out);
     return REMATD_HANDLED;
 }
 

@@ -10,7 +10,7 @@ static enum rematd_handled release(struct rematd_request *r)
     const char *lease_id = rematd_worker_body(r, fields);
     if (!lease_id)
         return REMATD_HANDLED;
-    int rc = rematd_store_release(r->srv->store, r->id, lease_id);
+    enum rematd_store_result rc = rematd_store_release_job(r->srv->store, r->id, lease_id);
     rematd_worker_answer(r, rc, NULL);
     return REMATD_HANDLED;
 }

@@ -21,18 +21,18 @@ const char *rematd_worker_body(struct rematd_request *r, const char *const *allo
     return json_string_value(l);
 }
 
-void rematd_worker_answer(struct rematd_request *r, int rc, json_t *body)
+void rematd_worker_answer(struct rematd_request *r, enum rematd_store_result rc, json_t *body)
 {
-    if (rc == 0) {
+    if (rc == REMATD_STORE_OK) {
         rematd_req_json(r, 200, body ? body : json_pack("{s:s}", "status", "ok"));
         return;
     }
     json_decref(body);
-    if (rc == 1)
+    if (rc == REMATD_STORE_CONFLICT)
         rematd_req_problem(
             r, 409, "lease-conflict", NULL,
             "the lease is stale or expired, or the job is no longer running; abandon it");
-    else if (rc == 2)
+    else if (rc == REMATD_STORE_NOT_FOUND)
         rematd_req_problem(r, 404, "not-found", NULL, "no job with id %s", r->id);
     else
         rematd_req_problem(r, 503, "unavailable", NULL, "the store did not answer");

@@ -18,6 +18,17 @@ tests_api_test_util_CFLAGS = $(AM_CFLAGS) $(MHD_CFLAGS) $(JANSSON_CFLAGS) $(CMOC
 tests_api_test_util_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/api
 tests_api_test_util_LDADD = $(JANSSON_LIBS) $(CMOCKA_LIBS) -lm
 
+# The store through its interface, on a temporary data directory (cmocka).
+check_PROGRAMS += tests/api/test_store
+TESTS += tests/api/test_store
+tests_api_test_store_SOURCES = tests/api/test_store.c api/util.c api/store.h api/store_sqlite.h \
+	api/store.c api/store_schema.c api/store_writer.c api/store_plans.c api/store_jobs.c \
+	api/store_idem.c api/rematd.h
+tests_api_test_store_CFLAGS = $(AM_CFLAGS) $(MHD_CFLAGS) $(JANSSON_CFLAGS) $(SQLITE_CFLAGS) \
+	$(CMOCKA_CFLAGS) -pthread
+tests_api_test_store_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/api
+tests_api_test_store_LDADD = $(JANSSON_LIBS) $(SQLITE_LIBS) $(CMOCKA_LIBS) -lm -lpthread
+
 # The stored plan record: round trips, truncation, damage (cmocka).
 check_PROGRAMS += tests/api/test_codec
 TESTS += tests/api/test_codec

@@ -4,7 +4,8 @@
 # expires goes back to queued with the attempt counted, and the third
 # expiry fails the job with "lease expired 3 times"; a retryable failure
 # requeues, a final one fails with its reason; release does not count; a
-# stale lease is refused (409) after expiry; Idempotency-Key replays.
+# stale lease is refused (409) after expiry; Idempotency-Key replays, also
+# to concurrent requests with one key.
 . "$(dirname "$0")/lib.sh"
 start_rematd --lease-seconds 2 --max-attempts 3
 W='{"worker_id":"fake-1","kinds":["profile"],"devices":["cpu"]}'
@@ -95,8 +96,8 @@ FIRST=$(field id)
 cp "$BODY" "$T/first"
 post /v1/profiles "$BODY1" -H 'Idempotency-Key: 7f9c-1' && expect 202 /v1/profiles
 [ "$(field id)" = "$FIRST" ] && cmp -s "$BODY" "$T/first" && ok || fail "replay differs: $(cat "$BODY")"
-[ "$(header Idempotent-Replayed)" = true ] && [ "$(header Location)" = "/v1/profiles/$FIRST" ] && ok ||
-    fail "replay headers"
+[ "$(header Idempotent-Replayed)" = true ] && [ "$(header Location)" = "/v1/profiles/$FIRST" ] &&
+    [ "$(header Retry-After)" = 2 ] && ok || fail "replay headers: $(tr -d '\r' <"$HDRS")"
 post /v1/profiles '{"model":"resnet50","batch_size":17,"device":"cuda:0"}' -H 'Idempotency-Key: 7f9c-1' &&
     problem "same key, other body" 422 idempotency-key-reused
 # The same key on another route is another key.
@@ -114,6 +115,20 @@ done
 for p in $pids; do wait "$p"; done
 ids=$(for i in 1 2 3 4 5 6; do sed -n 's/.*"id":"\([0-9a-f]*\)".*/\1/p' "$T/c$i"; done | sort -u | wc -l)
 [ "$ids" = 1 ] && ok || fail "6 concurrent POSTs with one key made $ids jobs"
+# And plans: each answer is the one plan's 201, whether the key was found
+# before planning or only when the group commit came to record it.
+pids=
+for i in 1 2 3 4 5 6 7 8; do
+    curl -s -o "$T/p$i" -w '%{http_code}\n' -H 'Content-Type: application/json' \
+        -H 'Idempotency-Key: plan-burst' --data-binary "{\"profile\":$(profile 6)}" \
+        "$BASE/v1/plans" >"$T/p$i.code" &
+    pids="$pids $!"
+done
+for p in $pids; do wait "$p"; done
+codes=$(cat "$T"/p?.code | sort -u | tr '\n' ' ')
+bodies=$(for i in 1 2 3 4 5 6 7 8; do cksum <"$T/p$i"; done | sort -u | wc -l)
+[ "$codes" = "201 " ] && [ "$bodies" = 1 ] && ok ||
+    fail "8 concurrent plans with one key: statuses $codes, $bodies different bodies"
 req GET /metrics
 grep -q 'remat_jobs{state="failed"} 3' "$BODY" && ok || fail "metrics: 3 failed jobs"
 schema_check "$T/manifest"

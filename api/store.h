@@ -1,0 +1,214 @@
+/*
+ * store.h - rematd's durable store: everything the routes may ask of it.
+ *
+ * The store keeps plans, jobs with their leases, and Idempotency-Key
+ * records, and promises that a call which reports success has committed
+ * (docs/jobs.md).  It knows nothing of HTTP: it returns data, and the
+ * routes make statuses, links and Location headers of it.  Nothing here
+ * names SQLite either, so that another backend (PostgreSQL, for replicas
+ * sharing one database) can implement the same calls; the SQLite one is
+ * store.c (connections), store_schema.c (versions and migrations),
+ * store_writer.c (group commit and checkpoints), store_plans.c,
+ * store_jobs.c and store_idem.c, which share store_sqlite.h.
+ *
+ * Every call that can fail returns an enum rematd_store_result; what it
+ * fills is new (the caller frees it with the matching _clear) only when it
+ * returns REMATD_STORE_OK, unless its comment says otherwise.
+ */
+#ifndef REMATD_STORE_H
+#define REMATD_STORE_H
+
+#include <stddef.h>
+
+#include "rematd.h"
+
+enum rematd_store_result {
+    REMATD_STORE_OK = 0,
+    /* No such plan, job or key; for a lease, no queued job the worker can
+     * take. */
+    REMATD_STORE_NOT_FOUND = 1,
+    /* Someone else holds it: a lease that is stale, expired or not the
+     * job's; an Idempotency-Key already recorded (the record is returned). */
+    REMATD_STORE_CONFLICT = 2,
+    /* The store did not answer (the database failed, out of memory). */
+    REMATD_STORE_ERROR = -1,
+};
+
+struct rematd_store;
+
+/* Opens (creating it if need be) the store under dir, migrating an older
+ * database to this version's schema, and starts its threads.  Returns a new
+ * store, or NULL with a message in errbuf: among others when the database
+ * comes from a newer rematd than this one. */
+struct rematd_store *rematd_store_open(const char *dir, const struct rematd_config *cfg,
+                                       char *errbuf, size_t errlen);
+/* Commits what is queued, stops the threads and closes.  NULL is a no-op. */
+void rematd_store_close(struct rematd_store *st);
+/* REMATD_STORE_OK while the store answers and is not closing. */
+enum rematd_store_result rematd_store_ready(struct rematd_store *st);
+
+/* ------------------------------------------------------------------------
+ * Idempotency-Key records.  A route that creates a plan or a job records,
+ * with it and in the same transaction, (scope, key) -> (the SHA-256 of the
+ * request body, the id of what it created, the answer's body), so that a
+ * retry gets the first answer again.
+ */
+
+struct rematd_idem {
+    char body_hash[65];
+    char resource_id[REMATD_ID_LEN + 1]; /* the plan or job the key created */
+    char *body;                          /* the first answer's body */
+};
+
+/* The live record of (scope, key), one younger than --idempotency-ttl:
+ * OK (out filled: rematd_idem_clear), NOT_FOUND or ERROR. */
+enum rematd_store_result rematd_store_get_idempotency(struct rematd_store *st, const char *scope,
+                                                      const char *key, struct rematd_idem *out);
+void rematd_idem_clear(struct rematd_idem *r);
+
+/* ------------------------------------------------------------------------
+ * Plans: written by group commit.
+ */
+
+/* A plan waiting for the next group commit.  The route fills the fields,
+ * calls rematd_store_enqueue_plan and suspends its connection; once the
+ * batch holding the plan has committed (or failed), the store sets result
+ * and calls done().  result: OK; CONFLICT when idem_key was recorded first
+ * by another request (existing then holds that record, to replay: the
+ * route frees it with rematd_idem_clear); ERROR. */
+struct rematd_plan_write {
+    char id[REMATD_ID_LEN + 1];
+    char created_at[32];
+    const char *algorithm;
+    char *options;                      /* JSON text, owned by the route */
+    char profile_id[REMATD_ID_LEN + 1]; /* "" when the profile was inline */
+    unsigned char *record;              /* plan_codec.h's record, owned by the route */
+    size_t record_len;
+    char *body;           /* the answer's body, owned by the route */
+    char body_hash[65];   /* SHA-256 of the request body, with an Idempotency-Key */
+    const char *idem_key; /* NULL: none */
+    const char *idem_scope;
+    enum rematd_store_result result;
+    struct rematd_idem existing;
+    void (*done)(struct rematd_plan_write *w);
+    void *cls;
+    struct rematd_plan_write *next; /* the store's queue */
+};
+
+/* Queues w for the next group commit.  w must stay alive until done(w). */
+void rematd_store_enqueue_plan(struct rematd_store *st, struct rematd_plan_write *w);
+/* Group commits of plans since start, and the plans they committed. */
+void rematd_store_commit_stats(struct rematd_store *st, unsigned long *commits,
+                               unsigned long *plans);
+
+/* A stored plan.  Plans stored by this version have record (plan_codec.h),
+ * created_at and profile_id ("" for an inline profile); one stored by
+ * rematd 0.1.0 has legacy_body (its answer) and legacy_request (or NULL)
+ * instead.  options (the normalised request options, JSON) either way. */
+struct rematd_stored_plan {
+    char created_at[32];
+    char profile_id[REMATD_ID_LEN + 1];
+    unsigned char *record;
+    size_t record_len;
+    char *options;
+    char *legacy_body;
+    char *legacy_request;
+};
+/* OK (out filled: rematd_stored_plan_clear), NOT_FOUND or ERROR. */
+enum rematd_store_result rematd_store_get_plan(struct rematd_store *st, const char *id,
+                                               struct rematd_stored_plan *out);
+void rematd_stored_plan_clear(struct rematd_stored_plan *p);
+
+/* ------------------------------------------------------------------------
+ * Jobs and leases (docs/jobs.md has the state machine).
+ */
+
+/* A job as stored.  Times are seconds since the epoch. */
+struct rematd_job {
+    char id[REMATD_ID_LEN + 1];
+    char kind[16];   /* "profile", "validation" */
+    char status[16]; /* "queued", "running", "done", "failed" */
+    int attempts;    /* attempts that ended */
+    double created_at, updated_at;
+    double lease_expires_at; /* while running */
+    char *spec;              /* JSON text */
+    char *progress;          /* JSON text, or NULL */
+    char *result;            /* JSON text once done, else NULL */
+    char *reason;            /* why it failed, or NULL */
+};
+void rematd_job_clear(struct rematd_job *j);
+
+/* A job to queue.  The route chooses the id and the time, so that it can
+ * make the answer (recorded with an Idempotency-Key) before storing. */
+struct rematd_job_new {
+    const char *id;
+    double created_at;
+    const char *kind;
+    const char *device;
+    const char *spec;     /* JSON text */
+    const char *idem_key; /* NULL: none */
+    const char *idem_scope;
+    const char *body_hash;
+    const char *body; /* with a key: the answer to record */
+};
+/* Stores the job queued, and its Idempotency-Key record in the same
+ * transaction.  OK; CONFLICT when the key was recorded first (existing
+ * filled: rematd_idem_clear); ERROR. */
+enum rematd_store_result rematd_store_create_job(struct rematd_store *st,
+                                                 const struct rematd_job_new *job,
+                                                 struct rematd_idem *existing);
+/* OK (out filled: rematd_job_clear), NOT_FOUND or ERROR. */
+enum rematd_store_result rematd_store_get_job(struct rematd_store *st, const char *id,
+                                              struct rematd_job *out);
+/* The job's kind into kind: OK, NOT_FOUND or ERROR. */
+enum rematd_store_result rematd_store_job_kind(struct rematd_store *st, const char *id,
+                                               char kind[16]);
+struct rematd_job_counts {
+    long queued, running, done, failed;
+};
+/* Jobs by status: OK or ERROR (out then all zero). */
+enum rematd_store_result rematd_store_count_jobs(struct rematd_store *st,
+                                                 struct rematd_job_counts *out);
+
+/* A lease handed to a worker. */
+struct rematd_lease {
+    char job_id[REMATD_ID_LEN + 1];
+    char lease_id[REMATD_ID_LEN + 1];
+    char kind[16];
+    int attempt; /* the number of the attempt starting, from 1 */
+    double lease_expires_at;
+    char *spec; /* the job's spec, JSON text */
+};
+void rematd_lease_clear(struct rematd_lease *l);
+
+/* Leases the oldest queued job whose kind is in kinds and whose device one
+ * of devices serves ("cuda" is served by any "cuda:N"; "cuda:N" and "cpu"
+ * only by themselves); both lists end with NULL.  Expired leases are put
+ * back first.  OK (out filled: rematd_lease_clear), NOT_FOUND (none), or
+ * ERROR. */
+enum rematd_store_result rematd_store_lease_job(struct rematd_store *st, const char *worker_id,
+                                                const char *const *kinds,
+                                                const char *const *devices,
+                                                struct rematd_lease *out);
+/* The calls a worker makes under its lease: each succeeds only while the
+ * job is running under lease_id and the lease has not expired.  OK;
+ * CONFLICT (stale lease, or the job is not running); NOT_FOUND (no such
+ * job); ERROR. */
+/* Renews the lease and records progress (JSON text, or NULL to keep the
+ * last); *lease_expires_at is the new end. */
+enum rematd_store_result rematd_store_renew_lease(struct rematd_store *st, const char *id,
+                                                  const char *lease_id, const char *progress,
+                                                  double *lease_expires_at);
+/* Done, with result (JSON text). */
+enum rematd_store_result rematd_store_complete_job(struct rematd_store *st, const char *id,
+                                                   const char *lease_id, const char *result);
+/* An attempt failed: retryable puts the job back in the queue until the
+ * attempts are used up; otherwise it fails now with reason. */
+enum rematd_store_result rematd_store_fail_job(struct rematd_store *st, const char *id,
+                                               const char *lease_id, const char *reason,
+                                               int retryable);
+/* Back to the queue, the attempt not counted. */
+enum rematd_store_result rematd_store_release_job(struct rematd_store *st, const char *id,
+                                                  const char *lease_id);
+
+#endif

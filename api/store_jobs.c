@@ -1,0 +1,399 @@
+/*
+ * store_jobs.c - jobs and their leases: the state machine of docs/jobs.md
+ * (queued -> running -> done or failed, back to queued on expiry, a
+ * retryable failure or a release) as SQL.
+ *
+ * Job and lease changes are rare: each commits inline on the writer
+ * connection under wmu, between group commits.  A lease change is one
+ * UPDATE guarded by the lease (HELD), so that a worker whose lease expired
+ * or was replaced changes nothing.
+ */
+#include "config.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "store_sqlite.h"
+
+void rematd_job_clear(struct rematd_job *j)
+{
+    free(j->spec);
+    free(j->progress);
+    free(j->result);
+    free(j->reason);
+    j->spec = j->progress = j->result = j->reason = NULL;
+}
+
+void rematd_lease_clear(struct rematd_lease *l)
+{
+    free(l->spec);
+    l->spec = NULL;
+}
+
+static void copy_col(char *dst, size_t cap, sqlite3_stmt *s, int i)
+{
+    const unsigned char *t = sqlite3_column_text(s, i);
+    snprintf(dst, cap, "%s", t ? (const char *)t : "");
+}
+
+enum rematd_store_result rematd_store_get_job(struct rematd_store *st, const char *id,
+                                              struct rematd_job *out)
+{
+    memset(out, 0, sizeof *out);
+    sqlite3_stmt *s = NULL;
+    enum rematd_store_result found = REMATD_STORE_ERROR;
+    pthread_mutex_lock(&st->rmu);
+    if (sqlite3_prepare_v2(st->r,
+                           "SELECT kind, status, attempts, spec, progress, result, reason,"
+                           " created_at, updated_at, lease_expires_at FROM jobs WHERE id = ?",
+                           -1, &s, NULL) == SQLITE_OK) {
+        sqlite3_bind_text(s, 1, id, -1, SQLITE_STATIC);
+        int rc = sqlite3_step(s);
+        if (rc == SQLITE_ROW) {
+            snprintf(out->id, sizeof out->id, "%s", id);
+            copy_col(out->kind, sizeof out->kind, s, 0);
+            copy_col(out->status, sizeof out->status, s, 1);
+            out->attempts = sqlite3_column_int(s, 2);
+            out->spec = rematd__sql_col_dup(s, 3);
+            out->progress = rematd__sql_col_dup(s, 4);
+            out->result = rematd__sql_col_dup(s, 5);
+            out->reason = rematd__sql_col_dup(s, 6);
+            out->created_at = sqlite3_column_double(s, 7);
+            out->updated_at = sqlite3_column_double(s, 8);
+            out->lease_expires_at = sqlite3_column_double(s, 9);
+            /* A NULL column is NULL text; a non-NULL one that came back
+             * NULL ran out of memory. */
+            int lost = !out->spec || (!out->progress && sqlite3_column_type(s, 4) != SQLITE_NULL) ||
+                       (!out->result && sqlite3_column_type(s, 5) != SQLITE_NULL) ||
+                       (!out->reason && sqlite3_column_type(s, 6) != SQLITE_NULL);
+            found = lost ? REMATD_STORE_ERROR : REMATD_STORE_OK;
+        } else if (rc == SQLITE_DONE) {
+            found = REMATD_STORE_NOT_FOUND;
+        }
+    }
+    sqlite3_finalize(s);
+    pthread_mutex_unlock(&st->rmu);
+    if (found != REMATD_STORE_OK)
+        rematd_job_clear(out);
+    return found;
+}
+
+enum rematd_store_result rematd_store_job_kind(struct rematd_store *st, const char *id,
+                                               char kind[16])
+{
+    sqlite3_stmt *s = NULL;
+    enum rematd_store_result found = REMATD_STORE_ERROR;
+    kind[0] = '\0';
+    pthread_mutex_lock(&st->rmu);
+    if (sqlite3_prepare_v2(st->r, "SELECT kind FROM jobs WHERE id = ?", -1, &s, NULL) ==
+        SQLITE_OK) {
+        sqlite3_bind_text(s, 1, id, -1, SQLITE_STATIC);
+        int rc = sqlite3_step(s);
+        if (rc == SQLITE_ROW) {
+            copy_col(kind, 16, s, 0);
+            found = REMATD_STORE_OK;
+        } else if (rc == SQLITE_DONE) {
+            found = REMATD_STORE_NOT_FOUND;
+        }
+    }
+    sqlite3_finalize(s);
+    pthread_mutex_unlock(&st->rmu);
+    return found;
+}
+
+enum rematd_store_result rematd_store_count_jobs(struct rematd_store *st,
+                                                 struct rematd_job_counts *out)
+{
+    memset(out, 0, sizeof *out);
+    sqlite3_stmt *s = NULL;
+    int rc = SQLITE_ERROR;
+    pthread_mutex_lock(&st->rmu);
+    if (sqlite3_prepare_v2(st->r, "SELECT status, count(*) FROM jobs GROUP BY status", -1, &s,
+                           NULL) == SQLITE_OK) {
+        while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
+            const char *status = (const char *)sqlite3_column_text(s, 0);
+            long n = (long)sqlite3_column_int64(s, 1);
+            if (!status)
+                continue;
+            if (strcmp(status, "queued") == 0)
+                out->queued = n;
+            else if (strcmp(status, "running") == 0)
+                out->running = n;
+            else if (strcmp(status, "done") == 0)
+                out->done = n;
+            else if (strcmp(status, "failed") == 0)
+                out->failed = n;
+        }
+    }
+    sqlite3_finalize(s);
+    pthread_mutex_unlock(&st->rmu);
+    if (rc != SQLITE_DONE) {
+        memset(out, 0, sizeof *out);
+        return REMATD_STORE_ERROR;
+    }
+    return REMATD_STORE_OK;
+}
+
+enum rematd_store_result rematd_store_create_job(struct rematd_store *st,
+                                                 const struct rematd_job_new *job,
+                                                 struct rematd_idem *existing)
+{
+    enum rematd_store_result ret = REMATD_STORE_ERROR;
+    sqlite3_stmt *s = NULL;
+    pthread_mutex_lock(&st->wmu);
+    if (rematd__sql_exec(st->w, "BEGIN IMMEDIATE") < 0)
+        goto out_unlock;
+    if (sqlite3_prepare_v2(st->w,
+                           "INSERT INTO jobs (id, kind, status, device, spec, created_at,"
+                           " updated_at) VALUES (?, ?, 'queued', ?, ?, ?, ?)",
+                           -1, &s, NULL) != SQLITE_OK)
+        goto out_rollback;
+    sqlite3_bind_text(s, 1, job->id, -1, SQLITE_STATIC);
+    sqlite3_bind_text(s, 2, job->kind, -1, SQLITE_STATIC);
+    sqlite3_bind_text(s, 3, job->device, -1, SQLITE_STATIC);
+    sqlite3_bind_text(s, 4, job->spec, -1, SQLITE_STATIC);
+    sqlite3_bind_double(s, 5, job->created_at);
+    sqlite3_bind_double(s, 6, job->created_at);
+    if (sqlite3_step(s) != SQLITE_DONE)
+        goto out_rollback;
+    if (job->idem_key) {
+        ret = rematd__idem_insert(st, job->idem_scope, job->idem_key, job->body_hash, job->id,
+                                  job->body, job->created_at, existing);
+        if (ret != REMATD_STORE_OK)
+            goto out_rollback;
+        ret = REMATD_STORE_ERROR;
+    }
+    if (rematd__sql_exec(st->w, "COMMIT") == 0) {
+        ret = REMATD_STORE_OK;
+        goto out_unlock;
+    }
+out_rollback:
+    rematd__sql_exec(st->w, "ROLLBACK");
+out_unlock:
+    sqlite3_finalize(s);
+    pthread_mutex_unlock(&st->wmu);
+    return ret;
+}
+
+void rematd__jobs_expire(struct rematd_store *st)
+{
+    sqlite3_stmt *s = NULL;
+    if (sqlite3_prepare_v2(
+            st->w,
+            "UPDATE jobs SET"
+            " status = CASE WHEN attempts + 1 >= ?1 THEN 'failed' ELSE 'queued' END,"
+            " reason = CASE WHEN attempts + 1 >= ?1 THEN 'lease expired ' || (expiries + 1) ||"
+            "  ' times' ELSE reason END,"
+            " last_error = 'lease expired', attempts = attempts + 1, expiries = expiries + 1,"
+            " lease_id = NULL, lease_expires_at = NULL, worker_id = NULL, updated_at = ?2"
+            " WHERE status = 'running' AND lease_expires_at < ?2",
+            -1, &s, NULL) != SQLITE_OK)
+        return;
+    sqlite3_bind_int(s, 1, (int)st->max_attempts);
+    sqlite3_bind_double(s, 2, rematd_now());
+    sqlite3_step(s);
+    int n = sqlite3_changes(st->w);
+    sqlite3_finalize(s);
+    if (n > 0)
+        rematd_log("warn", "leases expired", json_pack("{s:i}", "jobs", n));
+}
+
+static int listed(const char *const *list, const char *s)
+{
+    for (; *list; list++)
+        if (strcmp(*list, s) == 0)
+            return 1;
+    return 0;
+}
+
+/* A job for "cuda" is served by any "cuda:N"; "cuda:N" and "cpu" only by
+ * themselves (docs/jobs.md). */
+static int device_served(const char *job, const char *const *devices)
+{
+    for (; *devices; devices++) {
+        if (strcmp(job, *devices) == 0)
+            return 1;
+        if (strcmp(job, "cuda") == 0 && strncmp(*devices, "cuda:", 5) == 0)
+            return 1;
+    }
+    return 0;
+}
+
+enum rematd_store_result rematd_store_lease_job(struct rematd_store *st, const char *worker_id,
+                                                const char *const *kinds,
+                                                const char *const *devices,
+                                                struct rematd_lease *out)
+{
+    memset(out, 0, sizeof *out);
+    enum rematd_store_result ret = REMATD_STORE_ERROR;
+    sqlite3_stmt *s = NULL;
+    pthread_mutex_lock(&st->wmu);
+    rematd__jobs_expire(st);
+    if (rematd__sql_exec(st->w, "BEGIN IMMEDIATE") < 0)
+        goto out;
+    if (sqlite3_prepare_v2(st->w,
+                           "SELECT id, kind, device, spec, attempts FROM jobs"
+                           " WHERE status = 'queued' ORDER BY rowid",
+                           -1, &s, NULL) != SQLITE_OK)
+        goto rollback;
+    int rc;
+    while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
+        const char *k = (const char *)sqlite3_column_text(s, 1);
+        const char *d = (const char *)sqlite3_column_text(s, 2);
+        if (!k || !d || !listed(kinds, k) || !device_served(d, devices))
+            continue;
+        copy_col(out->job_id, sizeof out->job_id, s, 0);
+        copy_col(out->kind, sizeof out->kind, s, 1);
+        out->spec = rematd__sql_col_dup(s, 3);
+        out->attempt = sqlite3_column_int(s, 4) + 1;
+        break;
+    }
+    sqlite3_finalize(s);
+    s = NULL;
+    if (rc != SQLITE_ROW && rc != SQLITE_DONE)
+        goto rollback;
+    if (!out->job_id[0]) {
+        rematd__sql_exec(st->w, "ROLLBACK");
+        ret = REMATD_STORE_NOT_FOUND;
+        goto out;
+    }
+    if (!out->spec)
+        goto rollback;
+    rematd_new_id(out->lease_id);
+    double now = rematd_now();
+    out->lease_expires_at = now + st->lease_seconds;
+    if (sqlite3_prepare_v2(st->w,
+                           "UPDATE jobs SET status = 'running', lease_id = ?, lease_expires_at = ?,"
+                           " worker_id = ?, progress = NULL, updated_at = ? WHERE id = ?",
+                           -1, &s, NULL) != SQLITE_OK)
+        goto rollback;
+    sqlite3_bind_text(s, 1, out->lease_id, -1, SQLITE_STATIC);
+    sqlite3_bind_double(s, 2, out->lease_expires_at);
+    sqlite3_bind_text(s, 3, worker_id, -1, SQLITE_STATIC);
+    sqlite3_bind_double(s, 4, now);
+    sqlite3_bind_text(s, 5, out->job_id, -1, SQLITE_STATIC);
+    if (sqlite3_step(s) != SQLITE_DONE || rematd__sql_exec(st->w, "COMMIT") < 0)
+        goto rollback;
+    ret = REMATD_STORE_OK;
+    goto out;
+rollback:
+    rematd__sql_exec(st->w, "ROLLBACK");
+out:
+    sqlite3_finalize(s);
+    pthread_mutex_unlock(&st->wmu);
+    if (ret != REMATD_STORE_OK) {
+        rematd_lease_clear(out);
+        memset(out, 0, sizeof *out);
+    }
+    return ret;
+}
+
+/* Runs one UPDATE guarded by the lease; when it changes nothing, tells a
+ * stale lease (CONFLICT) from an unknown job (NOT_FOUND).  Under wmu. */
+static enum rematd_store_result lease_update(struct rematd_store *st, const char *sql,
+                                             const char *id, const char *lease_id, const char *text,
+                                             double now, double extra)
+{
+    sqlite3_stmt *s = NULL;
+    if (sqlite3_prepare_v2(st->w, sql, -1, &s, NULL) != SQLITE_OK)
+        return REMATD_STORE_ERROR;
+    /* ?1 id, ?2 lease_id, ?3 now, ?4 text, ?5 extra: the lease's new end
+     * or the most attempts, where the statement uses one */
+    sqlite3_bind_text(s, 1, id, -1, SQLITE_STATIC);
+    sqlite3_bind_text(s, 2, lease_id, -1, SQLITE_STATIC);
+    sqlite3_bind_double(s, 3, now);
+    if (text)
+        sqlite3_bind_text(s, 4, text, -1, SQLITE_STATIC);
+    else
+        sqlite3_bind_null(s, 4);
+    sqlite3_bind_double(s, 5, extra);
+    int rc = sqlite3_step(s);
+    sqlite3_finalize(s);
+    if (rc != SQLITE_DONE)
+        return REMATD_STORE_ERROR;
+    if (sqlite3_changes(st->w) > 0)
+        return REMATD_STORE_OK;
+    s = NULL;
+    enum rematd_store_result found = REMATD_STORE_ERROR;
+    if (sqlite3_prepare_v2(st->w, "SELECT 1 FROM jobs WHERE id = ?", -1, &s, NULL) == SQLITE_OK) {
+        sqlite3_bind_text(s, 1, id, -1, SQLITE_STATIC);
+        rc = sqlite3_step(s);
+        found = rc == SQLITE_ROW    ? REMATD_STORE_CONFLICT
+                : rc == SQLITE_DONE ? REMATD_STORE_NOT_FOUND
+                                    : REMATD_STORE_ERROR;
+    }
+    sqlite3_finalize(s);
+    return found;
+}
+
+#define HELD " WHERE id = ?1 AND lease_id = ?2 AND status = 'running' AND lease_expires_at >= ?3"
+
+enum rematd_store_result rematd_store_renew_lease(struct rematd_store *st, const char *id,
+                                                  const char *lease_id, const char *progress,
+                                                  double *lease_expires_at)
+{
+    pthread_mutex_lock(&st->wmu);
+    double now = rematd_now(), until = now + st->lease_seconds;
+    enum rematd_store_result rc = lease_update(st,
+                                               "UPDATE jobs SET progress = coalesce(?4, progress),"
+                                               " lease_expires_at = ?5, updated_at = ?3" HELD,
+                                               id, lease_id, progress, now, until);
+    pthread_mutex_unlock(&st->wmu);
+    *lease_expires_at = until;
+    return rc;
+}
+
+enum rematd_store_result rematd_store_complete_job(struct rematd_store *st, const char *id,
+                                                   const char *lease_id, const char *result)
+{
+    pthread_mutex_lock(&st->wmu);
+    double now = rematd_now();
+    enum rematd_store_result rc =
+        lease_update(st,
+                     "UPDATE jobs SET status = 'done', result = ?4, lease_id = NULL,"
+                     " lease_expires_at = NULL, updated_at = ?3, attempts = attempts + 1,"
+                     " reason = NULL" HELD,
+                     id, lease_id, result, now, 0);
+    pthread_mutex_unlock(&st->wmu);
+    return rc;
+}
+
+enum rematd_store_result rematd_store_fail_job(struct rematd_store *st, const char *id,
+                                               const char *lease_id, const char *reason,
+                                               int retryable)
+{
+    pthread_mutex_lock(&st->wmu);
+    enum rematd_store_result rc;
+    if (retryable)
+        rc = lease_update(st,
+                          "UPDATE jobs SET"
+                          " status = CASE WHEN attempts + 1 >= ?5 THEN 'failed' ELSE 'queued' END,"
+                          " reason = CASE WHEN attempts + 1 >= ?5 THEN ?4 ELSE reason END,"
+                          " last_error = ?4, attempts = attempts + 1, lease_id = NULL,"
+                          " lease_expires_at = NULL, worker_id = NULL, updated_at = ?3" HELD,
+                          id, lease_id, reason, rematd_now(), (double)st->max_attempts);
+    else
+        rc = lease_update(st,
+                          "UPDATE jobs SET status = 'failed', reason = ?4, last_error = ?4,"
+                          " attempts = attempts + 1, lease_id = NULL, lease_expires_at = NULL,"
+                          " updated_at = ?3" HELD,
+                          id, lease_id, reason, rematd_now(), (double)st->max_attempts);
+    pthread_mutex_unlock(&st->wmu);
+    return rc;
+}
+
+enum rematd_store_result rematd_store_release_job(struct rematd_store *st, const char *id,
+                                                  const char *lease_id)
+{
+    pthread_mutex_lock(&st->wmu);
+    double now = rematd_now();
+    enum rematd_store_result rc =
+        lease_update(st,
+                     "UPDATE jobs SET status = 'queued', lease_id = NULL,"
+                     " lease_expires_at = NULL, worker_id = NULL,"
+                     " updated_at = ?3, progress = coalesce(?4, progress)" HELD,
+                     id, lease_id, NULL, now, 0);
+    pthread_mutex_unlock(&st->wmu);
+    return rc;
+}

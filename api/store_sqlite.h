@@ -1,0 +1,92 @@
+/*
+ * store_sqlite.h - what the files of the SQLite store share (private to
+ * them; the rest of rematd sees store.h only).
+ *
+ * One database, rematd.db under the data directory, in WAL mode, on three
+ * connections: w for every write, under wmu (the writer thread's group
+ * commits and the inline job and lease changes); r for reads, under rmu
+ * (WAL lets it read while w writes); ck for the checkpoint thread alone.
+ */
+#ifndef REMATD_STORE_SQLITE_H
+#define REMATD_STORE_SQLITE_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+
+#include <sqlite3.h>
+
+#include "store.h"
+
+/* The schema version this rematd writes (PRAGMA user_version); older
+ * databases are migrated up to it at open (store_schema.c). */
+#define REMATD_SCHEMA_VERSION 2
+
+struct rematd_store {
+    sqlite3 *w; /* writes, under wmu */
+    pthread_mutex_t wmu;
+    sqlite3 *r; /* reads, under rmu */
+    pthread_mutex_t rmu;
+    /* The group commit's statements on w, prepared once. */
+    sqlite3_stmt *ins_plan, *ins_idem, *begin, *commit;
+    int has_legacy;                        /* a plans_v1 table from rematd 0.1.0 is there */
+    atomic_ulong commits, committed_plans; /* for /metrics */
+
+    /* The writer thread's queue of plans, under qmu. */
+    pthread_mutex_t qmu;
+    pthread_cond_t qcv;
+    struct rematd_plan_write *head, *tail;
+    int stopping;
+    int thread_started;
+    pthread_t thread;
+
+    /* Checkpoints run on their own connection and thread, so that copying
+     * the WAL into the database (and its fsync) never stalls a group commit. */
+    sqlite3 *ck;
+    pthread_cond_t ckcv;
+    int ck_started;
+    /* Set by the checkpoint thread when a checkpoint copied every frame it
+     * saw: the writer then has only the frames added meanwhile to copy. */
+    atomic_int ck_caught_up;
+    pthread_t ck_thread;
+
+    unsigned lease_seconds, max_attempts, idem_ttl;
+    double last_purge; /* of expired Idempotency-Key records, under wmu */
+};
+
+/* Runs sql (one or more statements) on db; logs and returns -1 on failure. */
+int rematd__sql_exec(sqlite3 *db, const char *sql);
+/* Steps a prepared statement once and makes it ready for the next use;
+ * returns sqlite3_step's code. */
+int rematd__sql_step_reset(sqlite3_stmt *s);
+/* Column i as new text, or NULL (a NULL column or no memory). */
+char *rematd__sql_col_dup(sqlite3_stmt *s, int i);
+
+/* store_schema.c: brings w's database to REMATD_SCHEMA_VERSION and sets
+ * has_legacy.  Returns 0, or -1 with a message in errbuf. */
+int rematd__schema_migrate(struct rematd_store *st, char *errbuf, size_t errlen);
+
+/* store_writer.c: installs the WAL bound on w and starts the writer and
+ * checkpoint threads; stops them (the writer commits what is queued). */
+int rematd__writer_start(struct rematd_store *st, char *errbuf, size_t errlen);
+void rematd__writer_stop(struct rematd_store *st);
+
+/* store_plans.c: inserts w's plan row on w (in the caller's transaction):
+ * sqlite3_step's code. */
+int rematd__plan_insert(struct rematd_store *st, const struct rematd_plan_write *w);
+
+/* store_idem.c, on w under wmu inside the caller's transaction: records
+ * (scope, key) for resource_id.  OK; CONFLICT when a live record holds the
+ * key (existing filled); ERROR.  A record past the TTL that the purge has
+ * not removed yet gives way. */
+enum rematd_store_result rematd__idem_insert(struct rematd_store *st, const char *scope,
+                                             const char *key, const char *body_hash,
+                                             const char *resource_id, const char *body, double now,
+                                             struct rematd_idem *existing);
+/* Deletes records past the TTL, at most once a minute.  Under wmu. */
+void rematd__idem_purge(struct rematd_store *st, double now);
+
+/* store_jobs.c: puts jobs whose lease expired back in the queue (or fails
+ * them).  Under wmu, outside a transaction. */
+void rematd__jobs_expire(struct rematd_store *st);
+
+#endif

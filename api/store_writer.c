@@ -1,0 +1,228 @@
+/*
+ * store_writer.c - the group commit of plans, and checkpoints.
+ *
+ * Plans, the hot path, are queued for a writer thread that commits
+ * whatever has queued up in one transaction (group commit), so one fsync
+ * covers a whole batch; the routes' connections stay suspended until their
+ * batch is durable.  In a quiet second the same thread expires leases.
+ * A checkpoint thread copies the WAL into the database on its own
+ * connection, and the writer bounds the WAL's size (wal_committed).
+ */
+#include "config.h"
+
+#include <stdatomic.h>
+#include <stdio.h>
+#include <sys/prctl.h>
+#include <time.h>
+
+#include "store_sqlite.h"
+
+void rematd_store_enqueue_plan(struct rematd_store *st, struct rematd_plan_write *w)
+{
+    w->next = NULL;
+    pthread_mutex_lock(&st->qmu);
+    if (st->tail)
+        st->tail->next = w;
+    else
+        st->head = w;
+    st->tail = w;
+    pthread_cond_signal(&st->qcv);
+    pthread_mutex_unlock(&st->qmu);
+}
+
+void rematd_store_commit_stats(struct rematd_store *st, unsigned long *commits,
+                               unsigned long *plans)
+{
+    *commits = atomic_load(&st->commits);
+    *plans = atomic_load(&st->committed_plans);
+}
+
+/* One plan of a batch, inside its transaction: the plan row and, with an
+ * Idempotency-Key, the key's record.  A savepoint only when the key's
+ * record must stand or fall with the plan: otherwise a failed insert
+ * undoes itself (statement atomicity), and parsing two more statements per
+ * plan is measurable on the hot path. */
+static void write_one(struct rematd_store *st, struct rematd_plan_write *w, double now)
+{
+    if (!w->idem_key) {
+        w->result =
+            rematd__plan_insert(st, w) == SQLITE_DONE ? REMATD_STORE_OK : REMATD_STORE_ERROR;
+        return;
+    }
+    rematd__sql_exec(st->w, "SAVEPOINT p");
+    w->result = rematd__plan_insert(st, w) == SQLITE_DONE
+                    ? rematd__idem_insert(st, w->idem_scope, w->idem_key, w->body_hash, w->id,
+                                          w->body, now, &w->existing)
+                    : REMATD_STORE_ERROR;
+    rematd__sql_exec(st->w,
+                     w->result == REMATD_STORE_OK ? "RELEASE p" : "ROLLBACK TO p; RELEASE p");
+}
+
+static void write_batch(struct rematd_store *st, struct rematd_plan_write *batch)
+{
+    double now = rematd_now();
+    pthread_mutex_lock(&st->wmu);
+    int ok = rematd__sql_step_reset(st->begin) == SQLITE_DONE;
+    for (struct rematd_plan_write *w = batch; w; w = w->next) {
+        w->result = REMATD_STORE_ERROR;
+        if (ok)
+            write_one(st, w, now);
+    }
+    if (ok && rematd__sql_step_reset(st->commit) != SQLITE_DONE) {
+        rematd__sql_exec(st->w, "ROLLBACK");
+        for (struct rematd_plan_write *w = batch; w; w = w->next) {
+            /* A replay of a record in this very batch would replay what
+             * was not stored. */
+            if (w->result == REMATD_STORE_CONFLICT)
+                rematd_idem_clear(&w->existing);
+            w->result = REMATD_STORE_ERROR;
+        }
+    } else if (ok) {
+        unsigned long n = 0;
+        for (struct rematd_plan_write *w = batch; w; w = w->next)
+            n += w->result == REMATD_STORE_OK;
+        atomic_fetch_add(&st->commits, 1);
+        atomic_fetch_add(&st->committed_plans, n);
+    }
+    pthread_mutex_unlock(&st->wmu);
+}
+
+/* In a quiet second: expire leases so that GET shows a job whose worker
+ * vanished as queued again without waiting for a lease request, and purge
+ * old Idempotency-Key records. */
+static void housekeeping(struct rematd_store *st)
+{
+    pthread_mutex_lock(&st->wmu);
+    rematd__jobs_expire(st);
+    rematd__idem_purge(st, rematd_now());
+    pthread_mutex_unlock(&st->wmu);
+}
+
+static void *writer_main(void *arg)
+{
+    /* Named for top -H, perf and /proc/PID/task. */
+    prctl(PR_SET_NAME, "rematd-writer", 0, 0, 0);
+    struct rematd_store *st = arg;
+    pthread_mutex_lock(&st->qmu);
+    for (;;) {
+        if (!st->head) {
+            if (st->stopping)
+                break;
+            struct timespec ts;
+            clock_gettime(CLOCK_REALTIME, &ts);
+            ts.tv_sec += 1;
+            int rc = pthread_cond_timedwait(&st->qcv, &st->qmu, &ts);
+            if (rc != 0 && !st->head) {
+                pthread_mutex_unlock(&st->qmu);
+                housekeeping(st);
+                pthread_mutex_lock(&st->qmu);
+            }
+            continue;
+        }
+        struct rematd_plan_write *batch = st->head;
+        st->head = st->tail = NULL;
+        pthread_mutex_unlock(&st->qmu);
+        write_batch(st, batch);
+        while (batch) {
+            /* done() may free the item: read next first. */
+            struct rematd_plan_write *next = batch->next;
+            batch->done(batch);
+            batch = next;
+        }
+        pthread_mutex_lock(&st->qmu);
+    }
+    pthread_mutex_unlock(&st->qmu);
+    return NULL;
+}
+
+/* Every 100 ms, a PASSIVE checkpoint: it copies what it can without
+ * blocking the writer or readers; the WAL restarts from its start once all
+ * of it is in the database. */
+static void *checkpoint_main(void *arg)
+{
+    /* Named for top -H, perf and /proc/PID/task. */
+    prctl(PR_SET_NAME, "rematd-ckpt", 0, 0, 0);
+    struct rematd_store *st = arg;
+    pthread_mutex_lock(&st->qmu);
+    while (!st->stopping) {
+        struct timespec ts;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        ts.tv_nsec += 100 * 1000 * 1000;
+        if (ts.tv_nsec >= 1000000000L) {
+            ts.tv_sec++;
+            ts.tv_nsec -= 1000000000L;
+        }
+        pthread_cond_timedwait(&st->ckcv, &st->qmu, &ts);
+        if (st->stopping)
+            break;
+        pthread_mutex_unlock(&st->qmu);
+        int log = 0, copied = 0;
+        if (sqlite3_wal_checkpoint_v2(st->ck, NULL, SQLITE_CHECKPOINT_PASSIVE, &log, &copied) ==
+                SQLITE_OK &&
+            log > 0 && copied == log)
+            atomic_store(&st->ck_caught_up, 1);
+        pthread_mutex_lock(&st->qmu);
+    }
+    pthread_mutex_unlock(&st->qmu);
+    return NULL;
+}
+
+/* Called by SQLite after each commit on the writer connection.  The
+ * checkpoint thread copies most of the WAL, but under a steady stream of
+ * commits it never finds the WAL fully copied, and SQLite only starts the
+ * WAL over from its beginning when a write transaction finds it so: the
+ * file then grew without bound (hundreds of MB a minute), every append
+ * allocating new blocks.  Here, between transactions, no frame can be added
+ * while the checkpoint runs, so it copies what the checkpoint thread left
+ * and the next transaction restarts the WAL.  That checkpoint ends with an
+ * fsync of the database file, which under load measured 25-120 ms while the
+ * 201s of the batch just committed wait: so only once the WAL holds 16384
+ * frames (256 MiB of 16 KiB pages, a second or two of plans at full load),
+ * right after the checkpoint thread caught up (the copy is then small), or
+ * regardless past 32768 frames (512 MiB).  Below saturation the checkpoint
+ * thread catches up between commits and the WAL starts over by itself; this
+ * only bounds the disk a saturated rematd uses, at the price of a stall of
+ * one fsync every second or two, which shows in p99 (docs/jobs.md). */
+static int wal_committed(void *arg, sqlite3 *db, const char *name, int frames)
+{
+    struct rematd_store *st = arg;
+    if (frames >= 32768 || (frames >= 16384 && atomic_exchange(&st->ck_caught_up, 0)))
+        sqlite3_wal_checkpoint_v2(db, name, SQLITE_CHECKPOINT_PASSIVE, NULL, NULL);
+    return SQLITE_OK;
+}
+
+int rematd__writer_start(struct rematd_store *st, char *errbuf, size_t errlen)
+{
+    sqlite3_wal_hook(st->w, wal_committed, st);
+    if (pthread_create(&st->thread, NULL, writer_main, st) != 0) {
+        snprintf(errbuf, errlen, "cannot start the writer thread");
+        return -1;
+    }
+    st->thread_started = 1;
+    if (pthread_create(&st->ck_thread, NULL, checkpoint_main, st) != 0) {
+        snprintf(errbuf, errlen, "cannot start the checkpoint thread");
+        return -1;
+    }
+    st->ck_started = 1;
+    return 0;
+}
+
+void rematd__writer_stop(struct rematd_store *st)
+{
+    if (st->thread_started) {
+        pthread_mutex_lock(&st->qmu);
+        st->stopping = 1;
+        pthread_cond_signal(&st->qcv);
+        pthread_mutex_unlock(&st->qmu);
+        pthread_join(st->thread, NULL);
+        st->thread_started = 0;
+    }
+    if (st->ck_started) {
+        pthread_mutex_lock(&st->qmu);
+        st->stopping = 1;
+        pthread_cond_signal(&st->ckcv);
+        pthread_mutex_unlock(&st->qmu);
+        pthread_join(st->ck_thread, NULL);
+        st->ck_started = 0;
+    }
+}

@@ -1,0 +1,453 @@
+/* Unit tests of the store through its interface (api/store.h) on a
+ * temporary data directory: each call's result (OK, NOT_FOUND, CONFLICT),
+ * plans by group commit, Idempotency-Key records (a key recorded first is
+ * handed back, one past its TTL gives way), the job and lease state
+ * machine, and the schema versions (a new database is at the current one,
+ * an older one is migrated with its records, a newer one is refused).
+ * They speak only of store.h, so another backend can be held to them. */
+#include "config.h"
+
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+#include <sqlite3.h>
+
+#include "store.h"
+
+struct fixture {
+    char dir[64];
+    struct rematd_config cfg;
+    struct rematd_store *st;
+};
+
+static int setup_ttl(void **state, unsigned ttl)
+{
+    struct fixture *f = calloc(1, sizeof *f);
+    assert_non_null(f);
+    const char *tmp = getenv("TMPDIR");
+    snprintf(f->dir, sizeof f->dir, "%.40s/remat-store.XXXXXX", tmp && *tmp ? tmp : "/tmp");
+    assert_non_null(mkdtemp(f->dir));
+    f->cfg.lease_seconds = 30;
+    f->cfg.max_attempts = 2;
+    f->cfg.idempotency_ttl = ttl;
+    snprintf(f->cfg.sync, sizeof f->cfg.sync, "full");
+    *state = f;
+    return 0;
+}
+
+static int setup(void **state)
+{
+    return setup_ttl(state, 3600);
+}
+
+static int setup_no_ttl(void **state)
+{
+    return setup_ttl(state, 0);
+}
+
+static void open_store(struct fixture *f)
+{
+    char err[512] = "";
+    f->st = rematd_store_open(f->dir, &f->cfg, err, sizeof err);
+    if (!f->st)
+        fail_msg("open: %s", err);
+}
+
+static int teardown(void **state)
+{
+    struct fixture *f = *state;
+    rematd_store_close(f->st);
+    char cmd[128];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", f->dir);
+    assert_int_equal(system(cmd), 0);
+    free(f);
+    return 0;
+}
+
+/* Runs sql on the fixture's database file with a connection of its own. */
+static long long db_int(struct fixture *f, const char *sql)
+{
+    char path[128];
+    snprintf(path, sizeof path, "%s/rematd.db", f->dir);
+    sqlite3 *db = NULL;
+    assert_int_equal(sqlite3_open(path, &db), SQLITE_OK);
+    sqlite3_stmt *s = NULL;
+    assert_int_equal(sqlite3_prepare_v2(db, sql, -1, &s, NULL), SQLITE_OK);
+    long long v = sqlite3_step(s) == SQLITE_ROW ? sqlite3_column_int64(s, 0) : -1;
+    sqlite3_finalize(s);
+    sqlite3_close(db);
+    return v;
+}
+
+static void db_exec(struct fixture *f, const char *sql)
+{
+    char path[128];
+    snprintf(path, sizeof path, "%s/rematd.db", f->dir);
+    sqlite3 *db = NULL;
+    assert_int_equal(sqlite3_open(path, &db), SQLITE_OK);
+    char *msg = NULL;
+    if (sqlite3_exec(db, sql, NULL, NULL, &msg) != SQLITE_OK)
+        fail_msg("%s: %s", sql, msg);
+    sqlite3_close(db);
+}
+
+/* Plans: written by the writer thread, waited for here. */
+struct waiter {
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    int done;
+};
+
+static void plan_done(struct rematd_plan_write *w)
+{
+    struct waiter *wt = w->cls;
+    pthread_mutex_lock(&wt->mu);
+    wt->done++;
+    pthread_cond_signal(&wt->cv);
+    pthread_mutex_unlock(&wt->mu);
+}
+
+static void plan_init(struct rematd_plan_write *w, struct waiter *wt, const char *key,
+                      const char *body)
+{
+    memset(w, 0, sizeof *w);
+    rematd_new_ordered_id(w->id);
+    rematd_rfc3339(rematd_now(), w->created_at);
+    w->algorithm = "sqrt";
+    w->options = strdup("{\"algorithm\":\"sqrt\"}");
+    w->record = (unsigned char *)strdup("record bytes");
+    w->record_len = strlen("record bytes");
+    w->body = strdup(body);
+    w->idem_key = key;
+    w->idem_scope = "plans_create";
+    rematd_sha256_hex("request", 7, w->body_hash);
+    w->done = plan_done;
+    w->cls = wt;
+}
+
+static void plan_free(struct rematd_plan_write *w)
+{
+    free(w->options);
+    free(w->record);
+    free(w->body);
+    rematd_idem_clear(&w->existing);
+}
+
+/* Queues the n plans at once and waits until all are done. */
+static void write_plans(struct rematd_store *st, struct rematd_plan_write *ws, int n)
+{
+    struct waiter wt = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0};
+    for (int i = 0; i < n; i++) {
+        ws[i].cls = &wt;
+        rematd_store_enqueue_plan(st, &ws[i]);
+    }
+    pthread_mutex_lock(&wt.mu);
+    while (wt.done < n)
+        pthread_cond_wait(&wt.cv, &wt.mu);
+    pthread_mutex_unlock(&wt.mu);
+}
+
+static void test_new_database(void **state)
+{
+    struct fixture *f = *state;
+    open_store(f);
+    assert_int_equal(rematd_store_ready(f->st), REMATD_STORE_OK);
+    rematd_store_close(f->st);
+    f->st = NULL;
+    assert_int_equal(db_int(f, "PRAGMA user_version"), 2);
+    assert_int_equal(
+        db_int(f, "SELECT count(*) FROM pragma_table_info('idempotency') WHERE name = 'location'"),
+        0);
+    /* Opening again migrates nothing and keeps the version. */
+    open_store(f);
+    rematd_store_close(f->st);
+    f->st = NULL;
+    assert_int_equal(db_int(f, "PRAGMA user_version"), 2);
+}
+
+static void test_newer_refused(void **state)
+{
+    struct fixture *f = *state;
+    db_exec(f, "CREATE TABLE future (x); PRAGMA user_version = 3;");
+    char err[512] = "";
+    f->st = rematd_store_open(f->dir, &f->cfg, err, sizeof err);
+    assert_null(f->st);
+    assert_non_null(strstr(err, "schema version 3, newer than this rematd knows (2)"));
+    assert_int_equal(db_int(f, "PRAGMA user_version"), 3);
+    assert_int_equal(db_int(f, "SELECT count(*) FROM sqlite_master WHERE name = 'plans'"), 0);
+}
+
+/* A database from before versions keeps its Idempotency-Key records: the
+ * id is taken from their Location. */
+static void test_migrates_old_records(void **state)
+{
+    struct fixture *f = *state;
+    char sql[1024];
+    snprintf(sql, sizeof sql,
+             "CREATE TABLE idempotency (scope TEXT NOT NULL, key TEXT NOT NULL,"
+             " body_hash TEXT NOT NULL, status INTEGER NOT NULL, location TEXT,"
+             " body TEXT NOT NULL, created_at REAL NOT NULL, PRIMARY KEY (scope, key));"
+             "INSERT INTO idempotency VALUES ('profiles_create', 'k', 'h', 202,"
+             " '/v1/profiles/0123456789abcdef0123456789abcdef', '{\"old\":1}', %.3f);",
+             rematd_now());
+    db_exec(f, sql);
+    open_store(f);
+    struct rematd_idem rec;
+    assert_int_equal(rematd_store_get_idempotency(f->st, "profiles_create", "k", &rec),
+                     REMATD_STORE_OK);
+    assert_string_equal(rec.resource_id, "0123456789abcdef0123456789abcdef");
+    assert_string_equal(rec.body, "{\"old\":1}");
+    assert_string_equal(rec.body_hash, "h");
+    rematd_idem_clear(&rec);
+    assert_int_equal(rematd_store_get_idempotency(f->st, "plans_create", "k", &rec),
+                     REMATD_STORE_NOT_FOUND);
+}
+
+static void test_plans(void **state)
+{
+    struct fixture *f = *state;
+    open_store(f);
+    struct rematd_plan_write ws[3];
+    plan_init(&ws[0], NULL, NULL, "{\"a\":1}");
+    plan_init(&ws[1], NULL, "key-1", "{\"b\":2}");
+    plan_init(&ws[2], NULL, NULL, "{\"c\":3}");
+    snprintf(ws[2].profile_id, sizeof ws[2].profile_id, "%s", ws[0].id);
+    write_plans(f->st, ws, 3);
+    for (int i = 0; i < 3; i++)
+        assert_int_equal(ws[i].result, REMATD_STORE_OK);
+    unsigned long commits, plans;
+    rematd_store_commit_stats(f->st, &commits, &plans);
+    assert_int_equal(plans, 3);
+    assert_true(commits >= 1 && commits <= 3);
+
+    struct rematd_stored_plan sp;
+    assert_int_equal(rematd_store_get_plan(f->st, ws[2].id, &sp), REMATD_STORE_OK);
+    assert_int_equal(sp.record_len, ws[2].record_len);
+    assert_memory_equal(sp.record, ws[2].record, sp.record_len);
+    assert_string_equal(sp.created_at, ws[2].created_at);
+    assert_string_equal(sp.profile_id, ws[0].id);
+    assert_string_equal(sp.options, "{\"algorithm\":\"sqrt\"}");
+    assert_null(sp.legacy_body);
+    rematd_stored_plan_clear(&sp);
+    assert_int_equal(rematd_store_get_plan(f->st, ws[0].id, &sp), REMATD_STORE_OK);
+    assert_string_equal(sp.profile_id, "");
+    rematd_stored_plan_clear(&sp);
+    assert_int_equal(rematd_store_get_plan(f->st, "0123456789abcdef0123456789abcdef", &sp),
+                     REMATD_STORE_NOT_FOUND);
+    assert_null(sp.record);
+
+    /* The key's record names the plan and keeps its answer. */
+    struct rematd_idem rec;
+    assert_int_equal(rematd_store_get_idempotency(f->st, "plans_create", "key-1", &rec),
+                     REMATD_STORE_OK);
+    assert_string_equal(rec.resource_id, ws[1].id);
+    assert_string_equal(rec.body, "{\"b\":2}");
+    assert_string_equal(rec.body_hash, ws[1].body_hash);
+    rematd_idem_clear(&rec);
+    assert_int_equal(rematd_store_get_idempotency(f->st, "profiles_create", "key-1", &rec),
+                     REMATD_STORE_NOT_FOUND);
+
+    /* The key again (a request that found no record when it arrived):
+     * CONFLICT with the first plan's record, and the plan is not stored.
+     * Two such in one batch or in two: either way. */
+    struct rematd_plan_write again[2];
+    plan_init(&again[0], NULL, "key-1", "{\"b\":3}");
+    plan_init(&again[1], NULL, "key-2", "{\"d\":4}");
+    write_plans(f->st, again, 2);
+    assert_int_equal(again[0].result, REMATD_STORE_CONFLICT);
+    assert_string_equal(again[0].existing.resource_id, ws[1].id);
+    assert_string_equal(again[0].existing.body, "{\"b\":2}");
+    assert_int_equal(rematd_store_get_plan(f->st, again[0].id, &sp), REMATD_STORE_NOT_FOUND);
+    assert_int_equal(again[1].result, REMATD_STORE_OK);
+    rematd_store_commit_stats(f->st, &commits, &plans);
+    assert_int_equal(plans, 4);
+    for (int i = 0; i < 3; i++)
+        plan_free(&ws[i]);
+    plan_free(&again[0]);
+    plan_free(&again[1]);
+}
+
+static void new_job(struct rematd_job_new *j, char id[REMATD_ID_LEN + 1], const char *kind,
+                    const char *device, const char *key, const char *body)
+{
+    rematd_new_id(id);
+    *j = (struct rematd_job_new){.id = id,
+                                 .created_at = rematd_now(),
+                                 .kind = kind,
+                                 .device = device,
+                                 .spec = "{\"model\":\"vgg11\"}",
+                                 .idem_key = key,
+                                 .idem_scope = "profiles_create",
+                                 .body_hash = "hash",
+                                 .body = body};
+}
+
+static void test_jobs_and_keys(void **state)
+{
+    struct fixture *f = *state;
+    open_store(f);
+    char a[REMATD_ID_LEN + 1], b[REMATD_ID_LEN + 1];
+    struct rematd_job_new ja, jb;
+    struct rematd_idem existing;
+    new_job(&ja, a, "profile", "cpu", "k", "{\"first\":1}");
+    assert_int_equal(rematd_store_create_job(f->st, &ja, &existing), REMATD_STORE_OK);
+    new_job(&jb, b, "profile", "cpu", "k", "{\"second\":1}");
+    assert_int_equal(rematd_store_create_job(f->st, &jb, &existing), REMATD_STORE_CONFLICT);
+    assert_string_equal(existing.resource_id, a);
+    assert_string_equal(existing.body, "{\"first\":1}");
+    rematd_idem_clear(&existing);
+
+    struct rematd_job job;
+    assert_int_equal(rematd_store_get_job(f->st, b, &job), REMATD_STORE_NOT_FOUND);
+    assert_int_equal(rematd_store_get_job(f->st, a, &job), REMATD_STORE_OK);
+    assert_string_equal(job.id, a);
+    assert_string_equal(job.kind, "profile");
+    assert_string_equal(job.status, "queued");
+    assert_int_equal(job.attempts, 0);
+    assert_string_equal(job.spec, "{\"model\":\"vgg11\"}");
+    assert_null(job.progress);
+    assert_null(job.result);
+    assert_true(job.created_at == ja.created_at && job.updated_at == ja.created_at);
+    rematd_job_clear(&job);
+    char kind[16];
+    assert_int_equal(rematd_store_job_kind(f->st, a, kind), REMATD_STORE_OK);
+    assert_string_equal(kind, "profile");
+    assert_int_equal(rematd_store_job_kind(f->st, b, kind), REMATD_STORE_NOT_FOUND);
+    struct rematd_job_counts n;
+    assert_int_equal(rematd_store_count_jobs(f->st, &n), REMATD_STORE_OK);
+    assert_int_equal(n.queued, 1);
+    assert_int_equal(n.running + n.done + n.failed, 0);
+}
+
+/* With a TTL of 0 every record is past it at once: the key is free again,
+ * although the purge has not removed the row. */
+static void test_expired_key_gives_way(void **state)
+{
+    struct fixture *f = *state;
+    open_store(f);
+    char a[REMATD_ID_LEN + 1], b[REMATD_ID_LEN + 1];
+    struct rematd_job_new ja, jb;
+    struct rematd_idem existing;
+    new_job(&ja, a, "profile", "cpu", "k", "{\"first\":1}");
+    assert_int_equal(rematd_store_create_job(f->st, &ja, &existing), REMATD_STORE_OK);
+    usleep(2000);
+    struct rematd_idem rec;
+    assert_int_equal(rematd_store_get_idempotency(f->st, "profiles_create", "k", &rec),
+                     REMATD_STORE_NOT_FOUND);
+    new_job(&jb, b, "profile", "cpu", "k", "{\"second\":1}");
+    assert_int_equal(rematd_store_create_job(f->st, &jb, &existing), REMATD_STORE_OK);
+    rematd_store_close(f->st);
+    f->st = NULL;
+    assert_int_equal(db_int(f, "SELECT count(*) FROM jobs"), 2);
+    assert_int_equal(db_int(f, "SELECT count(*) FROM idempotency"), 1);
+}
+
+static void test_leases(void **state)
+{
+    struct fixture *f = *state;
+    open_store(f);
+    char cpu[REMATD_ID_LEN + 1], gpu[REMATD_ID_LEN + 1], val[REMATD_ID_LEN + 1];
+    struct rematd_job_new j;
+    struct rematd_idem existing;
+    new_job(&j, cpu, "profile", "cpu", NULL, NULL);
+    assert_int_equal(rematd_store_create_job(f->st, &j, &existing), REMATD_STORE_OK);
+    new_job(&j, gpu, "profile", "cuda", NULL, NULL);
+    assert_int_equal(rematd_store_create_job(f->st, &j, &existing), REMATD_STORE_OK);
+    new_job(&j, val, "validation", "cuda:1", NULL, NULL);
+    assert_int_equal(rematd_store_create_job(f->st, &j, &existing), REMATD_STORE_OK);
+
+    static const char *const profiles[] = {"profile", NULL};
+    static const char *const validations[] = {"validation", NULL};
+    static const char *const cuda0[] = {"cuda:0", NULL};
+    static const char *const cuda1[] = {"cuda:1", NULL};
+    struct rematd_lease l, l2;
+    /* "cuda" is served by any cuda:N, "cuda:1" only by itself. */
+    assert_int_equal(rematd_store_lease_job(f->st, "w0", validations, cuda0, &l),
+                     REMATD_STORE_NOT_FOUND);
+    assert_int_equal(rematd_store_lease_job(f->st, "w0", profiles, cuda0, &l), REMATD_STORE_OK);
+    assert_string_equal(l.job_id, gpu);
+    assert_string_equal(l.kind, "profile");
+    assert_int_equal(l.attempt, 1);
+    assert_string_equal(l.spec, "{\"model\":\"vgg11\"}");
+    assert_true(l.lease_expires_at > rematd_now() + 25);
+    assert_int_equal(rematd_store_lease_job(f->st, "w0", profiles, cuda0, &l2),
+                     REMATD_STORE_NOT_FOUND);
+
+    /* Under the lease: renew, then complete once. */
+    double until = 0;
+    assert_int_equal(rematd_store_renew_lease(f->st, gpu, l.lease_id, "{\"stage\":1}", &until),
+                     REMATD_STORE_OK);
+    assert_true(until >= l.lease_expires_at);
+    assert_int_equal(rematd_store_renew_lease(f->st, gpu, cpu, NULL, &until),
+                     REMATD_STORE_CONFLICT);
+    assert_int_equal(rematd_store_renew_lease(f->st, "0123456789abcdef0123456789abcdef", l.lease_id,
+                                              NULL, &until),
+                     REMATD_STORE_NOT_FOUND);
+    struct rematd_job job;
+    assert_int_equal(rematd_store_get_job(f->st, gpu, &job), REMATD_STORE_OK);
+    assert_string_equal(job.status, "running");
+    assert_string_equal(job.progress, "{\"stage\":1}");
+    rematd_job_clear(&job);
+    assert_int_equal(rematd_store_complete_job(f->st, gpu, l.lease_id, "{\"r\":1}"),
+                     REMATD_STORE_OK);
+    assert_int_equal(rematd_store_complete_job(f->st, gpu, l.lease_id, "{\"r\":2}"),
+                     REMATD_STORE_CONFLICT);
+    assert_int_equal(rematd_store_get_job(f->st, gpu, &job), REMATD_STORE_OK);
+    assert_string_equal(job.status, "done");
+    assert_string_equal(job.result, "{\"r\":1}");
+    assert_int_equal(job.attempts, 1);
+    rematd_job_clear(&job);
+    rematd_lease_clear(&l);
+
+    /* The validation: released (not counted), failed retryably (counted,
+     * queued again), then failed for good at the second attempt. */
+    assert_int_equal(rematd_store_lease_job(f->st, "w1", validations, cuda1, &l), REMATD_STORE_OK);
+    assert_string_equal(l.job_id, val);
+    assert_int_equal(rematd_store_release_job(f->st, val, l.lease_id), REMATD_STORE_OK);
+    assert_int_equal(rematd_store_release_job(f->st, val, l.lease_id), REMATD_STORE_CONFLICT);
+    rematd_lease_clear(&l);
+    assert_int_equal(rematd_store_lease_job(f->st, "w1", validations, cuda1, &l), REMATD_STORE_OK);
+    assert_int_equal(l.attempt, 1);
+    assert_int_equal(rematd_store_fail_job(f->st, val, l.lease_id, "flaky", 1), REMATD_STORE_OK);
+    rematd_lease_clear(&l);
+    assert_int_equal(rematd_store_get_job(f->st, val, &job), REMATD_STORE_OK);
+    assert_string_equal(job.status, "queued");
+    assert_int_equal(job.attempts, 1);
+    rematd_job_clear(&job);
+    assert_int_equal(rematd_store_lease_job(f->st, "w1", validations, cuda1, &l), REMATD_STORE_OK);
+    assert_int_equal(l.attempt, 2);
+    assert_int_equal(rematd_store_fail_job(f->st, val, l.lease_id, "flaky again", 1),
+                     REMATD_STORE_OK);
+    rematd_lease_clear(&l);
+    assert_int_equal(rematd_store_get_job(f->st, val, &job), REMATD_STORE_OK);
+    assert_string_equal(job.status, "failed");
+    assert_string_equal(job.reason, "flaky again");
+    rematd_job_clear(&job);
+
+    struct rematd_job_counts n;
+    assert_int_equal(rematd_store_count_jobs(f->st, &n), REMATD_STORE_OK);
+    assert_int_equal(n.queued, 1);
+    assert_int_equal(n.running, 0);
+    assert_int_equal(n.done, 1);
+    assert_int_equal(n.failed, 1);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(test_new_database, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_newer_refused, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_migrates_old_records, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_plans, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_jobs_and_keys, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_expired_key_gives_way, setup_no_ttl, teardown),
+        cmocka_unit_test_setup_teardown(test_leases, setup, teardown),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

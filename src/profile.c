@@ -18,7 +18,7 @@ static const char empty_name[] = "";
 
 static const char *stage_pointer(char *buf, size_t size, size_t i, const char *key)
 {
-    snprintf(buf, size, "/stages/%zu/%s", i, key);
+    snprintf(buf, size, "/stages/%zu/%.64s", i, key);
     return buf;
 }
 
@@ -104,17 +104,23 @@ int remat__profile_total_bytes(const struct remat_profile *p, int64_t *out)
     return REMAT_OK;
 }
 
-/* The rules of one numeric field (profile_rules.c), for a value by kind. */
-static int check_REMAT__FIELD_BYTES(int64_t v, const char *key, const char *ptr,
-                                    struct remat_error *err)
+/* The rules of one numeric field (profile_rules.c), for a value by kind:
+ * the pointer is made only for an error, as a million stages must not
+ * cost millions of snprintf calls. */
+static int check_REMAT__FIELD_BYTES(int64_t v, size_t i, const char *key, struct remat_error *err)
 {
-    return remat__check_bytes(v, key, ptr, err);
+    if (v >= 0 && v <= REMAT_MAX_BYTES)
+        return REMAT_OK;
+    char ptr[128];
+    return remat__check_bytes(v, key, stage_pointer(ptr, sizeof ptr, i, key), err);
 }
 
-static int check_REMAT__FIELD_MS(double v, const char *key, const char *ptr,
-                                 struct remat_error *err)
+static int check_REMAT__FIELD_MS(double v, size_t i, const char *key, struct remat_error *err)
 {
-    return remat__check_ms(v, key, ptr, err);
+    if (isfinite(v) && v >= 0)
+        return REMAT_OK;
+    char ptr[128];
+    return remat__check_ms(v, key, stage_pointer(ptr, sizeof ptr, i, key), err);
 }
 
 int remat_profile_validate(const struct remat_profile *profile, struct remat_error *err)
@@ -135,7 +141,7 @@ int remat_profile_validate(const struct remat_profile *profile, struct remat_err
     for (size_t i = 0; i < profile->n_stages; i++) {
         const struct remat_stage *s = &profile->stages[i];
 #define REMAT__X(m, kind, required, dflt)                                                          \
-    if ((rc = check_##kind(s->m, #m, stage_pointer(ptr, sizeof ptr, i, #m), err)) < 0)             \
+    if ((rc = check_##kind(s->m, i, #m, err)) < 0)                                                 \
         return rc;
         REMAT__STAGE_FIELDS(REMAT__X)
 #undef REMAT__X

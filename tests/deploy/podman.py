@@ -132,7 +132,7 @@ def run_rematd(name):
            "-p", "127.0.0.1::8080", "-v", NAME + ":/var/lib/remat",
            "--read-only", "--cap-drop", "ALL", "--security-opt", "no-new-privileges",
            "-e", "REMAT_TOKEN=" + TOKEN, "-e", "REMAT_WORKER_TOKEN=" + WORKER_TOKEN,
-           "--health-cmd", "bash -c \"%s\"" % HEALTH, "--health-interval", "0",
+           "--health-cmd", json.dumps(["CMD", "bash", "-c", HEALTH]), "--health-interval", "disable",
            RMATD_IMG, "--lease-seconds", "10")
     out = podman("port", name, "8080/tcp").stdout.strip().splitlines()[0]
     return int(out.rsplit(":", 1)[1])

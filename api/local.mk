@@ -41,8 +41,6 @@ BENCH_TARGETS += bench-http
 bench-http: api/rematd
 	$(SHELL) $(top_srcdir)/api/bench-http.sh $(builddir)/api/rematd $(top_srcdir)
 dist_doc_DATA += docs/api.md docs/jobs.md docs/architecture.md
-EXTRA_DIST += deploy/Dockerfile.rematd deploy/Dockerfile.worker deploy/k8s/rematd.yaml \
-	deploy/k8s/worker.yaml deploy/rematd.service
 
 # A developer's lint of the contract (needs the npm registry, so it is not
 # part of make check): Redocly's recommended rules.

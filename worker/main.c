@@ -308,6 +308,17 @@ static int serve(const struct worker *w, int once)
             continue;
         }
         json_decref(lease);
+        if (st == 401 || st == 403) {
+            /* A token the server refuses never heals by retrying: exit, so
+             * that whatever runs the worker (Kubernetes, systemd, rematd
+             * --workers) shows it failing instead of a worker that looks
+             * alive and takes no job. */
+            logf_("lease answered %ld: the server refuses this worker's token "
+                  "(REMAT_WORKER_TOKEN); exiting",
+                  st);
+            json_decref(req);
+            return 78; /* EX_CONFIG */
+        }
         if (st != 204 && st != -1)
             logf_("lease answered %ld", st);
         nap_ms(backoff);

@@ -5,7 +5,8 @@ bin_PROGRAMS += api/rematd
 api_rematd_SOURCES = \
 	api/rematd.h api/main.c api/config.c api/http.c api/util.c \
 	api/store.h api/store_sqlite.h api/store.c api/store_schema.c api/store_writer.c \
-	api/store_plans.c api/store_jobs.c api/store_idem.c \
+	api/store_plans.c api/store_jobs.c api/store_idem.c api/store_models.c \
+	api/zipcheck.h api/zipcheck.c api/models_common.h api/models_common.c \
 	api/metrics.c api/svg.c api/supervise.c api/pool.c \
 	api/plan_common.h api/plan_common.c api/plan_codec.h api/plan_codec.c api/jobs_common.h api/jobs_common.c \
 	api/worker_common.h api/worker_common.c \
@@ -14,7 +15,8 @@ api_rematd_SOURCES = \
 	api/route_plans_timeline.c api/route_profiles_create.c api/route_profiles_get.c \
 	api/route_validations_create.c api/route_validations_get.c api/route_worker_lease.c \
 	api/route_worker_heartbeat.c api/route_worker_complete.c api/route_worker_fail.c \
-	api/route_worker_release.c
+	api/route_worker_release.c api/route_models_upload.c api/route_models_get.c \
+	api/route_models_delete.c api/route_worker_models.c
 nodist_api_rematd_SOURCES = api/openapi.c
 api_rematd_CPPFLAGS = $(AM_CPPFLAGS) -DREMAT_BINDIR='"$(bindir)"'
 api_rematd_CFLAGS = $(AM_CFLAGS) $(MHD_CFLAGS) $(JANSSON_CFLAGS) $(SQLITE_CFLAGS) -pthread

@@ -13,12 +13,15 @@
  *  - dynbuf.h: the one bounded growable buffer.
  *  - zoo.h: the built-in model zoo (GET /v1/models, the profile request's
  *    checks, and the layer lists remat-worker builds).
+ *  - sha256.h: SHA-256, one-shot and streaming (request fingerprints,
+ *    uploaded models named by content, the worker's cache checks).
  */
 #ifndef REMATX_H
 #define REMATX_H
 
 #include "remat.h"
 #include "rematx/dynbuf.h"
+#include "rematx/sha256.h"
 #include "rematx/zoo.h"
 
 #endif

@@ -73,6 +73,7 @@ static const struct {
     {"unsafe-archive", "Unsafe archive"},
     {"storage-full", "Model storage full"},
     {"model-in-use", "Model in use"},
+    {"model-deleted", "Model deleted"},
     {"unavailable", "Service unavailable"},
     {"internal", "Internal error"},
 };

@@ -15,6 +15,7 @@
 #include "config.h"
 
 #include <errno.h>
+#include <stdarg.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -35,7 +36,32 @@ struct upload {
     struct MHD_PostProcessor *pp; /* multipart/form-data, or NULL */
     char field[64];               /* the form's file field, once seen */
     int field_done;               /* a later field began: the file is whole */
+    /* A refusal made before the body arrived, answered once it has been
+     * read and dropped: answering while a client is still sending makes it
+     * see a broken pipe rather than the problem. */
+    int refused_status;
+    const char *refused_slug;
+    char refused_detail[320];
 };
+
+static void refuse(struct rematd_request *r, struct upload *u, int status, const char *slug,
+                   const char *fmt, ...) __attribute__((format(printf, 5, 6)));
+static void refuse(struct rematd_request *r, struct upload *u, int status, const char *slug,
+                   const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(u->refused_detail, sizeof u->refused_detail, fmt, ap);
+    va_end(ap);
+    /* A client waiting for 100 Continue has not sent the body: answer now. */
+    const char *expect = rematd_req_header_in(r, "Expect");
+    if (expect && strcasecmp(expect, "100-continue") == 0) {
+        rematd_req_problem(r, status, slug, NULL, "%s", u->refused_detail);
+        return;
+    }
+    u->refused_status = status;
+    u->refused_slug = slug;
+}
 
 static void upload_free(void *p)
 {
@@ -111,27 +137,6 @@ static int type_is(const char *ct, const char *want)
 static void begin(struct rematd_request *r)
 {
     const struct rematd_config *cfg = &r->srv->cfg;
-    const char *ct = rematd_req_header_in(r, MHD_HTTP_HEADER_CONTENT_TYPE);
-    int multipart = type_is(ct, "multipart/form-data");
-    if (!multipart && !type_is(ct, "application/octet-stream") && !type_is(ct, "application/zip")) {
-        rematd_req_problem(r, 415, "unsupported-media-type", NULL,
-                           "send the archive as application/octet-stream (curl --data-binary "
-                           "@m.pt -H 'Content-Type: application/octet-stream') or as the file "
-                           "of a multipart/form-data form (curl -F file=@m.pt)");
-        return;
-    }
-    /* Refused before a byte is read when the length already says so. */
-    const char *cl = rematd_req_header_in(r, MHD_HTTP_HEADER_CONTENT_LENGTH);
-    unsigned long long used = 0;
-    if (cl && !multipart && rematd_store_models_bytes(r->srv->store, &used) == REMATD_STORE_OK &&
-        strtoull(cl, NULL, 10) >
-            cfg->max_models_bytes - (used < cfg->max_models_bytes ? used : cfg->max_models_bytes)) {
-        rematd_req_problem(r, 507, "storage-full", NULL,
-                           "models take %llu of the %zu bytes allowed (--max-models-bytes); "
-                           "delete some to upload %s more",
-                           used, cfg->max_models_bytes, cl);
-        return;
-    }
     struct upload *u = calloc(1, sizeof *u);
     if (!u) {
         rematd_req_problem(r, 500, "internal", NULL, "out of memory");
@@ -141,27 +146,47 @@ static void begin(struct rematd_request *r)
     r->route_state = u;
     r->route_state_free = upload_free;
     rematx_sha256_init(&u->sha);
+    const char *ct = rematd_req_header_in(r, MHD_HTTP_HEADER_CONTENT_TYPE);
+    int multipart = type_is(ct, "multipart/form-data");
+    if (!multipart && !type_is(ct, "application/octet-stream") && !type_is(ct, "application/zip")) {
+        refuse(r, u, 415, "unsupported-media-type",
+               "send the archive as application/octet-stream (curl --data-binary "
+               "@m.pt -H 'Content-Type: application/octet-stream') or as the file "
+               "of a multipart/form-data form (curl -F file=@m.pt)");
+        return;
+    }
+    /* Refused before a byte is read when the length already says so. */
+    const char *cl = rematd_req_header_in(r, MHD_HTTP_HEADER_CONTENT_LENGTH);
+    unsigned long long used = 0;
+    if (cl && !multipart && rematd_store_models_bytes(r->srv->store, &used) == REMATD_STORE_OK &&
+        strtoull(cl, NULL, 10) >
+            cfg->max_models_bytes - (used < cfg->max_models_bytes ? used : cfg->max_models_bytes)) {
+        refuse(r, u, 507, "storage-full",
+               "models take %llu of the %zu bytes allowed (--max-models-bytes); "
+               "delete some to upload %s more",
+               used, cfg->max_models_bytes, cl);
+        return;
+    }
     char dir[1100];
     if (rematd_models_tmp_dir(cfg, dir, sizeof dir) < 0 ||
         snprintf(u->tmp, sizeof u->tmp, "%s/upload.XXXXXX", dir) >= (int)sizeof u->tmp ||
         (u->fd = mkstemp(u->tmp)) < 0) {
         u->tmp[0] = '\0';
-        rematd_req_problem(r, 500, "internal", NULL, "cannot make a temporary file: %s",
-                           strerror(errno));
+        refuse(r, u, 500, "internal", "cannot make a temporary file: %s", strerror(errno));
         return;
     }
     if (multipart) {
         u->pp = MHD_create_post_processor(r->conn, 64 * 1024, form_part, u);
         if (!u->pp)
-            rematd_req_problem(r, 400, "validation", NULL,
-                               "a multipart/form-data body needs its boundary in Content-Type");
+            refuse(r, u, 400, "validation",
+                   "a multipart/form-data body needs its boundary in Content-Type");
     }
 }
 
 static void chunk(struct rematd_request *r, const char *data, size_t n)
 {
     struct upload *u = r->route_state;
-    if (!u)
+    if (!u || u->refused_status)
         return;
     if (u->pp) {
         if (MHD_post_process(u->pp, data, n) != MHD_YES && !u->write_errno)
@@ -203,6 +228,10 @@ static enum rematd_handled finish(struct rematd_request *r)
 {
     struct upload *u = r->route_state;
     const struct rematd_config *cfg = &r->srv->cfg;
+    if (u->refused_status) {
+        rematd_req_problem(r, u->refused_status, u->refused_slug, NULL, "%s", u->refused_detail);
+        return REMATD_HANDLED;
+    }
     if (u->pp && u->write_errno == EBADMSG) {
         rematd_req_problem(r, 400, "validation", NULL, "the multipart/form-data body is malformed");
         return REMATD_HANDLED;

@@ -41,7 +41,7 @@ EXTRA_DIST += api/bench-http.sh api/bench-plan.lua api/bench-compare.sh
 BENCH_TARGETS += bench-http
 bench-http: api/rematd
 	$(SHELL) $(top_srcdir)/api/bench-http.sh $(builddir)/api/rematd $(top_srcdir)
-dist_doc_DATA += docs/api.md docs/jobs.md
+dist_doc_DATA += docs/api.md docs/jobs.md docs/models.md
 EXTRA_DIST += deploy/Dockerfile.rematd deploy/Dockerfile.worker deploy/k8s/rematd.yaml \
 	deploy/k8s/worker.yaml deploy/rematd.service
 

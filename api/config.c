@@ -38,6 +38,10 @@ static const struct opt opts[] = {
      "directory of the SQLite store (created when missing)"},
     {"max-body-bytes", "REMAT_MAX_BODY_BYTES", O_SIZE, OFF(max_body_bytes), 0, 1024, (1ULL << 31),
      "largest request body accepted"},
+    {"max-model-bytes", "REMAT_MAX_MODEL_BYTES", O_SIZE, OFF(max_model_bytes), 0, 1024,
+     (1ULL << 40), "largest model archive accepted by POST /v1/models"},
+    {"max-models-bytes", "REMAT_MAX_MODELS_BYTES", O_SIZE, OFF(max_models_bytes), 0, 1024,
+     (1ULL << 46), "total bytes of uploaded models kept (507 past it)"},
     {"max-stages", "REMAT_MAX_STAGES", O_SIZE, OFF(max_stages), 0, 1, REMAT_MAX_STAGES,
      "most stages accepted in one profile"},
     {"max-connections", "REMAT_MAX_CONNECTIONS", O_UINT, OFF(max_connections), 0, 4, 60000,
@@ -80,6 +84,8 @@ static void defaults(struct rematd_config *c)
     else
         snprintf(c->data_dir, sizeof c->data_dir, "./remat-data");
     c->max_body_bytes = 8u << 20;
+    c->max_model_bytes = 2ULL << 30;
+    c->max_models_bytes = 20ULL << 30;
     c->max_stages = 100000;
     c->max_connections = 1024;
     c->connection_timeout = 60;

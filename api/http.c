@@ -30,26 +30,21 @@ extern const struct rematd_route rematd_route_healthz, rematd_route_readyz, rema
     rematd_route_plans_timeline, rematd_route_profiles_create, rematd_route_profiles_get,
     rematd_route_validations_create, rematd_route_validations_get, rematd_route_worker_lease,
     rematd_route_worker_heartbeat, rematd_route_worker_complete, rematd_route_worker_fail,
-    rematd_route_worker_release;
+    rematd_route_worker_release, rematd_route_models_upload, rematd_route_models_get,
+    rematd_route_models_delete, rematd_route_worker_models;
 
 const struct rematd_route *const rematd_routes[] = {
-    &rematd_route_healthz,
-    &rematd_route_readyz,
-    &rematd_route_openapi,
-    &rematd_route_metrics,
-    &rematd_route_models,
-    &rematd_route_plans_create,
-    &rematd_route_plans_get,
-    &rematd_route_plans_timeline,
-    &rematd_route_profiles_create,
-    &rematd_route_profiles_get,
-    &rematd_route_validations_create,
-    &rematd_route_validations_get,
-    &rematd_route_worker_lease,
-    &rematd_route_worker_heartbeat,
-    &rematd_route_worker_complete,
-    &rematd_route_worker_fail,
-    &rematd_route_worker_release,
+    &rematd_route_healthz,          &rematd_route_readyz,
+    &rematd_route_openapi,          &rematd_route_metrics,
+    &rematd_route_models,           &rematd_route_models_upload,
+    &rematd_route_models_get,       &rematd_route_models_delete,
+    &rematd_route_plans_create,     &rematd_route_plans_get,
+    &rematd_route_plans_timeline,   &rematd_route_profiles_create,
+    &rematd_route_profiles_get,     &rematd_route_validations_create,
+    &rematd_route_validations_get,  &rematd_route_worker_lease,
+    &rematd_route_worker_heartbeat, &rematd_route_worker_complete,
+    &rematd_route_worker_fail,      &rematd_route_worker_release,
+    &rematd_route_worker_models,
 };
 const size_t rematd_n_routes = sizeof rematd_routes / sizeof rematd_routes[0];
 
@@ -73,6 +68,12 @@ static const struct {
     {"infeasible", "No plan fits the budget"},
     {"job-not-ready", "Job not done"},
     {"lease-conflict", "Lease not held"},
+    {"invalid-archive", "Not a zip archive"},
+    {"not-torchscript", "Not a TorchScript archive"},
+    {"unsafe-archive", "Unsafe archive"},
+    {"storage-full", "Model storage full"},
+    {"model-in-use", "Model in use"},
+    {"model-deleted", "Model deleted"},
     {"unavailable", "Service unavailable"},
     {"internal", "Internal error"},
 };
@@ -398,6 +399,8 @@ static int begin(struct rematd_request *r, const char *url, const char *method)
         }
     }
     r->body_limit = rt->body_limit ? rt->body_limit : srv->cfg.max_body_bytes;
+    if (rt->body_limit_of)
+        r->body_limit = rt->body_limit_of(&srv->cfg);
     rematx_dyn_init(&r->body, r->body_limit);
     const char *cl = rematd_req_header_in(r, MHD_HTTP_HEADER_CONTENT_LENGTH);
     if (cl) {
@@ -408,11 +411,15 @@ static int begin(struct rematd_request *r, const char *url, const char *method)
                                "the body is larger than the limit of %zu bytes", r->body_limit);
             return 1;
         }
-        if (n > 0) {
+        if (n > 0 && !rt->body_chunk) {
             /* At most 64 KiB up front: a client announcing 8 MiB and then
              * trickling must not pin 8 MiB per connection. */
             rematx_dyn_grow(&r->body, n < 65535 ? (size_t)n : 65535);
         }
+    }
+    if (rt->body_begin) {
+        rt->body_begin(r);
+        return r->responded;
     }
     if (strcmp(rt->method, "POST") == 0 &&
         !json_content_type(rematd_req_header_in(r, MHD_HTTP_HEADER_CONTENT_TYPE))) {
@@ -623,6 +630,17 @@ static enum MHD_Result access_call(struct rematd_server *srv, struct MHD_Connect
         return MHD_YES;
     }
     if (r->responded) {
+        *upload_data_size = 0;
+        return MHD_YES;
+    }
+    if (*upload_data_size && r->route && r->route->body_chunk) {
+        /* Streamed: counted against the limit, never held. */
+        if (r->body_error == 0 && *upload_data_size > r->body_limit - r->streamed)
+            r->body_error = REMAT_ELIMIT;
+        if (r->body_error == 0) {
+            r->streamed += *upload_data_size;
+            r->route->body_chunk(r, upload_data, *upload_data_size);
+        }
         *upload_data_size = 0;
         return MHD_YES;
     }

@@ -74,7 +74,13 @@ void rematd_queue_job(struct rematd_request *r, const char *kind, json_t *spec)
     json_t *view = text ? rematd_job_view(&j) : NULL;
     char *answer = view ? json_dumps(view, JSON_COMPACT) : NULL;
     json_decref(view);
+    /* The uploaded model the job runs (a validation's is its profile's):
+     * the store keeps it from being deleted while the job waits or runs. */
+    json_t *mid = json_object_get(spec, "model_id");
+    if (!mid)
+        mid = json_object_get(json_object_get(spec, "model_spec"), "model_id");
     struct rematd_job_new job = {
+        .model_id = json_string_value(mid),
         .id = j.id,
         .created_at = j.created_at,
         .kind = kind,
@@ -89,16 +95,20 @@ void rematd_queue_job(struct rematd_request *r, const char *kind, json_t *spec)
     enum rematd_store_result rc =
         answer ? rematd_store_create_job(r->srv->store, &job, &existing) : REMATD_STORE_ERROR;
     free(text);
-    json_decref(spec);
     if (rc == REMATD_STORE_OK) {
+        json_decref(spec);
         rematd_req_created(r, j.id, answer, strlen(answer));
         return;
     }
     free(answer);
-    if (rc == REMATD_STORE_CONFLICT)
+    if (rc == REMATD_STORE_NOT_FOUND)
+        rematd_req_problem(r, 409, "model-deleted", NULL, "model %s was deleted; upload it again",
+                           json_string_value(mid));
+    else if (rc == REMATD_STORE_CONFLICT)
         rematd_req_replay(r, &existing); /* recorded meanwhile by another request */
     else
         rematd_req_problem(r, 503, "unavailable", NULL, "the job could not be stored");
+    json_decref(spec);
 }
 
 enum rematd_handled rematd_get_job(struct rematd_request *r, const char *kind)

@@ -5,7 +5,8 @@ bin_PROGRAMS += api/rematd
 api_rematd_SOURCES = \
 	api/rematd.h api/main.c api/config.c api/http.c api/util.c \
 	api/store.h api/store_sqlite.h api/store.c api/store_schema.c api/store_writer.c \
-	api/store_plans.c api/store_jobs.c api/store_idem.c \
+	api/store_plans.c api/store_jobs.c api/store_idem.c api/store_models.c \
+	api/zipcheck.h api/zipcheck.c api/models_common.h api/models_common.c \
 	api/metrics.c api/svg.c api/supervise.c api/pool.c \
 	api/plan_common.h api/plan_common.c api/plan_request.h api/plan_request.c \
 	api/plan_cache.h api/plan_cache.c api/plan_codec.h api/plan_codec.c api/jobs_common.h api/jobs_common.c \
@@ -15,7 +16,8 @@ api_rematd_SOURCES = \
 	api/route_plans_timeline.c api/route_profiles_create.c api/route_profiles_get.c \
 	api/route_validations_create.c api/route_validations_get.c api/route_worker_lease.c \
 	api/route_worker_heartbeat.c api/route_worker_complete.c api/route_worker_fail.c \
-	api/route_worker_release.c
+	api/route_worker_release.c api/route_models_upload.c api/route_models_get.c \
+	api/route_models_delete.c api/route_worker_models.c
 nodist_api_rematd_SOURCES = api/openapi.c
 api_rematd_CPPFLAGS = $(AM_CPPFLAGS) -DREMATD_BINDIR='"$(bindir)"'
 api_rematd_CFLAGS = $(AM_CFLAGS) $(MHD_CFLAGS) $(JANSSON_CFLAGS) $(SQLITE_CFLAGS) -pthread
@@ -40,7 +42,7 @@ EXTRA_DIST += api/bench-http.sh api/bench-plan.lua api/bench-compare.sh
 BENCH_TARGETS += bench-http
 bench-http: api/rematd
 	$(SHELL) $(top_srcdir)/api/bench-http.sh $(builddir)/api/rematd $(top_srcdir)
-dist_doc_DATA += docs/api.md docs/jobs.md docs/architecture.md
+dist_doc_DATA += docs/api.md docs/jobs.md docs/architecture.md docs/models.md
 
 # A developer's lint of the contract (needs the npm registry, so it is not
 # part of make check): Redocly's recommended rules.

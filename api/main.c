@@ -33,6 +33,7 @@
 #include <unistd.h>
 
 #include "rematd.h"
+#include "models_common.h"
 #include "store.h"
 
 static int sig_pipe[2] = {-1, -1};
@@ -121,6 +122,10 @@ int main(int argc, char **argv)
     srv.store = rematd_store_open(cfg->data_dir, cfg, err, sizeof err);
     if (!srv.store) {
         rematd_log("error", "cannot open the store", json_pack("{s:s}", "detail", err));
+        return 1;
+    }
+    if (rematd_models_prepare(cfg, srv.store) < 0) {
+        rematd_store_close(srv.store);
         return 1;
     }
     unsigned plan_threads = cfg->plan_threads;

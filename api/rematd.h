@@ -29,6 +29,8 @@ struct rematd_config {
     char listen[128];            /* host:port */
     char data_dir[1024];         /* where rematd.db lives */
     size_t max_body_bytes;       /* request body limit */
+    size_t max_model_bytes;      /* one uploaded model archive */
+    size_t max_models_bytes;     /* all uploaded models together */
     size_t max_stages;           /* server cap on stages, <= REMAT_MAX_STAGES */
     unsigned max_connections;    /* MHD_OPTION_CONNECTION_LIMIT */
     unsigned connection_timeout; /* seconds an idle connection is kept */
@@ -118,6 +120,17 @@ struct rematd_route {
      * rematd_req_resume to be called; then resumed() is called to answer. */
     enum rematd_handled (*handler)(struct rematd_request *r);
     void (*resumed)(struct rematd_request *r);
+    /* A route whose body is streamed (an upload) rather than buffered:
+     * body_limit_of gives its limit from the configuration (413 from
+     * Content-Length before anything is read, else once the body passes
+     * it); body_begin runs once the request is routed and authorised and
+     * may answer (its own 415, 507) or set up route_state; body_chunk gets
+     * every piece as it arrives (after an answer or past the limit, none);
+     * handler runs at the end as for any route.  No content-type check is
+     * made for such a route: body_begin makes its own. */
+    size_t (*body_limit_of)(const struct rematd_config *cfg);
+    void (*body_begin)(struct rematd_request *r);
+    void (*body_chunk)(struct rematd_request *r, const char *data, size_t n);
 };
 
 struct rematd_server {
@@ -159,6 +172,7 @@ struct rematd_request {
     struct rematx_dynbuf body;
     size_t body_limit;
     int body_error;
+    size_t streamed; /* bytes handed to a streaming route's body_chunk */
     int responded;
     int status;
     int suspended;

@@ -1,6 +1,7 @@
 /*
  * POST /v1/profiles: queue a profiling job (docs/jobs.md).  The body is
- * a zoo model name or a JSON layer list, with batch size, input shape,
+ * a zoo model name, a JSON layer list or an uploaded model (model_id, with
+ * its input and optionally its stages), with batch size, input shape,
  * dtype and device; rematd checks it, fills the defaults and stores the
  * normalised spec, which is what the worker receives.  202 + Location.
  */
@@ -10,11 +11,12 @@
 #include <string.h>
 
 #include "jobs_common.h"
+#include "models_common.h"
 #include "rematx/rematx.h"
 
-static const char *const fields[] = {"model",       "layers", "model_options", "batch_size",
-                                     "input_shape", "dtype",  "device",        "warmup",
-                                     "repeats",     NULL};
+static const char *const fields[] = {
+    "model",  "layers",  "model_options", "batch_size", "input_shape", "dtype", "device",
+    "warmup", "repeats", "model_id",      "input",      "stages",      NULL};
 
 /* Fields each layer type may carry, besides "type" and "name". */
 static const struct {
@@ -162,6 +164,137 @@ static int get_int(struct rematd_request *r, json_t *body, const char *name, jso
     return 0;
 }
 
+static int is_float_dtype(const char *d)
+{
+    return d && (strcmp(d, "fp32") == 0 || strcmp(d, "fp16") == 0 || strcmp(d, "bf16") == 0);
+}
+
+/* An uploaded model's job: model_id (a stored model), input {shape, dtype,
+ * high} and stages (submodule names, or none for the top-level children).
+ * Fills spec; answers the problem and returns -1 otherwise. */
+static int normalise_uploaded(struct rematd_request *r, json_t *body, json_t *spec)
+{
+    static const char *const not_with[] = {"input_shape", "model_options", NULL};
+    for (size_t i = 0; not_with[i]; i++)
+        if (json_object_get(body, not_with[i])) {
+            char p[32];
+            snprintf(p, sizeof p, "/%s", not_with[i]);
+            rematd_req_problem(r, 400, "validation", p,
+                               "%s is for zoo models and layer lists; an uploaded model takes "
+                               "input {shape, dtype, high}",
+                               not_with[i]);
+            return -1;
+        }
+    const char *id = json_string_value(json_object_get(body, "model_id"));
+    if (!rematd_is_id(id)) {
+        rematd_req_problem(r, 400, "validation", "/model_id",
+                           "model_id is the id POST /v1/models gave (32 hexadecimal digits)");
+        return -1;
+    }
+    struct rematd_model m;
+    enum rematd_store_result got = rematd_store_get_model(r->srv->store, id, &m);
+    if (got != REMATD_STORE_OK) {
+        if (got == REMATD_STORE_NOT_FOUND)
+            rematd_req_problem(r, 404, "not-found", "/model_id", "no uploaded model with id %s",
+                               id);
+        else
+            rematd_req_problem(r, 503, "unavailable", NULL, "the store did not answer");
+        return -1;
+    }
+    json_object_set_new(spec, "model_id", json_string(m.id));
+    json_object_set_new(spec, "model_sha256", json_string(m.sha256));
+    json_object_set_new(spec, "model_bytes", json_integer(m.bytes));
+    rematd_model_clear(&m);
+
+    json_t *in = json_object_get(body, "input");
+    static const char *const in_fields[] = {"shape", "dtype", "high", NULL};
+    if (!json_is_object(in)) {
+        rematd_req_problem(r, 400, "validation", "/input",
+                           "an uploaded model needs input: {\"shape\": [...], \"dtype\": "
+                           "\"fp32|fp16|bf16|int64\", \"high\": N}");
+        return -1;
+    }
+    if (rematd_req_reject_unknown(r, in, "/input", in_fields) < 0)
+        return -1;
+    json_t *shape = json_object_get(in, "shape");
+    size_t i;
+    json_t *d;
+    int ok = json_is_array(shape) && json_array_size(shape) >= 1 && json_array_size(shape) <= 6;
+    json_array_foreach(shape, i, d) ok = ok && json_is_integer(d) && json_integer_value(d) >= 1 &&
+                                         json_integer_value(d) <= (1 << 20);
+    if (!ok) {
+        rematd_req_problem(r, 400, "validation", "/input/shape",
+                           "shape is 1 to 6 positive integers, batch dimension excluded");
+        return -1;
+    }
+    json_t *jd = json_object_get(body, "dtype");
+    const char *dtype = json_string_value(jd);
+    json_t *idt = json_object_get(in, "dtype");
+    const char *in_dtype = idt ? json_string_value(idt) : dtype ? dtype : "fp32";
+    if (!in_dtype || (!is_float_dtype(in_dtype) && strcmp(in_dtype, "int64") != 0)) {
+        rematd_req_problem(r, 400, "validation", "/input/dtype",
+                           "input dtype must be fp32, fp16, bf16 or int64");
+        return -1;
+    }
+    if (is_float_dtype(in_dtype)) {
+        if (dtype && strcmp(dtype, in_dtype) != 0) {
+            rematd_req_problem(r, 400, "validation", "/input/dtype",
+                               "a floating input has the model's dtype (%s)", dtype);
+            return -1;
+        }
+        if (!jd)
+            json_object_set_new(body, "dtype", json_string(in_dtype));
+    }
+    json_t *high = json_object_get(in, "high");
+    int is_int = strcmp(in_dtype, "int64") == 0;
+    if (is_int != (high != NULL) ||
+        (high && (!json_is_integer(high) || json_integer_value(high) < 1 ||
+                  json_integer_value(high) > ((json_int_t)1 << 40)))) {
+        rematd_req_problem(r, 400, "validation", "/input/high",
+                           is_int ? "an int64 input needs high, a positive integer: token ids "
+                                    "are drawn below it"
+                                  : "high is for int64 inputs only");
+        return -1;
+    }
+    json_t *input = json_pack("{s:O, s:s}", "shape", shape, "dtype", in_dtype);
+    if (high)
+        json_object_set(input, "high", high);
+    json_object_set_new(spec, "input", input);
+    json_object_set(spec, "input_shape", shape);
+
+    json_t *stages = json_object_get(body, "stages");
+    if (stages) {
+        size_t max = r->srv->cfg.max_stages;
+        if (!json_is_array(stages) || json_array_size(stages) == 0 ||
+            json_array_size(stages) > max) {
+            rematd_req_problem(r, 400, "validation", "/stages",
+                               "stages is a list of 1 to %zu submodule names", max);
+            return -1;
+        }
+        json_array_foreach(stages, i, d)
+        {
+            const char *n = json_string_value(d);
+            size_t len = n ? strlen(n) : 0;
+            int good = len > 0 && len < REMAT_MAX_NAME && n[0] != '.' && n[len - 1] != '.';
+            for (size_t k = 0; good && k < len; k++)
+                good = (n[k] >= 'a' && n[k] <= 'z') || (n[k] >= 'A' && n[k] <= 'Z') ||
+                       (n[k] >= '0' && n[k] <= '9') || n[k] == '_' ||
+                       (n[k] == '.' && n[k + 1] != '.');
+            if (!good) {
+                char p[48];
+                snprintf(p, sizeof p, "/stages/%zu", i);
+                rematd_req_problem(r, 400, "validation", p,
+                                   "a stage is a submodule's dotted name (blocks.0), under %d "
+                                   "bytes",
+                                   REMAT_MAX_NAME);
+                return -1;
+            }
+        }
+        json_object_set(spec, "stages", stages);
+    }
+    return 0;
+}
+
 static json_t *normalise(struct rematd_request *r, json_t *body)
 {
     if (rematd_req_reject_unknown(r, body, "", fields) < 0)
@@ -169,10 +302,24 @@ static json_t *normalise(struct rematd_request *r, json_t *body)
     json_t *spec = json_object();
     json_t *model = json_object_get(body, "model");
     json_t *layers = json_object_get(body, "layers");
-    if ((model != NULL) == (layers != NULL)) {
+    json_t *model_id = json_object_get(body, "model_id");
+    if ((model != NULL) + (layers != NULL) + (model_id != NULL) != 1) {
         rematd_req_problem(r, 400, "validation", model ? "/layers" : "/model",
-                           "give exactly one of model (a zoo name) and layers");
+                           "give exactly one of model (a zoo name), layers and model_id (an "
+                           "uploaded model)");
         goto bad;
+    }
+    if (!model_id && (json_object_get(body, "input") || json_object_get(body, "stages"))) {
+        rematd_req_problem(r, 400, "validation",
+                           json_object_get(body, "input") ? "/input" : "/stages",
+                           "input and stages are for an uploaded model (model_id)");
+        goto bad;
+    }
+    if (model_id) {
+        if (normalise_uploaded(r, body, spec) < 0 ||
+            get_int(r, body, "batch_size", 1, 1 << 16, 1, spec) < 0)
+            goto bad;
+        goto common;
     }
     /* The zoo (src/rematx/zoo.c) says which names exist, which options
      * each takes within which limits, and the default input shape. */
@@ -221,6 +368,7 @@ static json_t *normalise(struct rematd_request *r, json_t *body)
     } else {
         json_object_set_new(spec, "input_shape", rematx_zoo_input_shape(zm, values));
     }
+common:;
     json_t *dt = json_object_get(body, "dtype");
     const char *dtype = dt ? json_string_value(dt) : "fp32";
     if (!dtype || (strcmp(dtype, "fp32") && strcmp(dtype, "fp16") && strcmp(dtype, "bf16"))) {

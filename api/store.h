@@ -1,13 +1,12 @@
 /*
  * store.h - rematd's durable store: everything the routes may ask of it.
  *
- * The store keeps plans, jobs with their leases, and Idempotency-Key
- * records, and promises that a call which reports success has committed
- * (docs/jobs.md).  It knows nothing of HTTP: it returns data, and the
- * routes make statuses, links and Location headers of it.  Nothing here
- * names SQLite either, so that another backend (PostgreSQL, for replicas
- * sharing one database) can implement the same calls; the SQLite one is
- * store.c (connections), store_schema.c (versions and migrations),
+ * The store keeps plans, jobs with their leases, Idempotency-Key records
+ * and the records of uploaded models (their bytes are files beside it), and promises that a call
+ * which reports success has committed (docs/jobs.md).  It knows nothing of HTTP: it returns data,
+ * and the routes make statuses, links and Location headers of it.  Nothing here names SQLite
+ * either, so that another backend (PostgreSQL, for replicas sharing one database) can implement the
+ * same calls; the SQLite one is store.c (connections), store_schema.c (versions and migrations),
  * store_writer.c (group commit and checkpoints), store_plans.c,
  * store_jobs.c and store_idem.c, which share store_sqlite.h.
  *
@@ -30,6 +29,8 @@ enum rematd_store_result {
     /* Someone else holds it: a lease that is stale, expired or not the
      * job's; an Idempotency-Key already recorded (the record is returned). */
     REMATD_STORE_CONFLICT = 2,
+    /* Storing it would pass a bound (the total bytes of uploaded models). */
+    REMATD_STORE_FULL = 3,
     /* The store did not answer (the database failed, out of memory). */
     REMATD_STORE_ERROR = -1,
 };
@@ -150,10 +151,14 @@ struct rematd_job_new {
     const char *idem_scope;
     const char *body_hash;
     const char *body; /* with a key: the answer to record */
+    /* The uploaded model the job runs, or NULL: while the job is queued or
+     * running the model cannot be deleted. */
+    const char *model_id;
 };
 /* Stores the job queued, and its Idempotency-Key record in the same
  * transaction.  OK; CONFLICT when the key was recorded first (existing
- * filled: rematd_idem_clear); ERROR. */
+ * filled: rematd_idem_clear); NOT_FOUND when model_id names no model (it
+ * was deleted since the route looked); ERROR. */
 enum rematd_store_result rematd_store_create_job(struct rematd_store *st,
                                                  const struct rematd_job_new *job,
                                                  struct rematd_idem *existing);
@@ -210,5 +215,43 @@ enum rematd_store_result rematd_store_fail_job(struct rematd_store *st, const ch
 /* Back to the queue, the attempt not counted. */
 enum rematd_store_result rematd_store_release_job(struct rematd_store *st, const char *id,
                                                   const char *lease_id);
+
+/* ------------------------------------------------------------------------
+ * Uploaded models (api/store_models.c).  The store keeps the record; the
+ * archive is a file named by its SHA-256 under the data directory
+ * (api/models_common.c), written and renamed there before the record is
+ * added, so that a record always has its file.
+ */
+
+struct rematd_model {
+    char id[REMATD_ID_LEN + 1]; /* the first 32 hex digits of sha256 */
+    char sha256[65];
+    long long bytes;
+    double created_at;
+    char *meta; /* JSON text: what the archive check found (root, entries, ...) */
+};
+void rematd_model_clear(struct rematd_model *m);
+
+/* Adds m, unless a model with its id is there, and unless the total bytes
+ * of all models would pass quota_bytes.  OK (added); CONFLICT (it was there:
+ * existing filled, rematd_model_clear); FULL; ERROR. */
+enum rematd_store_result rematd_store_add_model(struct rematd_store *st,
+                                                const struct rematd_model *m,
+                                                unsigned long long quota_bytes,
+                                                struct rematd_model *existing);
+/* OK (out filled: rematd_model_clear), NOT_FOUND or ERROR. */
+enum rematd_store_result rematd_store_get_model(struct rematd_store *st, const char *id,
+                                                struct rematd_model *out);
+/* Up to max models, oldest first: OK with *out a new array of *n
+ * (rematd_models_free; NULL when *n is 0), or ERROR. */
+enum rematd_store_result rematd_store_list_models(struct rematd_store *st, size_t max,
+                                                  struct rematd_model **out, size_t *n);
+void rematd_models_free(struct rematd_model *list, size_t n);
+/* Removes the record: OK; NOT_FOUND; CONFLICT while a queued or running
+ * job names the model (nothing removed); ERROR. */
+enum rematd_store_result rematd_store_delete_model(struct rematd_store *st, const char *id);
+/* The total bytes of all models: OK or ERROR. */
+enum rematd_store_result rematd_store_models_bytes(struct rematd_store *st,
+                                                   unsigned long long *total);
 
 #endif

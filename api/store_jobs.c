@@ -144,9 +144,24 @@ enum rematd_store_result rematd_store_create_job(struct rematd_store *st,
     pthread_mutex_lock(&st->wmu);
     if (rematd__sql_exec(st->w, "BEGIN IMMEDIATE") < 0)
         goto out_unlock;
+    if (job->model_id) {
+        /* Under the same write transaction as a delete of the model: either
+         * the delete sees this job, or this sees the model gone. */
+        if (sqlite3_prepare_v2(st->w, "SELECT 1 FROM models WHERE id = ?", -1, &s, NULL) !=
+            SQLITE_OK)
+            goto out_rollback;
+        sqlite3_bind_text(s, 1, job->model_id, -1, SQLITE_STATIC);
+        int rc = sqlite3_step(s);
+        sqlite3_finalize(s);
+        s = NULL;
+        if (rc == SQLITE_DONE)
+            ret = REMATD_STORE_NOT_FOUND;
+        if (rc != SQLITE_ROW)
+            goto out_rollback;
+    }
     if (sqlite3_prepare_v2(st->w,
                            "INSERT INTO jobs (id, kind, status, device, spec, created_at,"
-                           " updated_at) VALUES (?, ?, 'queued', ?, ?, ?, ?)",
+                           " updated_at, model_id) VALUES (?, ?, 'queued', ?, ?, ?, ?, ?)",
                            -1, &s, NULL) != SQLITE_OK)
         goto out_rollback;
     sqlite3_bind_text(s, 1, job->id, -1, SQLITE_STATIC);
@@ -155,6 +170,8 @@ enum rematd_store_result rematd_store_create_job(struct rematd_store *st,
     sqlite3_bind_text(s, 4, job->spec, -1, SQLITE_STATIC);
     sqlite3_bind_double(s, 5, job->created_at);
     sqlite3_bind_double(s, 6, job->created_at);
+    if (job->model_id)
+        sqlite3_bind_text(s, 7, job->model_id, -1, SQLITE_STATIC);
     if (sqlite3_step(s) != SQLITE_DONE)
         goto out_rollback;
     if (job->idem_key) {

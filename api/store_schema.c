@@ -82,8 +82,23 @@ static int migrate_2(sqlite3 *db)
             "CREATE INDEX idempotency_created ON idempotency(created_at);");
 }
 
+/* 3: uploaded models (issue 10).  A model's record; its bytes are the file
+ * models/<sha256> under the data directory.  The id is the digest's first
+ * 32 hex digits, so the same bytes uploaded twice are one model.  A job
+ * names the model it runs in jobs.model_id, so that deleting a model a
+ * queued or running job needs can be refused in one statement. */
+static int migrate_3(sqlite3 *db)
+{
+    return rematd__sql_exec(
+        db, "CREATE TABLE models (id TEXT PRIMARY KEY, sha256 TEXT NOT NULL UNIQUE,"
+            " bytes INTEGER NOT NULL, created_at REAL NOT NULL, meta TEXT NOT NULL)"
+            " WITHOUT ROWID;"
+            "ALTER TABLE jobs ADD COLUMN model_id TEXT;"
+            "CREATE INDEX jobs_model ON jobs(model_id) WHERE model_id IS NOT NULL;");
+}
+
 /* The migrations in order: migrations[i] brings version i to i + 1. */
-static int (*const migrations[])(sqlite3 *db) = {migrate_1, migrate_2};
+static int (*const migrations[])(sqlite3 *db) = {migrate_1, migrate_2, migrate_3};
 
 _Static_assert(sizeof migrations / sizeof migrations[0] == REMATD_SCHEMA_VERSION,
                "one migration per schema version");

@@ -13,4 +13,7 @@ $SUDO apt-get install -y -qq --no-install-recommends \
     python3 python3-jsonschema python3-yaml curl wrk clang clang-format libclang-rt-14-dev git ca-certificates
 if [ "${REMAT_NO_TORCH:-0}" != 1 ]; then
     $SUDO apt-get install -y -qq libtorch-dev
+    # The uploaded-model tests script real modules (tests/worker/models-e2e.py)
+    # with the PyTorch of the worker's libtorch (1.13).
+    $SUDO apt-get install -y -qq --no-install-recommends python3-torch python3-torchvision
 fi

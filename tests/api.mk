@@ -5,7 +5,7 @@
 API_TESTS = \
 	tests/api/endpoints.sh tests/api/hostile.sh tests/api/jobs.sh \
 	tests/api/durability.sh tests/api/supervise.sh tests/api/fastpath.sh \
-	tests/api/upgrade.sh tests/api/liveness.sh
+	tests/api/upgrade.sh tests/api/liveness.sh tests/api/models.sh
 dist_check_SCRIPTS += $(API_TESTS)
 TESTS += $(API_TESTS)
 EXTRA_DIST += tests/api/lib.sh tests/api/check_schema.py tests/api/fake-worker.sh
@@ -28,11 +28,11 @@ check_PROGRAMS += tests/api/test_store
 TESTS += tests/api/test_store
 tests_api_test_store_SOURCES = tests/api/test_store.c api/util.c api/store.h api/store_sqlite.h \
 	api/store.c api/store_schema.c api/store_writer.c api/store_plans.c api/store_jobs.c \
-	api/store_idem.c api/rematd.h
+	api/store_idem.c api/store_models.c api/rematd.h
 tests_api_test_store_CFLAGS = $(AM_CFLAGS) $(MHD_CFLAGS) $(JANSSON_CFLAGS) $(SQLITE_CFLAGS) \
 	$(CMOCKA_CFLAGS) -pthread
 tests_api_test_store_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/api
-tests_api_test_store_LDADD = $(JANSSON_LIBS) $(SQLITE_LIBS) $(CMOCKA_LIBS) -lm -lpthread
+tests_api_test_store_LDADD = src/rematx/librematx.la $(JANSSON_LIBS) $(SQLITE_LIBS) $(CMOCKA_LIBS) -lm -lpthread
 
 # The stored plan record: round trips, truncation, damage (cmocka).
 check_PROGRAMS += tests/api/test_codec
@@ -42,3 +42,11 @@ tests_api_test_codec_CFLAGS = $(AM_CFLAGS) $(JANSSON_CFLAGS) $(CMOCKA_CFLAGS)
 tests_api_test_codec_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/api -I$(top_srcdir)/tests
 tests_api_test_codec_LDADD = tests/libtesthelp.la src/libremat_core.la $(CMOCKA_LIBS) \
 	$(JANSSON_LIBS) -lm
+
+# The TorchScript archive check on crafted zip files (cmocka).
+check_PROGRAMS += tests/api/test_zipcheck
+TESTS += tests/api/test_zipcheck
+tests_api_test_zipcheck_SOURCES = tests/api/test_zipcheck.c api/zipcheck.c api/zipcheck.h
+tests_api_test_zipcheck_CFLAGS = $(AM_CFLAGS) $(CMOCKA_CFLAGS)
+tests_api_test_zipcheck_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/api
+tests_api_test_zipcheck_LDADD = $(CMOCKA_LIBS)

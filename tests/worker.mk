@@ -3,7 +3,9 @@
 # list is read and checked.  They need libtorch; the GPU script is
 # documentation's, run by hand on a GPU machine.
 EXTRA_DIST += tests/worker/e2e.py tests/worker/accuracy-ci.sh tests/worker/accuracy.sh \
-	tests/worker/gpu-accuracy.sh tests/worker/compare-timeline.py tests/worker/plan-check.py
+	tests/worker/gpu-accuracy.sh tests/worker/compare-timeline.py tests/worker/plan-check.py \
+	tests/worker/models-e2e.py
 if HAVE_TORCH
-TESTS += tests/worker/e2e.py tests/worker/accuracy-ci.sh tests/worker/plan-check.py
+TESTS += tests/worker/e2e.py tests/worker/accuracy-ci.sh tests/worker/plan-check.py \
+	tests/worker/models-e2e.py
 endif

@@ -34,6 +34,7 @@
 #include <curl/curl.h>
 #include <jansson.h>
 
+#include "cache.h"
 #include "rematx/rematx.h"
 #include "shim.h"
 
@@ -52,6 +53,7 @@ struct worker {
     const char *token;  /* NULL: none */
     const char *device;
     char id[128];
+    struct rw_cache cache; /* uploaded models (cache.h) */
 };
 
 /* What the heartbeat thread reports and what it found out. */
@@ -222,6 +224,39 @@ static void finish(const struct worker *w, struct job_state *js, const char *ver
     json_decref(body);
 }
 
+/* A job on an uploaded model (its model_id, or its model_spec's for a
+ * validation): the archive from the cache, fetched when missing.  Returns
+ * a new copy of spec whose model spec carries model_path; NULL with why
+ * empty when the job names no uploaded model; NULL with why filled when
+ * the archive could not be had. */
+static json_t *fetch_model(const struct worker *w, const json_t *spec, const char *kind,
+                           struct job_state *js, struct rw_failure *why)
+{
+    int validation = strcmp(kind, "validation") == 0;
+    const json_t *ms = validation ? json_object_get(spec, "model_spec") : spec;
+    const char *id = json_string_value(json_object_get(ms, "model_id"));
+    if (id == NULL)
+        return NULL;
+    on_progress(js, 0, 0, "fetching");
+    char path[1200];
+    int retry = 0;
+    if (rw_cache_get(&w->cache, id, json_string_value(json_object_get(ms, "model_sha256")),
+                     json_integer_value(json_object_get(ms, "model_bytes")), path, sizeof path,
+                     why->reason, sizeof why->reason, &retry) < 0) {
+        why->retryable = retry;
+        return NULL;
+    }
+    json_t *copy = json_deep_copy(spec);
+    json_t *cms = validation ? json_object_get(copy, "model_spec") : copy;
+    if (copy == NULL || json_object_set_new(cms, "model_path", json_string(path)) < 0) {
+        json_decref(copy);
+        snprintf(why->reason, sizeof why->reason, "out of memory");
+        why->retryable = 1;
+        return NULL;
+    }
+    return copy;
+}
+
 static void run_job(const struct worker *w, json_t *lease)
 {
     struct job_state js;
@@ -253,12 +288,16 @@ static void run_job(const struct worker *w, json_t *lease)
     struct rw_failure why;
     memset(&why, 0, sizeof why);
     json_t *result = NULL;
-    if (strcmp(kind, "profile") == 0)
-        result = rw_profile(spec, on_progress, &js, &why);
-    else if (strcmp(kind, "validation") == 0)
-        result = rw_validate(spec, on_progress, &js, &why);
-    else
+    json_t *local = fetch_model(w, spec, kind, &js, &why);
+    /* Without the model (why says so) there is nothing to run. */
+    int have_model = local != NULL || why.reason[0] == '\0';
+    if (have_model && strcmp(kind, "profile") == 0)
+        result = rw_profile(local ? local : spec, on_progress, &js, &why);
+    else if (have_model && strcmp(kind, "validation") == 0)
+        result = rw_validate(local ? local : spec, on_progress, &js, &why);
+    else if (have_model)
         snprintf(why.reason, sizeof why.reason, "this worker does not run %s jobs", kind);
+    json_decref(local);
 
     pthread_mutex_lock(&js.lock);
     js.done = 1;
@@ -360,7 +399,8 @@ static void usage(FILE *f)
         "       remat-worker --validate-local SPEC.json PLAN.json [--profile PROFILE.json]\n"
         "                    [--repeats N] [--warmup N] [--timeline] [--device D]\n"
         "options: --cpu-limit BYTES  fail CPU jobs as out of memory past this many live bytes\n"
-        "env: REMAT_SERVER, REMAT_WORKER_TOKEN, REMAT_DEVICE, REMAT_CPU_LIMIT_BYTES\n",
+        "env: REMAT_SERVER, REMAT_WORKER_TOKEN, REMAT_DEVICE, REMAT_CPU_LIMIT_BYTES,\n"
+        "     REMAT_WORKER_CACHE_DIR, REMAT_WORKER_CACHE_BYTES (uploaded models)\n",
         f);
 }
 
@@ -478,6 +518,8 @@ int main(int argc, char **argv)
         fprintf(stderr, "remat-worker: curl_global_init failed\n");
         return 1;
     }
+    if (rw_cache_init(&w.cache, w.server, w.token) < 0)
+        return 1;
     int rc = serve(&w, once);
     curl_global_cleanup();
     return rc;

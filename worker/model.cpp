@@ -11,7 +11,11 @@
 #include "config.h"
 #endif
 
+#include <caffe2/serialize/inline_container.h>
 #include <torch/csrc/autograd/autograd.h>
+#include <torch/csrc/jit/api/module.h>
+#include <torch/csrc/jit/runtime/graph_executor.h>
+#include <torch/csrc/jit/serialization/import.h>
 #include <torch/nn/module.h>
 #include <torch/nn/modules/activation.h>
 #include <torch/nn/modules/batchnorm.h>
@@ -23,6 +27,7 @@
 #include <torch/nn/modules/normalization.h>
 #include <torch/nn/modules/pooling.h>
 #include <torch/utils.h>
+#include <torch/version.h>
 
 #include <cmath>
 #include <string>
@@ -34,8 +39,53 @@
 namespace rw
 {
 
+/* A stage: a Sequential the layer builder made, or a submodule of an
+ * uploaded TorchScript module. */
 struct StageNet {
     torch::nn::Sequential seq;
+    bool is_script = false;
+    torch::jit::Module mod;
+
+    at::Tensor forward(const at::Tensor &x)
+    {
+        if (!is_script)
+            return seq->forward(x);
+        c10::IValue y = mod.forward({x});
+        if (!y.isTensor())
+            throw Failure("returned " + y.tagKind() + ", not a single tensor");
+        return y.toTensor();
+    }
+    std::vector<at::Tensor> parameters() const
+    {
+        if (!is_script)
+            return seq->parameters();
+        std::vector<at::Tensor> v;
+        for (const at::Tensor &p : mod.parameters())
+            v.push_back(p);
+        return v;
+    }
+    std::vector<at::Tensor> buffers() const
+    {
+        if (!is_script)
+            return seq->buffers();
+        std::vector<at::Tensor> v;
+        for (const at::Tensor &b : mod.buffers())
+            v.push_back(b);
+        return v;
+    }
+    void train(bool on)
+    {
+        if (is_script)
+            mod.train(on);
+        else
+            seq->train(on);
+    }
+};
+
+struct Script {
+    torch::jit::Module root;
+    std::vector<torch::jit::Module> stages;
+    bool default_stages = false; /* the top-level children, not a list given */
 };
 
 std::string shape_str(const Shape &s)
@@ -344,17 +394,140 @@ c10::ScalarType parse_dtype(const std::string &s)
     throw Failure("dtype: \"" + s + "\" is not one of fp32, fp16, bf16");
 }
 
-int64_t param_bytes(const torch::nn::Module &m)
-{
-    int64_t b = 0;
-    for (const auto &p : m.parameters())
-        b += p.numel() * (int64_t)p.element_size();
-    return b;
-}
-
 int64_t elem_size(c10::ScalarType t)
 {
     return (int64_t)c10::elementSize(t);
+}
+
+} // namespace
+
+namespace
+{
+
+/* The forward of a stage must take one tensor and give one back: the
+ * chain's rule, checked from the TorchScript schema before anything runs. */
+void check_stage_schema(const torch::jit::Module &mod, const std::string &what)
+{
+    if (!mod.find_method("forward"))
+        throw Failure(what + " has no forward (a ModuleList or ModuleDict? list its members "
+                             "as stages, e.g. blocks.0, blocks.1)");
+    const c10::FunctionSchema &sc = mod.get_method("forward").function().getSchema();
+    size_t needed = 0;
+    std::string args;
+    for (size_t k = 1; k < sc.arguments().size(); k++) {
+        const c10::Argument &a = sc.arguments()[k];
+        args += (args.empty() ? "" : ", ") + a.name();
+        if (!a.default_value())
+            needed++;
+    }
+    if (needed != 1)
+        throw Failure(what + ": forward takes " + std::to_string(needed) + " inputs (" + args +
+                      "); a stage of a chain takes one tensor");
+    if (sc.returns().size() != 1 || sc.returns()[0].type()->kind() != c10::TypeKind::TensorType)
+        throw Failure(what + ": forward returns " +
+                      (sc.returns().size() == 1 ? sc.returns()[0].type()->str()
+                                                : std::to_string(sc.returns().size()) + " values") +
+                      ", not a single tensor; a stage of a chain gives one tensor to the next");
+}
+
+std::shared_ptr<Script> load_script(const std::string &path, const json_t *names,
+                                    std::vector<std::string> &stage_names)
+{
+    auto sc = std::make_shared<Script>();
+    /* The graph executor's optimisations (fusion, differentiable graphs)
+     * would make a scripted stage keep other tensors for backward than the
+     * same ops run one by one; off, each op runs as in eager mode, which is
+     * what the memory model describes. */
+    torch::jit::setGraphExecutorOptimize(false);
+    try {
+        sc->root = torch::jit::load(path, c10::Device(c10::DeviceType::CPU));
+    } catch (const c10::Error &e) {
+        std::string archive = "unknown";
+        try {
+            caffe2::serialize::PyTorchStreamReader reader(path);
+            archive = std::to_string(reader.version());
+        } catch (const std::exception &) {
+        }
+        throw Failure("model: torch::jit::load failed: " + first_line(e.what_without_backtrace()) +
+                      " (archive format version " + archive + "; this worker's libtorch is " +
+                      TORCH_VERSION + ", reading formats up to " +
+                      std::to_string(caffe2::serialize::kMaxSupportedFileFormatVersion) + ")");
+    }
+    if (json_is_array(names)) {
+        for (size_t i = 0; i < json_array_size(names); i++) {
+            const char *n = json_string_value(json_array_get(names, i));
+            std::string name = n != nullptr ? n : "";
+            std::string where = "stages[" + std::to_string(i) + "] \"" + name + "\"";
+            torch::jit::Module cur = sc->root;
+            size_t pos = 0;
+            while (pos <= name.size()) {
+                size_t dot = name.find('.', pos);
+                std::string part = name.substr(pos, dot == std::string::npos ? dot : dot - pos);
+                if (part.empty() || !cur.hasattr(part) || !cur.attr(part).isModule()) {
+                    std::string kids;
+                    for (const auto &c : cur.named_children())
+                        kids += (kids.empty() ? "" : ", ") + c.name;
+                    throw Failure(where + ": no submodule \"" + part + "\" there (its children: " +
+                                  (kids.empty() ? "none" : kids) + ")");
+                }
+                cur = cur.attr(part).toModule();
+                if (dot == std::string::npos)
+                    break;
+                pos = dot + 1;
+            }
+            check_stage_schema(cur, where);
+            sc->stages.push_back(cur);
+            stage_names.push_back(name);
+        }
+    } else {
+        sc->default_stages = true;
+        for (const auto &c : sc->root.named_children()) {
+            check_stage_schema(c.value, "stage " + std::to_string(sc->stages.size() + 1) + " (" +
+                                            c.name + ")");
+            sc->stages.push_back(c.value);
+            stage_names.push_back(c.name);
+        }
+        if (sc->stages.empty())
+            throw Failure("model: the module has no submodules; its stages are its top-level "
+                          "children, or the submodules the job lists in stages");
+        check_stage_schema(sc->root, "the model");
+    }
+    return sc;
+}
+
+ModelSpec read_script_spec(const json_t *spec)
+{
+    ModelSpec m;
+    m.layers.reset(json_array(), json_decref);
+    m.name = "uploaded:" + jstr(spec, "model_id", "local");
+    m.batch = jint(spec, "batch_size", 1, "batch_size");
+    if (m.batch <= 0 || m.batch > (1 << 20))
+        throw Failure("batch_size must be in 1..2^20");
+    m.dtype_name = jstr(spec, "dtype", "fp32");
+    m.dtype = parse_dtype(m.dtype_name);
+    const json_t *in = json_object_get(spec, "input");
+    const json_t *shape = json_object_get(in, "shape");
+    if (!json_is_array(shape) || json_array_size(shape) == 0 || json_array_size(shape) > 8)
+        throw Failure("input.shape must be a list of 1 to 8 positive integers");
+    for (size_t i = 0; i < json_array_size(shape); i++) {
+        const json_t *d = json_array_get(shape, i);
+        if (!json_is_integer(d) || json_integer_value(d) <= 0)
+            throw Failure("input.shape must be a list of 1 to 8 positive integers");
+        m.input_shape.push_back(json_integer_value(d));
+    }
+    std::string in_dtype = jstr(in, "dtype", m.dtype_name.c_str());
+    if (in_dtype == "int64") {
+        m.token_input = true;
+        m.vocab = jint(in, "high", -1, "input");
+        if (m.vocab <= 0)
+            throw Failure("input.high must be a positive integer for an int64 input");
+    } else if (parse_dtype(in_dtype) != m.dtype) {
+        throw Failure("input.dtype " + in_dtype + " differs from the model's dtype " +
+                      m.dtype_name);
+    }
+    m.script =
+        load_script(jstr(spec, "model_path", ""), json_object_get(spec, "stages"), m.stage_names);
+    return m;
 }
 
 } // namespace
@@ -363,6 +536,8 @@ ModelSpec read_model_spec(const json_t *spec)
 {
     if (!json_is_object(spec))
         throw Failure("spec must be an object");
+    if (!jstr(spec, "model_path", "").empty())
+        return read_script_spec(spec);
     ModelSpec m;
     const json_t *layers = json_object_get(spec, "layers");
     std::string zoo = jstr(spec, "model", "");
@@ -408,8 +583,86 @@ ModelSpec read_model_spec(const json_t *spec)
     return m;
 }
 
+namespace
+{
+
+/* An uploaded model's stages, their shapes found by running the chain once
+ * at batch 1 without grad (in eval mode, so that nothing is updated), and,
+ * when the stages are the top-level children, the module's own forward
+ * compared with the chain's: a forward that is not its children in order
+ * (a skip connection across them, a reordering) is not a chain. */
+Model build_script(const ModelSpec &spec)
+{
+    Model m;
+    m.spec = spec;
+    Script &sc = *spec.script;
+    c10::NoGradGuard ng;
+    sc.root.train(false);
+    std::vector<int64_t> shape = {1};
+    shape.insert(shape.end(), spec.input_shape.begin(), spec.input_shape.end());
+    torch::manual_seed(12345);
+    at::Tensor x0 = spec.token_input ? torch::randint(0, spec.vocab, shape,
+                                                      torch::TensorOptions().dtype(torch::kLong))
+                                     : torch::randn(shape);
+    at::Tensor x = x0;
+    for (size_t i = 0; i < sc.stages.size(); i++) {
+        Stage st;
+        st.name = spec.stage_names[i];
+        auto qn = sc.stages[i].type()->name();
+        st.type = qn ? qn->name() : "module";
+        st.net = std::make_shared<StageNet>();
+        st.net->is_script = true;
+        st.net->mod = sc.stages[i];
+        st.in_shape = Shape(x.sizes().begin() + 1, x.sizes().end());
+        std::string where =
+            "stage " + std::to_string(i + 1) + " (" + st.name + ", " + st.type + ")";
+        at::Tensor y;
+        try {
+            y = st.net->forward(x);
+        } catch (const Failure &e) {
+            throw Failure(where + ": forward " + e.what());
+        } catch (const c10::Error &e) {
+            throw Failure(where + " does not accept " +
+                          (i == 0 ? "the input" : "the output of stage " + std::to_string(i)) +
+                          " of shape " + shape_str(Shape(x.sizes().begin(), x.sizes().end())) +
+                          ": " + first_line(e.what_without_backtrace()));
+        }
+        if (y.dim() < 1 || y.size(0) != 1)
+            throw Failure(where + ": the output of shape " +
+                          shape_str(Shape(y.sizes().begin(), y.sizes().end())) +
+                          " does not keep the batch dimension first");
+        st.out_shape = Shape(y.sizes().begin() + 1, y.sizes().end());
+        m.stages.push_back(std::move(st));
+        x = y;
+    }
+    if (sc.default_stages) {
+        at::Tensor whole;
+        try {
+            whole = sc.root.forward({x0}).toTensor();
+        } catch (const c10::Error &e) {
+            throw Failure("the model's own forward fails on the input: " +
+                          first_line(e.what_without_backtrace()));
+        }
+        if (!whole.sizes().equals(x.sizes()) || !at::allclose(whole, x, 1e-4, 1e-5))
+            throw Failure(
+                "the model's forward is not its top-level children run in order (" +
+                std::string(whole.sizes().equals(x.sizes())
+                                ? "same shape, other values"
+                                : "its output is " + shape_str(Shape(whole.sizes().begin(),
+                                                                     whole.sizes().end()))) +
+                "): it is not a chain of them; list the submodules that are in "
+                "stages");
+    }
+    sc.root.train(true);
+    return m;
+}
+
+} // namespace
+
 Model build_model(const ModelSpec &spec)
 {
+    if (spec.script)
+        return build_script(spec);
     Model m;
     m.spec = spec;
     Shape s = spec.input_shape;
@@ -438,13 +691,15 @@ Model build_model(const ModelSpec &spec)
 void place(Model &m, const Device &d)
 {
     for (auto &st : m.stages) {
-        torch::nn::Sequential &seq = st.net->seq;
-        for (auto &p : seq->parameters())
+        StageNet &net = *st.net;
+        st.param_bytes = 0;
+        for (auto &p : net.parameters()) {
             p.set_data(p.detach().to(d.dev, m.spec.dtype));
-        for (auto &b : seq->buffers())
+            st.param_bytes += p.numel() * (int64_t)p.element_size();
+        }
+        for (auto &b : net.buffers())
             b.set_data(b.is_floating_point() ? b.to(d.dev, m.spec.dtype) : b.to(d.dev));
-        seq->train();
-        st.param_bytes = param_bytes(*seq);
+        net.train(true);
     }
 }
 
@@ -475,7 +730,10 @@ at::Tensor run_stage(Model &m, size_t i, const at::Tensor &x)
     torch::manual_seed(1000 + (uint64_t)i);
     torch::Tensor y;
     try {
-        y = m.stages[i].net->seq->forward(x);
+        y = m.stages[i].net->forward(x);
+    } catch (const Failure &e) {
+        throw Failure("stage " + std::to_string(i + 1) + " (" + m.stages[i].name + "): forward " +
+                      e.what());
     } catch (const c10::Error &e) {
         std::string msg = first_line(e.what_without_backtrace());
         if (is_oom(msg))
@@ -506,7 +764,7 @@ void backward(Model &m, size_t i, const at::Tensor &y, const at::Tensor &dy)
 void clear_grads(Model &m)
 {
     for (auto &st : m.stages)
-        for (auto &p : st.net->seq->parameters())
+        for (auto &p : st.net->parameters())
             p.mutable_grad() = torch::Tensor();
 }
 
@@ -514,7 +772,7 @@ std::vector<at::Tensor> grads(Model &m)
 {
     std::vector<at::Tensor> g;
     for (auto &st : m.stages)
-        for (auto &p : st.net->seq->parameters())
+        for (auto &p : st.net->parameters())
             g.push_back(p.grad().defined() ? p.grad().detach().clone() : torch::Tensor());
     return g;
 }

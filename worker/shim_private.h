@@ -158,9 +158,18 @@ struct Stage {
 /* A spec read but not built: the layer list (a zoo model's expanded), the
  * input and the dtype.  Reading it touches no tensor, so a job can check
  * its plan against the stage count before anything is allocated. */
+/* An uploaded TorchScript module, loaded, and the names of its stages;
+ * only model.cpp sees inside. */
+struct Script;
+
 struct ModelSpec {
     std::string name;
     std::shared_ptr<json_t> layers; /* one entry per stage */
+    /* An uploaded model (spec's model_path, set by main.c once the archive
+     * is fetched and checked): the module and its stages' names.  The
+     * stages are then the named submodules run one after the other. */
+    std::shared_ptr<Script> script;
+    std::vector<std::string> stage_names;
     Shape input_shape;
     bool token_input = false;
     int64_t vocab = 0;
@@ -169,7 +178,7 @@ struct ModelSpec {
     std::string dtype_name = "fp32";
     size_t n_stages() const
     {
-        return json_array_size(layers.get());
+        return script ? stage_names.size() : json_array_size(layers.get());
     }
 };
 
@@ -178,7 +187,9 @@ struct Model {
     std::vector<Stage> stages;
 };
 
-/* Reads a profile job's spec (docs/worker.md, "Models"); throws a Failure. */
+/* Reads a profile job's spec (docs/worker.md, "Models"); throws a Failure.
+ * An uploaded model is loaded here (torch::jit::load, on the CPU) and its
+ * stages found and checked to take one tensor and return one. */
 ModelSpec read_model_spec(const json_t *spec);
 /* Builds the stages on the CPU, inferring every shape; throws a Failure
  * naming the layer at fault. */

@@ -16,6 +16,8 @@
  *  - core.h: the two functions of libremat's core that rematd calls (the
  *    streaming profile reader with its byte count, a schedule's growth),
  *    wrapped so that remat_private.h stays inside src/.
+ *  - sha256.h: SHA-256, one-shot and streaming (request fingerprints,
+ *    uploaded models named by content, the worker's cache checks).
  */
 #ifndef REMATX_H
 #define REMATX_H
@@ -23,6 +25,7 @@
 #include "remat.h"
 #include "rematx/core.h"
 #include "rematx/dynbuf.h"
+#include "rematx/sha256.h"
 #include "rematx/zoo.h"
 
 #endif

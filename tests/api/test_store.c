@@ -160,26 +160,29 @@ static void test_new_database(void **state)
     assert_int_equal(rematd_store_ready(f->st), REMATD_STORE_OK);
     rematd_store_close(f->st);
     f->st = NULL;
-    assert_int_equal(db_int(f, "PRAGMA user_version"), 2);
+    assert_int_equal(db_int(f, "PRAGMA user_version"), 3);
     assert_int_equal(
         db_int(f, "SELECT count(*) FROM pragma_table_info('idempotency') WHERE name = 'location'"),
         0);
+    assert_int_equal(db_int(f, "SELECT count(*) FROM pragma_table_info('jobs')"
+                               " WHERE name = 'model_id'"),
+                     1);
     /* Opening again migrates nothing and keeps the version. */
     open_store(f);
     rematd_store_close(f->st);
     f->st = NULL;
-    assert_int_equal(db_int(f, "PRAGMA user_version"), 2);
+    assert_int_equal(db_int(f, "PRAGMA user_version"), 3);
 }
 
 static void test_newer_refused(void **state)
 {
     struct fixture *f = *state;
-    db_exec(f, "CREATE TABLE future (x); PRAGMA user_version = 3;");
+    db_exec(f, "CREATE TABLE future (x); PRAGMA user_version = 4;");
     char err[512] = "";
     f->st = rematd_store_open(f->dir, &f->cfg, err, sizeof err);
     assert_null(f->st);
-    assert_non_null(strstr(err, "schema version 3, newer than this rematd knows (2)"));
-    assert_int_equal(db_int(f, "PRAGMA user_version"), 3);
+    assert_non_null(strstr(err, "schema version 4, newer than this rematd knows (3)"));
+    assert_int_equal(db_int(f, "PRAGMA user_version"), 4);
     assert_int_equal(db_int(f, "SELECT count(*) FROM sqlite_master WHERE name = 'plans'"), 0);
 }
 
@@ -327,6 +330,81 @@ static void test_jobs_and_keys(void **state)
 
 /* With a TTL of 0 every record is past it at once: the key is free again,
  * although the purge has not removed the row. */
+static void model_init(struct rematd_model *m, const char *sha, long long bytes)
+{
+    memset(m, 0, sizeof *m);
+    snprintf(m->sha256, sizeof m->sha256, "%s", sha);
+    memcpy(m->id, sha, REMATD_ID_LEN);
+    m->id[REMATD_ID_LEN] = '\0';
+    m->bytes = bytes;
+    m->created_at = rematd_now();
+    m->meta = (char *)"{\"root\":\"net\"}";
+}
+
+/* Uploaded models: added once (the same id again hands back the first),
+ * bounded by the quota, listed oldest first, and not deleted while a
+ * queued or running job names them; a job naming a deleted model is not
+ * stored. */
+static void test_models(void **state)
+{
+    struct fixture *f = *state;
+    open_store(f);
+    const char *sa = "aaaa0000000000000000000000000000000000000000000000000000000000aa";
+    const char *sb = "bbbb0000000000000000000000000000000000000000000000000000000000bb";
+    struct rematd_model a, b, got;
+    model_init(&a, sa, 600);
+    model_init(&b, sb, 500);
+    assert_int_equal(rematd_store_add_model(f->st, &a, 1000, &got), REMATD_STORE_OK);
+    assert_int_equal(rematd_store_add_model(f->st, &a, 1000, &got), REMATD_STORE_CONFLICT);
+    assert_string_equal(got.sha256, sa);
+    assert_int_equal(got.bytes, 600);
+    assert_string_equal(got.meta, "{\"root\":\"net\"}");
+    rematd_model_clear(&got);
+    /* 600 + 500 > 1000: full; with room, added. */
+    assert_int_equal(rematd_store_add_model(f->st, &b, 1000, &got), REMATD_STORE_FULL);
+    assert_int_equal(rematd_store_add_model(f->st, &b, 1100, &got), REMATD_STORE_OK);
+    unsigned long long total = 0;
+    assert_int_equal(rematd_store_models_bytes(f->st, &total), REMATD_STORE_OK);
+    assert_int_equal(total, 1100);
+    struct rematd_model *list;
+    size_t n;
+    assert_int_equal(rematd_store_list_models(f->st, 100, &list, &n), REMATD_STORE_OK);
+    assert_int_equal(n, 2);
+    assert_string_equal(list[0].id, a.id);
+    assert_string_equal(list[1].id, b.id);
+    rematd_models_free(list, n);
+    assert_int_equal(rematd_store_get_model(f->st, b.id, &got), REMATD_STORE_OK);
+    assert_int_equal(got.bytes, 500);
+    rematd_model_clear(&got);
+
+    /* A queued job holds a; once done it does not. */
+    char jid[REMATD_ID_LEN + 1];
+    struct rematd_job_new j;
+    struct rematd_idem existing;
+    new_job(&j, jid, "profile", "cpu", NULL, NULL);
+    j.model_id = a.id;
+    assert_int_equal(rematd_store_create_job(f->st, &j, &existing), REMATD_STORE_OK);
+    assert_int_equal(rematd_store_delete_model(f->st, a.id), REMATD_STORE_CONFLICT);
+    static const char *const kinds[] = {"profile", NULL};
+    static const char *const cpu[] = {"cpu", NULL};
+    struct rematd_lease l;
+    assert_int_equal(rematd_store_lease_job(f->st, "w", kinds, cpu, &l), REMATD_STORE_OK);
+    assert_int_equal(rematd_store_delete_model(f->st, a.id), REMATD_STORE_CONFLICT);
+    assert_int_equal(rematd_store_complete_job(f->st, jid, l.lease_id, "{}"), REMATD_STORE_OK);
+    rematd_lease_clear(&l);
+    assert_int_equal(rematd_store_delete_model(f->st, a.id), REMATD_STORE_OK);
+    assert_int_equal(rematd_store_delete_model(f->st, a.id), REMATD_STORE_NOT_FOUND);
+    assert_int_equal(rematd_store_get_model(f->st, a.id, &got), REMATD_STORE_NOT_FOUND);
+    /* A job for the deleted model is refused, and nothing is stored. */
+    new_job(&j, jid, "profile", "cpu", NULL, NULL);
+    j.model_id = a.id;
+    assert_int_equal(rematd_store_create_job(f->st, &j, &existing), REMATD_STORE_NOT_FOUND);
+    struct rematd_job job;
+    assert_int_equal(rematd_store_get_job(f->st, jid, &job), REMATD_STORE_NOT_FOUND);
+    assert_int_equal(rematd_store_models_bytes(f->st, &total), REMATD_STORE_OK);
+    assert_int_equal(total, 500);
+}
+
 static void test_expired_key_gives_way(void **state)
 {
     struct fixture *f = *state;
@@ -448,6 +526,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_jobs_and_keys, setup, teardown),
         cmocka_unit_test_setup_teardown(test_expired_key_gives_way, setup_no_ttl, teardown),
         cmocka_unit_test_setup_teardown(test_leases, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_models, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

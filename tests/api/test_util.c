@@ -16,6 +16,40 @@
 #include <cmocka.h>
 
 #include "rematd.h"
+#include "rematx/sha256.h"
+
+/* The streaming hash, fed in pieces of every size from 1 to 130 bytes
+ * (inside a block, across one, several at once), gives the one-shot
+ * digest; and the million-'a' vector fed 1000 bytes at a time. */
+static void test_sha256_streaming(void **state)
+{
+    unsigned char data[1000];
+    for (size_t i = 0; i < sizeof data; i++)
+        data[i] = (unsigned char)(i * 7 + 3);
+    char want[65], got[65];
+    rematx_sha256_hex(data, sizeof data, want);
+    for (size_t piece = 1; piece <= 130; piece++) {
+        struct rematx_sha256 c;
+        rematx_sha256_init(&c);
+        for (size_t off = 0; off < sizeof data; off += piece)
+            rematx_sha256_update(&c, data + off,
+                                 sizeof data - off < piece ? sizeof data - off : piece);
+        rematx_sha256_final_hex(&c, got);
+        assert_string_equal(got, want);
+    }
+    struct rematx_sha256 c;
+    rematx_sha256_init(&c);
+    char a[1000];
+    memset(a, 'a', sizeof a);
+    for (int i = 0; i < 1000; i++)
+        rematx_sha256_update(&c, a, sizeof a);
+    rematx_sha256_final_hex(&c, got);
+    assert_string_equal(got, "cdc76e5c9914fb9281a1c7e284d73e67f1809a48a497200e046d39ccc7112cd0");
+    assert_true(rematx_is_sha256_hex(got));
+    got[3] = 'A';
+    assert_false(rematx_is_sha256_hex(got));
+    assert_false(rematx_is_sha256_hex("abc"));
+}
 
 static void test_sha256_vectors(void **state)
 {
@@ -279,6 +313,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_sha256_vectors),
+        cmocka_unit_test(test_sha256_streaming),
         cmocka_unit_test(test_ids),
         cmocka_unit_test(test_json_depth),
         cmocka_unit_test(test_rfc3339),

@@ -1,0 +1,61 @@
+/* GET /v1/worker/models/{id}: an uploaded model's archive for a worker
+ * (worker token), sent from the file by libmicrohttpd without reading it
+ * into memory, with its digest in X-Remat-Sha256 for the worker to check
+ * what it received. */
+#include "config.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "models_common.h"
+
+static enum rematd_handled get(struct rematd_request *r)
+{
+    struct rematd_model m;
+    enum rematd_store_result got = rematd_store_get_model(r->srv->store, r->id, &m);
+    if (got == REMATD_STORE_NOT_FOUND) {
+        rematd_req_problem(r, 404, "not-found", NULL, "no uploaded model with id %s", r->id);
+        return REMATD_HANDLED;
+    }
+    if (got != REMATD_STORE_OK) {
+        rematd_req_problem(r, 503, "unavailable", NULL, "the store did not answer");
+        return REMATD_HANDLED;
+    }
+    char path[1200];
+    int fd = rematd_model_path(&r->srv->cfg, m.sha256, path, sizeof path) == 0
+                 ? open(path, O_RDONLY | O_CLOEXEC)
+                 : -1;
+    struct stat sb;
+    if (fd < 0 || fstat(fd, &sb) < 0 || sb.st_size != m.bytes) {
+        if (fd >= 0)
+            close(fd);
+        rematd_model_clear(&m);
+        rematd_req_problem(r, 500, "internal", NULL,
+                           "the archive of model %s is missing or damaged", r->id);
+        return REMATD_HANDLED;
+    }
+    /* The fd is the response's from here: closed when it is destroyed. */
+    struct MHD_Response *resp = MHD_create_response_from_fd((uint64_t)sb.st_size, fd);
+    if (!resp) {
+        close(fd);
+        rematd_model_clear(&m);
+        rematd_req_problem(r, 500, "internal", NULL, "out of memory");
+        return REMATD_HANDLED;
+    }
+    MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, "application/octet-stream");
+    MHD_add_response_header(resp, "X-Remat-Sha256", m.sha256);
+    MHD_add_response_header(resp, "X-Request-Id", r->request_id);
+    rematd_model_clear(&m);
+    MHD_queue_response(r->conn, 200, resp);
+    MHD_destroy_response(resp);
+    r->responded = 1;
+    r->status = 200;
+    return REMATD_HANDLED;
+}
+
+const struct rematd_route rematd_route_worker_models = {.method = "GET",
+                                                        .pattern = "/v1/worker/models/{id}",
+                                                        .name = "worker_models",
+                                                        .auth = REMATD_AUTH_WORKER,
+                                                        .handler = get};

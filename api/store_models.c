@@ -1,0 +1,224 @@
+/*
+ * store_models.c - the records of uploaded models (store.h).  The quota
+ * and the in-use rule are checked inside the write transaction that adds
+ * or removes the record, so that two uploads racing cannot both pass the
+ * quota and a job queued meanwhile cannot lose its model.
+ */
+#include "config.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "store_sqlite.h"
+
+void rematd_model_clear(struct rematd_model *m)
+{
+    free(m->meta);
+    m->meta = NULL;
+}
+
+void rematd_models_free(struct rematd_model *list, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        rematd_model_clear(&list[i]);
+    free(list);
+}
+
+#define COLS "id, sha256, bytes, created_at, meta"
+
+/* One row of COLS into m: 0, or -1 when out of memory. */
+static int read_row(sqlite3_stmt *s, struct rematd_model *m)
+{
+    memset(m, 0, sizeof *m);
+    const unsigned char *id = sqlite3_column_text(s, 0), *sha = sqlite3_column_text(s, 1);
+    snprintf(m->id, sizeof m->id, "%s", id ? (const char *)id : "");
+    snprintf(m->sha256, sizeof m->sha256, "%s", sha ? (const char *)sha : "");
+    m->bytes = sqlite3_column_int64(s, 2);
+    m->created_at = sqlite3_column_double(s, 3);
+    m->meta = rematd__sql_col_dup(s, 4);
+    return m->meta ? 0 : -1;
+}
+
+/* The record of id on db (the caller holds its mutex). */
+static enum rematd_store_result get_on(sqlite3 *db, const char *id, struct rematd_model *out)
+{
+    sqlite3_stmt *s = NULL;
+    enum rematd_store_result ret = REMATD_STORE_ERROR;
+    memset(out, 0, sizeof *out);
+    if (sqlite3_prepare_v2(db, "SELECT " COLS " FROM models WHERE id = ?", -1, &s, NULL) ==
+        SQLITE_OK) {
+        sqlite3_bind_text(s, 1, id, -1, SQLITE_STATIC);
+        int rc = sqlite3_step(s);
+        if (rc == SQLITE_ROW)
+            ret = read_row(s, out) == 0 ? REMATD_STORE_OK : REMATD_STORE_ERROR;
+        else if (rc == SQLITE_DONE)
+            ret = REMATD_STORE_NOT_FOUND;
+    }
+    sqlite3_finalize(s);
+    if (ret != REMATD_STORE_OK)
+        rematd_model_clear(out);
+    return ret;
+}
+
+enum rematd_store_result rematd_store_get_model(struct rematd_store *st, const char *id,
+                                                struct rematd_model *out)
+{
+    pthread_mutex_lock(&st->rmu);
+    enum rematd_store_result ret = get_on(st->r, id, out);
+    pthread_mutex_unlock(&st->rmu);
+    return ret;
+}
+
+enum rematd_store_result rematd_store_add_model(struct rematd_store *st,
+                                                const struct rematd_model *m,
+                                                unsigned long long quota_bytes,
+                                                struct rematd_model *existing)
+{
+    enum rematd_store_result ret = REMATD_STORE_ERROR;
+    sqlite3_stmt *s = NULL;
+    pthread_mutex_lock(&st->wmu);
+    if (rematd__sql_exec(st->w, "BEGIN IMMEDIATE") < 0)
+        goto out_unlock;
+    ret = get_on(st->w, m->id, existing);
+    if (ret != REMATD_STORE_NOT_FOUND) {
+        if (ret == REMATD_STORE_OK)
+            ret = REMATD_STORE_CONFLICT;
+        goto out_rollback;
+    }
+    ret = REMATD_STORE_ERROR;
+    if (sqlite3_prepare_v2(st->w, "SELECT coalesce(sum(bytes), 0) FROM models", -1, &s, NULL) !=
+            SQLITE_OK ||
+        sqlite3_step(s) != SQLITE_ROW)
+        goto out_rollback;
+    unsigned long long used = (unsigned long long)sqlite3_column_int64(s, 0);
+    sqlite3_finalize(s);
+    s = NULL;
+    if ((unsigned long long)m->bytes > quota_bytes ||
+        used > quota_bytes - (unsigned long long)m->bytes) {
+        ret = REMATD_STORE_FULL;
+        goto out_rollback;
+    }
+    if (sqlite3_prepare_v2(st->w, "INSERT INTO models (" COLS ") VALUES (?, ?, ?, ?, ?)", -1, &s,
+                           NULL) != SQLITE_OK)
+        goto out_rollback;
+    sqlite3_bind_text(s, 1, m->id, -1, SQLITE_STATIC);
+    sqlite3_bind_text(s, 2, m->sha256, -1, SQLITE_STATIC);
+    sqlite3_bind_int64(s, 3, m->bytes);
+    sqlite3_bind_double(s, 4, m->created_at);
+    sqlite3_bind_text(s, 5, m->meta ? m->meta : "{}", -1, SQLITE_STATIC);
+    if (sqlite3_step(s) != SQLITE_DONE)
+        goto out_rollback;
+    if (rematd__sql_exec(st->w, "COMMIT") == 0) {
+        ret = REMATD_STORE_OK;
+        goto out_unlock;
+    }
+out_rollback:
+    rematd__sql_exec(st->w, "ROLLBACK");
+out_unlock:
+    sqlite3_finalize(s);
+    pthread_mutex_unlock(&st->wmu);
+    return ret;
+}
+
+enum rematd_store_result rematd_store_list_models(struct rematd_store *st, size_t max,
+                                                  struct rematd_model **out, size_t *n)
+{
+    *out = NULL;
+    *n = 0;
+    sqlite3_stmt *s = NULL;
+    enum rematd_store_result ret = REMATD_STORE_ERROR;
+    struct rematd_model *list = NULL;
+    size_t len = 0, cap = 0;
+    pthread_mutex_lock(&st->rmu);
+    if (sqlite3_prepare_v2(st->r, "SELECT " COLS " FROM models ORDER BY created_at, id LIMIT ?", -1,
+                           &s, NULL) != SQLITE_OK)
+        goto out;
+    sqlite3_bind_int64(s, 1, (sqlite3_int64)max);
+    int rc;
+    while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
+        if (len == cap) {
+            size_t nc = cap ? cap * 2 : 16;
+            struct rematd_model *nl = realloc(list, nc * sizeof *nl);
+            if (!nl)
+                goto out;
+            list = nl;
+            cap = nc;
+        }
+        if (read_row(s, &list[len]) < 0) {
+            rematd_model_clear(&list[len]);
+            goto out;
+        }
+        len++;
+    }
+    if (rc == SQLITE_DONE) {
+        ret = REMATD_STORE_OK;
+        *out = list;
+        *n = len;
+        list = NULL;
+        len = 0;
+    }
+out:
+    sqlite3_finalize(s);
+    pthread_mutex_unlock(&st->rmu);
+    rematd_models_free(list, len);
+    return ret;
+}
+
+enum rematd_store_result rematd_store_delete_model(struct rematd_store *st, const char *id)
+{
+    enum rematd_store_result ret = REMATD_STORE_ERROR;
+    sqlite3_stmt *s = NULL;
+    pthread_mutex_lock(&st->wmu);
+    if (rematd__sql_exec(st->w, "BEGIN IMMEDIATE") < 0)
+        goto out_unlock;
+    if (sqlite3_prepare_v2(st->w,
+                           "SELECT (SELECT count(*) FROM models WHERE id = ?1),"
+                           " (SELECT count(*) FROM jobs WHERE model_id = ?1"
+                           "  AND status IN ('queued', 'running'))",
+                           -1, &s, NULL) != SQLITE_OK)
+        goto out_rollback;
+    sqlite3_bind_text(s, 1, id, -1, SQLITE_STATIC);
+    if (sqlite3_step(s) != SQLITE_ROW)
+        goto out_rollback;
+    long long have = sqlite3_column_int64(s, 0), users = sqlite3_column_int64(s, 1);
+    sqlite3_finalize(s);
+    s = NULL;
+    if (have == 0 || users > 0) {
+        ret = have == 0 ? REMATD_STORE_NOT_FOUND : REMATD_STORE_CONFLICT;
+        goto out_rollback;
+    }
+    if (sqlite3_prepare_v2(st->w, "DELETE FROM models WHERE id = ?", -1, &s, NULL) != SQLITE_OK)
+        goto out_rollback;
+    sqlite3_bind_text(s, 1, id, -1, SQLITE_STATIC);
+    if (sqlite3_step(s) != SQLITE_DONE)
+        goto out_rollback;
+    if (rematd__sql_exec(st->w, "COMMIT") == 0) {
+        ret = REMATD_STORE_OK;
+        goto out_unlock;
+    }
+out_rollback:
+    rematd__sql_exec(st->w, "ROLLBACK");
+out_unlock:
+    sqlite3_finalize(s);
+    pthread_mutex_unlock(&st->wmu);
+    return ret;
+}
+
+enum rematd_store_result rematd_store_models_bytes(struct rematd_store *st,
+                                                   unsigned long long *total)
+{
+    sqlite3_stmt *s = NULL;
+    enum rematd_store_result ret = REMATD_STORE_ERROR;
+    *total = 0;
+    pthread_mutex_lock(&st->rmu);
+    if (sqlite3_prepare_v2(st->r, "SELECT coalesce(sum(bytes), 0) FROM models", -1, &s, NULL) ==
+            SQLITE_OK &&
+        sqlite3_step(s) == SQLITE_ROW) {
+        *total = (unsigned long long)sqlite3_column_int64(s, 0);
+        ret = REMATD_STORE_OK;
+    }
+    sqlite3_finalize(s);
+    pthread_mutex_unlock(&st->rmu);
+    return ret;
+}

@@ -1,0 +1,333 @@
+#!/usr/bin/env python3
+"""Uploaded TorchScript models end to end: the real rematd and a real CPU
+remat-worker on loopback, models scripted here with Debian's python3-torch.
+
+1. MobileNetV2 (torchvision) made sequential (features..., pooling,
+   flatten, classifier) and a tiny transformer whose stages take int64
+   tokens (its stages named: embed, blocks.0, blocks.1, head) are uploaded
+   over HTTP and profiled; every out_bytes equals the size the eager
+   module's shapes give here.
+2. On each, a min-peak and a sqrt plan validate: measured vs predicted
+   peak printed with the gap (held: gradients equal to store-all's, never
+   under-predicted by more than 1%, over-predicted by at most 10%; the
+   zoo's 1% bound is not met on scripted stages yet, docs/models.md).
+3. Jobs that must fail do, with the stage or the reason named: a forward
+   that needs two inputs, a stage returning a tuple, a forward that is not
+   its children in order, a stage name that does not exist.
+4. The worker's cache: a second profile of the same model is not fetched
+   again (the worker's log says fetched once).
+
+Skips (77) when torch, rematd or the worker is missing.
+"""
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.error
+import urllib.request
+
+try:
+    import torch
+    import torchvision
+except ImportError:
+    # The pyenv python3 first on PATH has no torch; Debian's has.
+    if sys.executable != "/usr/bin/python3" and os.access("/usr/bin/python3", os.X_OK):
+        os.execv("/usr/bin/python3", ["/usr/bin/python3"] + sys.argv)
+    print("SKIP: no torch/torchvision for %s" % sys.executable)
+    sys.exit(77)
+
+BUILD = os.environ.get("top_builddir", ".")
+REMATD = os.path.join(BUILD, "api", "rematd")
+WORKER = os.path.join(BUILD, "worker", "remat-worker")
+for prog in (REMATD, WORKER):
+    if not os.access(prog, os.X_OK):
+        print("SKIP: %s is not built" % prog)
+        sys.exit(77)
+
+tmp = tempfile.mkdtemp(prefix="remat-models-e2e-")
+env = dict(os.environ)
+env["ASAN_OPTIONS"] = env.get("ASAN_OPTIONS", "") + ":detect_leaks=0"
+env["REMAT_WORKER_CACHE_DIR"] = os.path.join(tmp, "cache")
+procs = []
+failures = []
+nn = torch.nn
+
+
+def check(cond, what):
+    print(("ok   " if cond else "FAIL ") + what, flush=True)
+    if not cond:
+        failures.append(what)
+    return cond
+
+
+def start(args, log):
+    p = subprocess.Popen(args, stdout=subprocess.DEVNULL,
+                         stderr=open(os.path.join(tmp, log), "w"), env=env)
+    procs.append(p)
+    return p
+
+
+def http(method, path, body=None, raw=None):
+    data = raw if raw is not None else (json.dumps(body).encode() if body is not None else None)
+    ctype = "application/octet-stream" if raw is not None else "application/json"
+    req = urllib.request.Request(URL + path, data=data, method=method,
+                                 headers={"Content-Type": ctype})
+    try:
+        with urllib.request.urlopen(req, timeout=60) as r:
+            text = r.read()
+            return r.status, json.loads(text) if text else None
+    except urllib.error.HTTPError as e:
+        text = e.read()
+        try:
+            return e.code, json.loads(text)
+        except ValueError:
+            return e.code, None
+
+
+def wait_job(path, timeout=600):
+    t_end = time.time() + timeout
+    job = None
+    while time.time() < t_end:
+        st, job = http("GET", path)
+        if st == 200 and job["status"] in ("done", "failed"):
+            return job
+        time.sleep(0.2)
+    return job
+
+
+def upload(module, name):
+    path = os.path.join(tmp, name + ".pt")
+    torch.jit.script(module).save(path)
+    st, m = http("POST", "/v1/models", raw=open(path, "rb").read())
+    check(st == 201, "upload %s: 201 (got %s %s)" % (name, st, m if st != 201 else m["id"]))
+    return m["id"] if st in (200, 201) else None
+
+
+def profile(model_id, inp, batch, stages=None):
+    body = {"model_id": model_id, "input": inp, "batch_size": batch, "device": "cpu",
+            "warmup": 1, "repeats": 2}
+    if stages:
+        body["stages"] = stages
+    st, job = http("POST", "/v1/profiles", body)
+    if not check(st == 202, "POST /v1/profiles on %s: 202 (got %s %s)"
+                 % (model_id, st, job if st != 202 else job["id"])):
+        return None
+    return wait_job("/v1/profiles/" + job["id"])
+
+
+def sizes(modules, x):
+    """out_bytes of each stage from the eager modules' own outputs."""
+    out = []
+    with torch.no_grad():
+        for m in modules:
+            m.eval()
+            x = m(x)
+            out.append(x.numel() * x.element_size())
+    return out
+
+
+def validate(job, label):
+    for alg in ("min-peak", "sqrt"):
+        st, v = http("POST", "/v1/validations", {"profile_id": job["id"], "algorithm": alg,
+                                                 "repeats": 1})
+        if not check(st == 202, "%s %s validation: 202 (%s %s)"
+                     % (label, alg, st, v if st != 202 else v["id"])):
+            continue
+        v = wait_job("/v1/validations/" + v["id"])
+        r = v.get("result") or {}
+        pred, meas = r.get("predicted_peak_bytes"), r.get("measured_peak_bytes")
+        gap = (meas - pred) if isinstance(pred, int) and isinstance(meas, int) else None
+        # The zoo meets 1% (tests/worker/e2e.py).  Scripted stages do not
+        # yet: the prediction is above the measured peak by 5-8% (docs/
+        # models.md, "Known gaps").  What is held here: the gradients are
+        # store-all's exactly, the prediction never falls short of the
+        # measured peak by more than 1% (a plan that fits the prediction
+        # fits), and it is within 10% above; the gap is printed.
+        err = r.get("relative_error", 1)
+        check(v["status"] == "done" and r.get("max_grad_diff", 1) == 0
+              and isinstance(gap, int) and gap <= 0.01 * meas and err <= 0.10,
+              "%s %s: predicted %s, measured %s bytes (GAP %s bytes, relative error %.4f), "
+              "grad diff %s%s"
+              % (label, alg, pred, meas, gap, err if isinstance(err, float) else -1,
+                 r.get("max_grad_diff"),
+                 "" if v["status"] == "done" else " (" + str(v.get("error")) + ")"))
+
+
+# Models not in the zoo.
+class Embed(nn.Module):
+    def __init__(self, vocab, d, seq):
+        super().__init__()
+        self.tok = nn.Embedding(vocab, d)
+        self.pos = nn.Parameter(torch.randn(1, seq, d) * 0.02)
+
+    def forward(self, x):
+        return self.tok(x) + self.pos
+
+
+class Block(nn.Module):
+    def __init__(self, d, heads):
+        super().__init__()
+        self.ln1 = nn.LayerNorm(d)
+        self.attn = nn.MultiheadAttention(d, heads, batch_first=True)
+        self.ln2 = nn.LayerNorm(d)
+        self.mlp = nn.Sequential(nn.Linear(d, 4 * d), nn.GELU(), nn.Linear(4 * d, d))
+
+    def forward(self, x):
+        h = self.ln1(x)
+        x = x + self.attn(h, h, h, need_weights=False)[0]
+        return x + self.mlp(self.ln2(x))
+
+
+class Head(nn.Module):
+    def __init__(self, d, vocab):
+        super().__init__()
+        self.ln = nn.LayerNorm(d)
+        self.out = nn.Linear(d, vocab)
+
+    def forward(self, x):
+        return self.out(self.ln(x))
+
+
+class TinyTransformer(nn.Module):
+    def __init__(self, vocab=100, d=64, heads=4, seq=32):
+        super().__init__()
+        self.embed = Embed(vocab, d, seq)
+        self.blocks = nn.ModuleList([Block(d, heads) for _ in range(2)])
+        self.head = Head(d, vocab)
+
+    def forward(self, x):
+        x = self.embed(x)
+        for b in self.blocks:
+            x = b(x)
+        return self.head(x)
+
+
+class TwoInputs(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.a = nn.Linear(8, 8)
+
+    def forward(self, x, y):
+        return self.a(x) + y
+
+
+class Pair(nn.Module):
+    def forward(self, x):
+        return x, x
+
+
+class TupleStage(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.a = nn.Linear(8, 8)
+        self.b = Pair()
+
+    def forward(self, x):
+        return self.b(self.a(x))[0]
+
+
+class Skip(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.a = nn.Linear(8, 8)
+        self.b = nn.Linear(8, 8)
+
+    def forward(self, x):
+        return self.b(self.a(x)) + x
+
+
+try:
+    rematd = start([REMATD, "--listen", "127.0.0.1:0", "--data-dir", os.path.join(tmp, "data"),
+                    "--port-file", os.path.join(tmp, "port")], "rematd.log")
+    port_file = os.path.join(tmp, "port")
+    for _ in range(100):
+        if os.path.exists(port_file) and open(port_file).read().strip():
+            break
+        time.sleep(0.1)
+    URL = "http://127.0.0.1:%s" % open(port_file).read().strip()
+    worker = start([WORKER, "--server", URL, "--device", "cpu", "--id", "w1"], "worker.log")
+    torch.manual_seed(0)
+
+    # 1-2. MobileNetV2 made sequential.
+    mb = torchvision.models.mobilenet_v2(weights=None)
+    parts = list(mb.features.children()) + [nn.AdaptiveAvgPool2d(1), nn.Flatten(1), mb.classifier]
+    seq = nn.Sequential(*parts)
+    mid = upload(seq, "mobilenet_v2")
+    t0 = time.time()
+    job = profile(mid, {"shape": [3, 224, 224]}, 2)
+    t_mb = time.time() - t0
+    if job and check(job["status"] == "done", "mobilenet_v2 profile done (%s)" % job.get("error")):
+        prof = job["profile"]
+        want = sizes(parts, torch.randn(2, 3, 224, 224))
+        got = [s["out_bytes"] for s in prof["stages"]]
+        check(got == want, "mobilenet_v2: every out_bytes is the eager shape's size (%d stages)"
+              % len(got))
+        check(prof["input_bytes"] == 2 * 3 * 224 * 224 * 4, "mobilenet_v2: input_bytes")
+        print("     mobilenet_v2 (%d stages) batch 2 profile, submit to done: %.1f s"
+              % (len(got), t_mb))
+        validate(job, "mobilenet_v2")
+        # The zoo's resnet18 at batch 2 for comparison: its stage count and time.
+        t0 = time.time()
+        st, z = http("POST", "/v1/profiles", {"model": "resnet18", "batch_size": 2,
+                                               "device": "cpu", "warmup": 1, "repeats": 2})
+        z = wait_job("/v1/profiles/" + z["id"]) if st == 202 else None
+        if z and z["status"] == "done":
+            print("     zoo resnet18 (%d stages) batch 2 profile, submit to done: %.1f s"
+                  % (len(z["profile"]["stages"]), time.time() - t0))
+        # 4. The cache: a second profile does not fetch again.
+        job2 = profile(mid, {"shape": [3, 64, 64]}, 1)
+        check(job2 and job2["status"] == "done", "a second profile of the same model")
+
+    # 1-2. The tiny transformer: int64 tokens, named stages.
+    tt = TinyTransformer()
+    tid = upload(tt, "tiny_transformer")
+    names = ["embed", "blocks.0", "blocks.1", "head"]
+    job = profile(tid, {"shape": [32], "dtype": "int64", "high": 100}, 2, names)
+    if job and check(job["status"] == "done", "tiny transformer profile done (%s)" % job.get("error")):
+        prof = job["profile"]
+        want = sizes([tt.embed, tt.blocks[0], tt.blocks[1], tt.head], torch.randint(0, 100, (2, 32)))
+        got = [s["out_bytes"] for s in prof["stages"]]
+        check(got == want, "tiny transformer: every out_bytes is the eager shape's size %s" % got)
+        check([s["name"] for s in prof["stages"]] == names, "tiny transformer: stages named")
+        check(prof["input_bytes"] == 2 * 32 * 8, "tiny transformer: int64 input_bytes")
+        validate(job, "tiny transformer")
+    # Its top-level children are embed, blocks, head: blocks has no forward.
+    job = profile(tid, {"shape": [32], "dtype": "int64", "high": 100}, 2)
+    check(job and job["status"] == "failed" and "blocks" in job.get("error", "")
+          and "no forward" in job.get("error", ""),
+          "a ModuleList as a stage fails naming it: %s" % (job or {}).get("error"))
+
+    # 3. Models that are not chains.
+    cases = [
+        (TwoInputs(), None, "forward takes 2 inputs"),
+        (TupleStage(), None, "not a single tensor"),
+        (Skip(), None, "not its top-level children run in order"),
+        (Skip(), ["a", "c"], "no submodule \"c\""),
+    ]
+    for module, stages, want in cases:
+        m_id = upload(module, type(module).__name__ + str(len(stages or [])))
+        job = profile(m_id, {"shape": [8]}, 2, stages)
+        err = (job or {}).get("error", "")
+        check(job and job["status"] == "failed" and want in err,
+              "%s%s fails: %s" % (type(module).__name__, " " + str(stages) if stages else "", err))
+
+    fetched = open(os.path.join(tmp, "worker.log")).read().count("cache: fetched " + (mid or "?"))
+    check(fetched == 1, "the worker fetched mobilenet_v2 once for two jobs (%d)" % fetched)
+finally:
+    for p in procs:
+        if p.poll() is None:
+            p.terminate()
+            try:
+                p.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                p.kill()
+    if failures:
+        for log in sorted(os.listdir(tmp)):
+            if log.endswith(".log"):
+                print("--- %s" % log)
+                print(open(os.path.join(tmp, log)).read()[-3000:])
+
+print("%d failures" % len(failures))
+sys.exit(1 if failures else 0)

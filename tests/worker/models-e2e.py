@@ -7,13 +7,15 @@ remat-worker on loopback, models scripted here with Debian's python3-torch.
    tokens (its stages named: embed, blocks.0, blocks.1, head) are uploaded
    over HTTP and profiled; every out_bytes equals the size the eager
    module's shapes give here.
-2. On each, a min-peak and a sqrt plan validate: measured vs predicted
+2. On each (and on a scripted MLP, which must meet the zoo's 1% bound), a
+   min-peak and a sqrt plan validate: measured vs predicted
    peak printed with the gap (held: gradients equal to store-all's, never
    under-predicted by more than 1%, over-predicted by at most 10%; the
    zoo's 1% bound is not met on scripted stages yet, docs/models.md).
 3. Jobs that must fail do, with the stage or the reason named: a forward
    that needs two inputs, a stage returning a tuple, a forward that is not
-   its children in order, a stage name that does not exist.
+   its children in order, a stage name that does not exist, an archive
+   from a newer PyTorch (libtorch's line and both versions).
 4. The worker's cache: a second profile of the same model is not fetched
    again (the worker's log says fetched once).
 
@@ -27,6 +29,7 @@ import tempfile
 import time
 import urllib.error
 import urllib.request
+import zipfile
 
 try:
     import torch
@@ -128,7 +131,7 @@ def sizes(modules, x):
     return out
 
 
-def validate(job, label):
+def validate(job, label, exact=False):
     for alg in ("min-peak", "sqrt"):
         st, v = http("POST", "/v1/validations", {"profile_id": job["id"], "algorithm": alg,
                                                  "repeats": 1})
@@ -147,7 +150,7 @@ def validate(job, label):
         # fits), and it is within 10% above; the gap is printed.
         err = r.get("relative_error", 1)
         check(v["status"] == "done" and r.get("max_grad_diff", 1) == 0
-              and isinstance(gap, int) and gap <= 0.01 * meas and err <= 0.10,
+              and isinstance(gap, int) and gap <= 0.01 * meas and err <= (0.01 if exact else 0.10),
               "%s %s: predicted %s, measured %s bytes (GAP %s bytes, relative error %.4f), "
               "grad diff %s%s"
               % (label, alg, pred, meas, gap, err if isinstance(err, float) else -1,
@@ -280,6 +283,15 @@ try:
         job2 = profile(mid, {"shape": [3, 64, 64]}, 1)
         check(job2 and job2["status"] == "done", "a second profile of the same model")
 
+    # 1-2. A scripted MLP: plain layers as stages meet the zoo's 1% bound.
+    layers = [nn.Linear(64, 256), nn.ReLU(), nn.Linear(256, 256), nn.ReLU(), nn.Linear(256, 10)]
+    lid = upload(nn.Sequential(*layers), "mlp")
+    job = profile(lid, {"shape": [64]}, 16)
+    if job and check(job["status"] == "done", "mlp profile done (%s)" % job.get("error")):
+        got = [s["out_bytes"] for s in job["profile"]["stages"]]
+        check(got == sizes(layers, torch.randn(16, 64)), "mlp: every out_bytes %s" % got)
+        validate(job, "mlp (1% bound)", exact=True)
+
     # 1-2. The tiny transformer: int64 tokens, named stages.
     tt = TinyTransformer()
     tid = upload(tt, "tiny_transformer")
@@ -312,6 +324,22 @@ try:
         err = (job or {}).get("error", "")
         check(job and job["status"] == "failed" and want in err,
               "%s%s fails: %s" % (type(module).__name__, " " + str(stages) if stages else "", err))
+
+    # An archive from a newer PyTorch (its format version raised to 99):
+    # the job fails with libtorch's line and the versions on both sides.
+    src = os.path.join(tmp, "mlp.pt")
+    dst = os.path.join(tmp, "newer.pt")
+    with zipfile.ZipFile(src) as zi, zipfile.ZipFile(dst, "w", zipfile.ZIP_STORED) as zo:
+        for info in zi.infolist():
+            data = zi.read(info.filename)
+            zo.writestr(info, b"99\n" if info.filename.endswith("/version") else data)
+    st, m = http("POST", "/v1/models", raw=open(dst, "rb").read())
+    if check(st == 201, "upload the newer archive: %s" % st):
+        job = profile(m["id"], {"shape": [64]}, 2)
+        err = (job or {}).get("error", "")
+        check(job and job["status"] == "failed" and "torch::jit::load failed" in err
+              and "99" in err and "libtorch is 1.13" in err,
+              "an archive from a newer PyTorch fails with both versions: %s" % err)
 
     fetched = open(os.path.join(tmp, "worker.log")).read().count("cache: fetched " + (mid or "?"))
     check(fetched == 1, "the worker fetched mobilenet_v2 once for two jobs (%d)" % fetched)

@@ -186,6 +186,10 @@ int remat__profile_total_bytes(const struct remat_profile *p, int64_t *out)
         if (total > REMAT_MAX_BYTES)
             return REMAT_ELIMIT;
     }
+    /* The optimizer's bytes count in the same total (each is at most 2^60). */
+    total += p->optimizer.state_bytes + p->optimizer.step_tmp_bytes;
+    if (total > REMAT_MAX_BYTES)
+        return REMAT_ELIMIT;
     *out = total;
     return REMAT_OK;
 }
@@ -251,6 +255,8 @@ int remat_profile_validate(const struct remat_profile *profile, struct remat_err
                                 REMAT_MAX_NAME);
         }
     }
+    if ((rc = remat__optimizer_validate(profile, err)) < 0)
+        return rc;
     int64_t total;
     if (remat__profile_total_bytes(profile, &total) < 0)
         return remat__error(err, REMAT_ELIMIT, "/stages",

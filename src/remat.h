@@ -71,6 +71,27 @@ struct remat_stage {
     double bwd_ms;
 };
 
+/* The optimizer of the training step (docs/scheduling.md): what it keeps
+ * between steps and what its step() allocates for a moment.  All zero (kind
+ * REMAT_OPTIM_NONE) when the profile models no optimizer: the step then ends
+ * with the backward, as it always did. */
+enum remat_optim_kind {
+    REMAT_OPTIM_NONE = 0,
+    REMAT_OPTIM_SGD,          /* plain SGD: no state */
+    REMAT_OPTIM_SGD_MOMENTUM, /* one momentum buffer per parameter */
+    REMAT_OPTIM_ADAM,         /* exp_avg and exp_avg_sq per parameter */
+    REMAT_OPTIM_ADAMW,        /* as adam; weight decay applied in place */
+    REMAT_OPTIM_COUNT
+};
+
+struct remat_optimizer {
+    int kind;               /* enum remat_optim_kind */
+    int foreach;            /* nonzero: the multi-tensor (foreach) step */
+    int64_t state_bytes;    /* optimizer state, live for the whole step */
+    int64_t step_tmp_bytes; /* step()'s transient above weights, gradients and state */
+    double step_ms;         /* time of step() */
+};
+
 struct remat_profile {
     int64_t input_bytes;        /* size of x_0 */
     size_t n_stages;            /* n, 1..REMAT_MAX_STAGES */
@@ -83,6 +104,9 @@ struct remat_profile {
     char *libtorch;
     int64_t batch_size; /* 0 when absent */
     void *priv;         /* owned storage (names); do not touch */
+    /* The optimizer: all zero when none.  The traced model keeps its state
+     * live from the first op and runs its step after the last backward. */
+    struct remat_optimizer optimizer;
 };
 
 /* Parses a remat.profile/v1 object.  pointer_prefix (may be NULL or "") is
@@ -117,6 +141,40 @@ int remat_profile_validate(const struct remat_profile *profile, struct remat_err
 json_t *remat_profile_to_json(const struct remat_profile *profile);
 
 void remat_profile_free(struct remat_profile *profile);
+
+/* ------------------------------------------------------------------------
+ * Optimizers (optimizer.c, docs/scheduling.md)
+ */
+
+/* "none", "sgd", "sgd-momentum", "adam", "adamw"; "?" otherwise.  Static. */
+const char *remat_optim_name(int kind);
+/* Parses one of those names.  Returns REMAT_OK and sets *out, or REMAT_EINVAL. */
+int remat_optim_parse(const char *name, enum remat_optim_kind *out);
+
+/* What the optimizer's model needs besides the weights. */
+struct remat_optim_spec {
+    enum remat_optim_kind kind;
+    int foreach;          /* nonzero: the multi-tensor step (temporaries over all tensors) */
+    int param_elem_bytes; /* bytes per weight element; 0 = 4 (fp32) */
+    int state_elem_bytes; /* bytes per state element; 0 = as the weights */
+    int master_weights;   /* nonzero: an fp32 copy of the weights sits in the state */
+    int weight_decay;     /* nonzero: L2 weight decay (adam and sgd make a temporary for it) */
+    double step_ms;       /* copied into the result; 0 when unknown */
+};
+
+void remat_optim_spec_init(struct remat_optim_spec *spec); /* none, fp32, no decay */
+
+/* The state and step transient an optimizer of `spec` needs for the weights
+ * of `profile` (the sum of its stages' param_bytes), by the rules of
+ * docs/scheduling.md: a model for when the worker has not measured them.
+ * Returns REMAT_OK and fills *out, or a negative code with err filled. */
+int remat_optim_estimate(const struct remat_profile *profile, const struct remat_optim_spec *spec,
+                         struct remat_optimizer *out, struct remat_error *err);
+
+/* The live bytes during the optimizer step, a floor under every plan's
+ * peak: input, weights, their gradients, state and step transient.  0 when
+ * the profile has no optimizer. */
+int64_t remat_optim_step_peak_bytes(const struct remat_profile *profile);
 
 /* ------------------------------------------------------------------------
  * Schedules: what the simulator replays
@@ -177,8 +235,10 @@ int remat_model_parse(const char *name, enum remat_model *out);
 
 struct remat_sim {
     int64_t peak_bytes;
-    size_t peak_phase;   /* index of the op during which the peak occurs */
-    double total_ms;     /* every forward (first pass and recomputation) and backward */
+    size_t peak_phase;   /* index of the op during which the peak occurs; n_phases
+                          * when it is the optimizer step after the last op */
+    double total_ms;     /* every forward (first pass and recomputation) and backward,
+                          * and the optimizer step (traced) */
     double recompute_ms; /* total_ms minus one forward and one backward of every stage */
     size_t n_phases;     /* = ops replayed; timeline has this many entries when asked */
     int64_t *timeline;   /* bytes live after each op; owned, NULL unless asked for */

@@ -133,3 +133,9 @@ EXTRA_DIST += \
 	tests/data/zoo/vgg11.json \
 	tests/data/zoo/vgg16.json \
 	tests/data/zoo/vgg19.json
+
+check_PROGRAMS += tests/test_optimizer
+TESTS += tests/test_optimizer
+tests_test_optimizer_SOURCES = tests/test_optimizer.c
+tests_test_optimizer_CFLAGS = $(CORE_TEST_CFLAGS)
+tests_test_optimizer_LDADD = $(CORE_TEST_LDADD)

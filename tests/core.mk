@@ -139,3 +139,9 @@ TESTS += tests/test_optimizer
 tests_test_optimizer_SOURCES = tests/test_optimizer.c
 tests_test_optimizer_CFLAGS = $(CORE_TEST_CFLAGS)
 tests_test_optimizer_LDADD = $(CORE_TEST_LDADD)
+
+check_PROGRAMS += tests/test_fits
+TESTS += tests/test_fits
+tests_test_fits_SOURCES = tests/test_fits.c
+tests_test_fits_CFLAGS = $(CORE_TEST_CFLAGS)
+tests_test_fits_LDADD = $(CORE_TEST_LDADD)

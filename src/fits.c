@@ -438,7 +438,19 @@ static int throughput(const struct bmodel *md, const struct remat_fits_options *
                       struct remat_fits_answer *a, struct remat_error *err)
 {
     int64_t cand[128];
-    size_t nc = grid(a->batch, cand, sizeof cand / sizeof cand[0]);
+    size_t nc = grid(a->batch, cand, sizeof cand / sizeof cand[0] - 1);
+    /* Store-all's largest batch is a candidate too: often the best. */
+    int64_t sa = a->store_all_batch;
+    if (sa > 0 && sa < a->batch) {
+        size_t k = 0;
+        while (cand[k] < sa)
+            k++;
+        if (cand[k] != sa) {
+            memmove(cand + k + 1, cand + k, (nc - k) * sizeof cand[0]);
+            cand[k] = sa;
+            nc++;
+        }
+    }
     int64_t best = 0;
     double best_rate = -1;
     size_t best_k = 0;
@@ -633,4 +645,29 @@ json_t *remat_fits_answer_to_json(const struct remat_fits_answer *a)
         return NULL;
     }
     return root;
+}
+
+/* nvidia-smi's total MiB for each card. */
+static const struct {
+    const char *name;
+    int64_t mib;
+} gpus[] = {
+    {"t4", 15360},        {"v100-16gb", 16384}, {"v100-32gb", 32768},
+    {"a10", 23028},       {"l4", 23034},        {"a100-40gb", 40960},
+    {"a100-80gb", 81920}, {"h100-80gb", 81559}, {"h200", 143771},
+};
+
+int remat_gpu_memory_bytes(const char *name, int64_t *bytes)
+{
+    for (size_t i = 0; name != NULL && i < sizeof gpus / sizeof gpus[0]; i++)
+        if (strcmp(name, gpus[i].name) == 0) {
+            *bytes = (gpus[i].mib << 20) - (INT64_C(1) << 30);
+            return REMAT_OK;
+        }
+    return REMAT_EINVAL;
+}
+
+const char *remat_gpu_name(size_t i)
+{
+    return i < sizeof gpus / sizeof gpus[0] ? gpus[i].name : NULL;
 }

@@ -446,6 +446,15 @@ int remat_fits(const struct remat_profile *const *profiles, size_t n_profiles,
 
 void remat_fits_answer_clear(struct remat_fits_answer *a);
 
+/* The usable memory of a common GPU by name ("a100-40gb", "h100-80gb", ...;
+ * the table is in docs/scheduling.md): what CUDA reports as the card's
+ * total, less 1 GiB for the CUDA context and libraries.  Approximate: pass
+ * bytes measured on the card for an exact answer.
+ * Returns REMAT_OK and sets *bytes, or REMAT_EINVAL for an unknown name. */
+int remat_gpu_memory_bytes(const char *name, int64_t *bytes);
+/* The i-th name of that table, or NULL past its end; static storage. */
+const char *remat_gpu_name(size_t i);
+
 /* An answer as POST /v1/fits and `remat fits` print it (docs/api.md).
  * Returns: new reference, or NULL when out of memory. */
 json_t *remat_fits_answer_to_json(const struct remat_fits_answer *a);

@@ -145,3 +145,8 @@ TESTS += tests/test_fits
 tests_test_fits_SOURCES = tests/test_fits.c
 tests_test_fits_CFLAGS = $(CORE_TEST_CFLAGS)
 tests_test_fits_LDADD = $(CORE_TEST_LDADD)
+
+# remat fits end to end on profiles of one model at three batch sizes.
+dist_check_SCRIPTS += tests/fits-cli.sh
+TESTS += tests/fits-cli.sh
+EXTRA_DIST += tests/data/fits/b4.json tests/data/fits/b8.json tests/data/fits/b16.json

@@ -14,7 +14,7 @@ api_rematd_SOURCES = \
 	api/route_plans_timeline.c api/route_profiles_create.c api/route_profiles_get.c \
 	api/route_validations_create.c api/route_validations_get.c api/route_worker_lease.c \
 	api/route_worker_heartbeat.c api/route_worker_complete.c api/route_worker_fail.c \
-	api/route_worker_release.c
+	api/route_worker_release.c api/route_fits.c
 nodist_api_rematd_SOURCES = api/openapi.c
 api_rematd_CPPFLAGS = $(AM_CPPFLAGS) -DREMAT_BINDIR='"$(bindir)"'
 api_rematd_CFLAGS = $(AM_CFLAGS) $(MHD_CFLAGS) $(JANSSON_CFLAGS) $(SQLITE_CFLAGS) -pthread

@@ -56,6 +56,7 @@ void remat_profile_free(struct remat_profile *profile)
 #define FREE_BYTES(key)
 #define FREE_STAGES(key)
 #define FREE_COUNT(key)
+#define FREE_OPTIMIZER(key)
 #define FREE_META(key) free(profile->key);
 #define REMAT__X(key, kind) FREE_##kind(key)
     REMAT__ROOT_MEMBERS(REMAT__X)
@@ -243,6 +244,18 @@ struct remat_profile *remat_profile_from_json(const json_t *root, const char *po
         }
         struct remat__jval jv = jval_of(v);
         remat__pb_root_value(&pb, j, &jv);
+        if (kind == REMAT__ROOT_OPTIMIZER && json_is_object(v)) {
+            for (int k = 0; k < REMAT__N_OPTIM_FIELDS; k++) {
+                const json_t *m = json_object_get(v, remat__optim_key[k]);
+                if (k == REMAT__OF_name && json_is_string(m)) {
+                    remat__pb_optim_name(&pb, json_string_value(m), json_string_length(m));
+                } else {
+                    struct remat__jval mv = jval_of(m);
+                    remat__pb_optim_value(&pb, k, &mv);
+                }
+            }
+            continue;
+        }
         if (kind != REMAT__ROOT_STAGES || !json_is_array(v))
             continue;
         size_t n = json_array_size(v);
@@ -324,6 +337,14 @@ json_t *remat_profile_to_json(const struct remat_profile *profile)
 #define TO_JSON_COUNT(key)                                                                         \
     if (profile->key > 0)                                                                          \
         bad |= set_new(root, #key, json_integer(profile->key));
+#define TO_JSON_OPTIMIZER(key)                                                                     \
+    if (profile->key.kind != REMAT_OPTIM_NONE)                                                     \
+        bad |= set_new(                                                                            \
+            root, #key,                                                                            \
+            json_pack("{s:s, s:b, s:I, s:I, s:f}", "name", remat_optim_name(profile->key.kind),    \
+                      "foreach", profile->key.foreach, "state_bytes",                              \
+                      (json_int_t)profile->key.state_bytes, "step_tmp_bytes",                      \
+                      (json_int_t)profile->key.step_tmp_bytes, "step_ms", profile->key.step_ms));
 #define REMAT__X(key, kind) TO_JSON_##kind(key)
     REMAT__ROOT_MEMBERS(REMAT__X)
 #undef REMAT__X

@@ -5,6 +5,7 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include <cmocka.h>
 
@@ -324,12 +325,90 @@ static void test_frontier(void **state)
     }
 }
 
+/* Both readers, on text and on jansson's tree of it: the same optimizer,
+ * or the same error at the same pointer; and the writer round-trips. */
+static struct remat_profile *parse_both(const char *text, struct remat_error *err)
+{
+    struct remat_error e1, e2;
+    struct remat_profile *a = remat_profile_parse(text, strlen(text), "", &e1);
+    json_t *root = json_loads(text, 0, NULL);
+    assert_non_null(root);
+    struct remat_profile *b = remat_profile_from_json(root, "", &e2);
+    json_decref(root);
+    assert_true((a == NULL) == (b == NULL));
+    if (a == NULL) {
+        assert_string_equal(e1.pointer, e2.pointer);
+        assert_string_equal(e1.message, e2.message);
+        *err = e1;
+        return NULL;
+    }
+    assert_memory_equal(&a->optimizer, &b->optimizer, sizeof a->optimizer);
+    remat_profile_free(b);
+    return a;
+}
+
+static void test_parse(void **state)
+{
+    (void)state;
+    static const char head[] = "{\"input_bytes\":8,\"stages\":[{\"out_bytes\":4,"
+                               "\"param_bytes\":100}],\"optimizer\":";
+    char text[512];
+    struct remat_error err;
+    snprintf(text, sizeof text, "%s%s}", head,
+             "{\"name\":\"adamw\",\"foreach\":true,\"state_bytes\":200,"
+             "\"step_tmp_bytes\":50,\"step_ms\":1.5,\"unknown\":[1]}");
+    struct remat_profile *p = parse_both(text, &err);
+    assert_non_null(p);
+    assert_int_equal(p->optimizer.kind, REMAT_OPTIM_ADAMW);
+    assert_int_equal(p->optimizer.foreach, 1);
+    assert_int_equal(p->optimizer.state_bytes, 200);
+    assert_int_equal(p->optimizer.step_tmp_bytes, 50);
+    assert_true(p->optimizer.step_ms == 1.5);
+    json_t *written = remat_profile_to_json(p);
+    assert_non_null(written);
+    char *out = json_dumps(written, JSON_COMPACT);
+    json_decref(written);
+    assert_non_null(out);
+    struct remat_profile *q = parse_both(out, &err);
+    assert_non_null(q);
+    assert_memory_equal(&p->optimizer, &q->optimizer, sizeof p->optimizer);
+    remat_profile_free(q);
+    free(out);
+    remat_profile_free(p);
+    /* Absent and null: no optimizer. */
+    snprintf(text, sizeof text, "%snull}", head);
+    p = parse_both(text, &err);
+    assert_non_null(p);
+    assert_int_equal(p->optimizer.kind, REMAT_OPTIM_NONE);
+    remat_profile_free(p);
+    static const struct {
+        const char *value, *pointer;
+    } bad[] = {
+        {"5", "/optimizer"},
+        {"{}", "/optimizer/name"},
+        {"{\"name\":\"lamb\"}", "/optimizer/name"},
+        {"{\"name\":\"adam\",\"foreach\":1}", "/optimizer/foreach"},
+        {"{\"name\":\"adam\",\"state_bytes\":-1}", "/optimizer/state_bytes"},
+        {"{\"name\":\"adam\",\"step_ms\":\"x\"}", "/optimizer/step_ms"},
+        {"{\"name\":\"none\",\"state_bytes\":1}", "/optimizer/name"},
+        {"{\"name\":\"sgd\",\"state_bytes\":1152921504606846976}", "/stages"},
+    };
+    for (size_t k = 0; k < sizeof bad / sizeof bad[0]; k++) {
+        snprintf(text, sizeof text, "%s%s}", head, bad[k].value);
+        assert_null(parse_both(text, &err));
+        if (strcmp(err.pointer, bad[k].pointer) != 0)
+            fail_msg("%s: pointer %s, want %s (%s)", bad[k].value, err.pointer, bad[k].pointer,
+                     err.message);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_names),      cmocka_unit_test(test_estimate),
         cmocka_unit_test(test_validate),   cmocka_unit_test(test_simulate_step),
         cmocka_unit_test(test_exhaustive), cmocka_unit_test(test_frontier),
+        cmocka_unit_test(test_parse),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

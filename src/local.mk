@@ -28,5 +28,5 @@ pkgconfig_DATA += src/remat.pc
 EXTRA_DIST += src/remat.pc.in
 
 # The design notes of the core, installed with the library and shipped in the tarball.
-dist_doc_DATA += docs/profile.md docs/memory-model.md
+dist_doc_DATA += docs/profile.md docs/memory-model.md docs/scheduling.md
 EXTRA_DIST += docs/examples/tiny-cnn.json

@@ -12,8 +12,8 @@
 
 #include "rematd.h"
 
-#ifndef REMAT_BINDIR
-#define REMAT_BINDIR "/usr/local/bin"
+#ifndef REMATD_BINDIR
+#define REMATD_BINDIR "/usr/local/bin"
 #endif
 
 enum opt_kind { O_STR, O_SIZE, O_UINT, O_WORKERS };
@@ -89,7 +89,7 @@ static void defaults(struct rematd_config *c)
     c->idempotency_ttl = 86400;
     c->workers = 0;
     snprintf(c->sync, sizeof c->sync, "full");
-    snprintf(c->worker_path, sizeof c->worker_path, "%s/remat-worker", REMAT_BINDIR);
+    snprintf(c->worker_path, sizeof c->worker_path, "%s/remat-worker", REMATD_BINDIR);
 }
 
 static int set_value(struct rematd_config *c, const struct opt *o, const char *v, const char *src)

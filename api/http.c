@@ -80,19 +80,12 @@ static const char *problem_title(const char *slug)
 
 static void rematd_req_free(struct rematd_request *r)
 {
-    free(r->body);
+    rematx_dyn_free(&r->body);
     for (int i = 0; i < r->n_headers; i++) {
         free(r->header_name[i]);
         free(r->header_value[i]);
     }
     json_decref(r->json);
-    if (r->plan_write) {
-        free(r->plan_write->options);
-        free(r->plan_write->body);
-        free(r->plan_write->record);
-        rematd_idem_clear(&r->plan_write->existing);
-        free(r->plan_write);
-    }
     free(r->problem_type);
     if (r->pending)
         MHD_destroy_response(r->pending);
@@ -394,6 +387,7 @@ static int begin(struct rematd_request *r, const char *url, const char *method)
         }
     }
     r->body_limit = rt->body_limit ? rt->body_limit : srv->cfg.max_body_bytes;
+    rematx_dyn_init(&r->body, r->body_limit);
     const char *cl = rematd_req_header_in(r, MHD_HTTP_HEADER_CONTENT_LENGTH);
     if (cl) {
         char *end;
@@ -406,10 +400,7 @@ static int begin(struct rematd_request *r, const char *url, const char *method)
         if (n > 0) {
             /* At most 64 KiB up front: a client announcing 8 MiB and then
              * trickling must not pin 8 MiB per connection. */
-            r->body_cap = n + 1 < 65536 ? (size_t)n + 1 : 65536;
-            r->body = malloc(r->body_cap);
-            if (!r->body)
-                r->body_cap = 0;
+            rematx_dyn_grow(&r->body, n < 65535 ? (size_t)n : 65535);
         }
     }
     if (strcmp(rt->method, "POST") == 0 &&
@@ -423,45 +414,23 @@ static int begin(struct rematd_request *r, const char *url, const char *method)
 
 static void append(struct rematd_request *r, const char *data, size_t n)
 {
-    if (r->body_too_large)
-        return;
-    if (n > r->body_limit - r->body_len) {
-        /* Keep reading and discarding: MHD cannot answer while the body is
-         * arriving, so the 413 goes out at the end. */
-        r->body_too_large = 1;
-        free(r->body);
-        r->body = NULL;
-        r->body_len = r->body_cap = 0;
-        return;
-    }
-    if (r->body_len + n + 1 > r->body_cap) {
-        size_t cap = r->body_cap ? r->body_cap : 4096;
-        while (cap < r->body_len + n + 1)
-            cap *= 2; /* geometric growth: appends stay linear overall */
-        if (cap > r->body_limit + 1)
-            cap = r->body_limit + 1;
-        char *nb = realloc(r->body, cap);
-        if (!nb) {
-            r->body_too_large = 1;
-            return;
-        }
-        r->body = nb;
-        r->body_cap = cap;
-    }
-    memcpy(r->body + r->body_len, data, n);
-    r->body_len += n;
-    r->body[r->body_len] = '\0';
+    /* Past the limit (or out of memory) keep reading and discarding: MHD
+     * cannot answer while the body is arriving, so the 413 goes out at
+     * the end.  The buffer grows geometrically: appends stay linear. */
+    if (r->body_error == 0)
+        r->body_error = rematx_dyn_addn(&r->body, data, n);
 }
 
 json_t *rematd_req_body_json(struct rematd_request *r)
 {
-    if (r->body_len == 0) {
+    if (rematx_dyn_len(&r->body) == 0) {
         rematd_req_problem(r, 400, "invalid-json", NULL,
                            "the body is empty; a JSON object is expected");
         return NULL;
     }
     json_error_t e;
-    json_t *j = json_loadb(r->body, r->body_len, JSON_REJECT_DUPLICATES, &e);
+    json_t *j =
+        json_loadb(rematx_dyn_ptr(&r->body), rematx_dyn_len(&r->body), JSON_REJECT_DUPLICATES, &e);
     if (!j) {
         if (json_error_code(&e) == json_error_stack_overflow) {
             rematd_req_problem(r, 400, "json-too-deep", NULL, "nesting deeper than %d levels",
@@ -556,7 +525,7 @@ int rematd_req_idempotency_check(struct rematd_request *r)
         return 1;
     }
     r->idem_key = key;
-    rematd_sha256_hex(r->body ? r->body : "", r->body_len, r->body_hash);
+    rematd_sha256_hex(rematx_dyn_ptr(&r->body), rematx_dyn_len(&r->body), r->body_hash);
     struct rematd_idem rec;
     enum rematd_store_result got =
         rematd_store_get_idempotency(r->srv->store, r->route->name, key, &rec);
@@ -571,9 +540,13 @@ int rematd_req_idempotency_check(struct rematd_request *r)
 
 static void dispatch(struct rematd_request *r)
 {
-    if (r->body_too_large) {
+    if (r->body_error == REMAT_ELIMIT) {
         rematd_req_problem(r, 413, "body-too-large", NULL,
                            "the body is larger than the limit of %zu bytes", r->body_limit);
+        return;
+    }
+    if (r->body_error != 0) {
+        rematd_req_problem(r, 500, "internal", NULL, "out of memory reading the body");
         return;
     }
     if (r->route->created_status && rematd_req_idempotency_check(r))

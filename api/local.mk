@@ -7,7 +7,8 @@ api_rematd_SOURCES = \
 	api/store.h api/store_sqlite.h api/store.c api/store_schema.c api/store_writer.c \
 	api/store_plans.c api/store_jobs.c api/store_idem.c \
 	api/metrics.c api/svg.c api/supervise.c api/pool.c \
-	api/plan_common.h api/plan_common.c api/plan_codec.h api/plan_codec.c api/jobs_common.h api/jobs_common.c \
+	api/plan_common.h api/plan_common.c api/plan_request.h api/plan_request.c \
+	api/plan_cache.h api/plan_cache.c api/plan_codec.h api/plan_codec.c api/jobs_common.h api/jobs_common.c \
 	api/worker_common.h api/worker_common.c \
 	api/route_healthz.c api/route_readyz.c api/route_openapi.c api/route_metrics.c \
 	api/route_models.c api/route_plans_create.c api/route_plans_get.c \
@@ -16,7 +17,7 @@ api_rematd_SOURCES = \
 	api/route_worker_heartbeat.c api/route_worker_complete.c api/route_worker_fail.c \
 	api/route_worker_release.c api/route_fits.c
 nodist_api_rematd_SOURCES = api/openapi.c
-api_rematd_CPPFLAGS = $(AM_CPPFLAGS) -DREMAT_BINDIR='"$(bindir)"'
+api_rematd_CPPFLAGS = $(AM_CPPFLAGS) -DREMATD_BINDIR='"$(bindir)"'
 api_rematd_CFLAGS = $(AM_CFLAGS) $(MHD_CFLAGS) $(JANSSON_CFLAGS) $(SQLITE_CFLAGS) -pthread
 # The static convenience library: ./api/rematd in the build tree is the
 # real program (no libtool wrapper), which the kill -9 test relies on.
@@ -39,9 +40,7 @@ EXTRA_DIST += api/bench-http.sh api/bench-plan.lua api/bench-compare.sh
 BENCH_TARGETS += bench-http
 bench-http: api/rematd
 	$(SHELL) $(top_srcdir)/api/bench-http.sh $(builddir)/api/rematd $(top_srcdir)
-dist_doc_DATA += docs/api.md docs/jobs.md
-EXTRA_DIST += deploy/Dockerfile.rematd deploy/Dockerfile.worker deploy/k8s/rematd.yaml \
-	deploy/k8s/worker.yaml deploy/rematd.service
+dist_doc_DATA += docs/api.md docs/jobs.md docs/architecture.md
 
 # A developer's lint of the contract (needs the npm registry, so it is not
 # part of make check): Redocly's recommended rules.

@@ -40,34 +40,19 @@ void rematd_metrics_observe(int route_index, int status, double seconds)
     atomic_fetch_add_explicit(&dur_sum_us[r], (unsigned long)(seconds * 1e6), memory_order_relaxed);
 }
 
-struct out {
-    char *buf;
-    size_t len, cap;
-};
+/* The text is a few kilobytes: a line per route and status seen, and a
+ * dozen per route's histogram. */
+#define MAX_TEXT ((size_t)16 << 20)
 
-static void put(struct out *o, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void put(struct out *o, const char *fmt, ...)
+/* Appends to o; a failure is sticky (dynbuf.h) and seen once, at the end. */
+static void put(struct rematx_dynbuf *o, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+static void put(struct rematx_dynbuf *o, const char *fmt, ...)
 {
-    for (;;) {
-        va_list ap;
-        va_start(ap, fmt);
-        int n = vsnprintf(o->buf ? o->buf + o->len : NULL, o->buf ? o->cap - o->len : 0, fmt, ap);
-        va_end(ap);
-        if (n < 0)
-            return;
-        if (o->buf && o->len + (size_t)n < o->cap) {
-            o->len += (size_t)n;
-            return;
-        }
-        size_t cap = o->cap ? o->cap * 2 : 8192;
-        while (cap < o->len + (size_t)n + 1)
-            cap *= 2;
-        char *nb = realloc(o->buf, cap);
-        if (!nb)
-            return;
-        o->buf = nb;
-        o->cap = cap;
-    }
+    va_list ap;
+    va_start(ap, fmt);
+    rematx_dyn_vaddf(o, fmt, ap);
+    va_end(ap);
 }
 
 static const char *route_name(int r)
@@ -77,7 +62,9 @@ static const char *route_name(int r)
 
 char *rematd_metrics_render(struct rematd_server *srv, size_t *len)
 {
-    struct out o = {0};
+    struct rematx_dynbuf o;
+    rematx_dyn_init(&o, MAX_TEXT);
+    rematx_dyn_grow(&o, 8192);
     put(&o, "# HELP remat_http_requests_total HTTP requests answered, by route and status.\n"
             "# TYPE remat_http_requests_total counter\n");
     for (int r = 0; r < MAX_ROUTES; r++) {
@@ -141,6 +128,5 @@ char *rematd_metrics_render(struct rematd_server *srv, size_t *len)
         "commits, the mean batch.\n# TYPE remat_store_committed_plans_total counter\n"
         "remat_store_committed_plans_total %lu\n",
         commits, committed);
-    *len = o.len;
-    return o.buf;
+    return rematx_dyn_take(&o, len); /* NULL after any failure */
 }

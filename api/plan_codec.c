@@ -7,51 +7,33 @@
 #include <string.h>
 
 #include "plan_codec.h"
-#include "remat_private.h"
+#include "rematx/rematx.h"
 
 #define CODEC_VERSION 1
 
+/* The largest record: REMAT_MAX_STAGES stages and their ops stay far
+ * below it (about 40 bytes a stage). */
+#define MAX_RECORD ((size_t)1 << 30)
+
+/* The record being written, in the one bounded buffer (dynbuf.h): its
+ * room check is inline, one comparison per value on the hot path; a
+ * failure is sticky and found once, at the end. */
 struct out {
-    unsigned char *b;
-    size_t len, cap;
-    int failed;
+    struct rematx_dynbuf d;
 };
-
-/* Room for `more` bytes; the encoder reserves its usual size up front, so
- * this is one comparison per value on the hot path. */
-static int grow(struct out *o, size_t more)
-{
-    if (o->failed)
-        return -1;
-    size_t cap = o->cap ? o->cap : 256;
-    while (cap < o->len + more)
-        cap *= 2;
-    unsigned char *b = realloc(o->b, cap);
-    if (b == NULL) {
-        o->failed = 1;
-        return -1;
-    }
-    o->b = b;
-    o->cap = cap;
-    return 0;
-}
-
-static inline int need(struct out *o, size_t more)
-{
-    return o->len + more <= o->cap ? 0 : grow(o, more);
-}
 
 static inline void put_u(struct out *o, uint64_t v)
 {
-    if (need(o, 10) < 0)
+    unsigned char *q = (unsigned char *)rematx_dyn_room(&o->d, 10);
+    if (q == NULL)
         return;
-    unsigned char *q = o->b + o->len;
+    unsigned char *b = q;
     while (v >= 0x80) {
         *q++ = (unsigned char)(v | 0x80);
         v >>= 7;
     }
     *q++ = (unsigned char)v;
-    o->len = (size_t)(q - o->b);
+    rematx_dyn_setlen(&o->d, o->d.len + (size_t)(q - b));
 }
 
 static inline void put_s(struct out *o, int64_t v)
@@ -85,20 +67,23 @@ static void put_d(struct out *o, double d)
     uint64_t bits;
     memcpy(&bits, &d, sizeof bits);
     put_u(o, 0);
-    if (need(o, 8) < 0)
-        return;
+    unsigned char le[8];
     for (int i = 0; i < 8; i++)
-        o->b[o->len++] = (unsigned char)(bits >> (8 * i));
+        le[i] = (unsigned char)(bits >> (8 * i));
+    rematx_dyn_addn(&o->d, le, sizeof le);
 }
 
 unsigned char *rematd_plan_encode(const struct remat_profile *p, const struct remat_plan *plan,
                                   size_t *len)
 {
-    struct out o = {0};
+    struct out o;
+    rematx_dyn_init(&o.d, MAX_RECORD);
     /* ~20 bytes a stage and 2 an op cover the usual record in one go. */
-    if (grow(&o, 64 + 24 * p->n_stages + 3 * plan->schedule.n_ops + 3 * plan->n_checkpoints) < 0)
+    if (rematx_dyn_grow(&o.d,
+                        64 + 24 * p->n_stages + 3 * plan->schedule.n_ops + 3 * plan->n_checkpoints))
         return NULL;
-    o.b[o.len++] = CODEC_VERSION;
+    unsigned char version = CODEC_VERSION;
+    rematx_dyn_addn(&o.d, &version, 1);
     put_u(&o, p->n_stages);
     put_u(&o, (uint64_t)p->input_bytes);
     for (size_t i = 0; i < p->n_stages; i++) {
@@ -133,12 +118,8 @@ unsigned char *rematd_plan_encode(const struct remat_profile *p, const struct re
         const struct remat_op *op = &plan->schedule.ops[k];
         put_u(&o, (uint64_t)op->stage * 5 + op->kind);
     }
-    if (o.failed) {
-        free(o.b);
-        return NULL;
-    }
-    *len = o.len;
-    return o.b;
+    /* rematx_dyn_take is NULL after any failure (the text is freed). */
+    return (unsigned char *)rematx_dyn_take(&o.d, len);
 }
 
 /* ---- decoding ----------------------------------------------------------- */
@@ -282,7 +263,7 @@ int rematd_plan_decode(const unsigned char *buf, size_t len, struct remat_profil
     uint64_t n_ops = get_u(&in);
     /* One byte at least per op. */
     if (in.bad || n_ops > (size_t)(in.end - in.p) ||
-        remat__schedule_reserve(&plan->schedule, (size_t)n_ops) != REMAT_OK)
+        rematx_schedule_reserve(&plan->schedule, (size_t)n_ops) != REMAT_OK)
         goto bad;
     for (size_t k = 0; k < n_ops; k++) {
         uint64_t v = get_u(&in);

@@ -1,6 +1,6 @@
-/* plan_common.c - what the plan routes share: reading the plan request
- * (an inline profile or a profile_id, and the solver options) and mapping
- * libremat's error codes to problem+json. */
+/* plan_common.c - what the plan routes share: a done profile job's
+ * profile, libremat's error codes as problem+json, and a plan's answer
+ * text (plan_request.c reads the request itself). */
 #include "config.h"
 
 #include <stdio.h>
@@ -34,31 +34,6 @@ void rematd_answer_remat_error(struct rematd_request *r, int rc, const struct re
         rematd_req_problem(r, 500, "internal", NULL, "%s",
                            err->message[0] ? err->message : remat_strerror(rc));
     }
-}
-
-static const char *const plan_fields[] = {"profile",      "profile_id", "algorithm", "segments",
-                                          "budget_bytes", "model",      "mem_slots", NULL};
-
-static int get_count(struct rematd_request *r, json_t *body, const char *name, json_int_t lo,
-                     json_int_t hi, json_int_t *out)
-{
-    json_t *v = json_object_get(body, name);
-    if (!v)
-        return 0;
-    char ptr[64];
-    snprintf(ptr, sizeof ptr, "/%s", name);
-    if (!json_is_integer(v)) {
-        rematd_req_problem(r, 400, "validation", ptr, "%s must be an integer", name);
-        return -1;
-    }
-    json_int_t x = json_integer_value(v);
-    if (x < lo || x > hi) {
-        rematd_req_problem(r, 400, "validation", ptr, "%s must be in %lld..%lld", name,
-                           (long long)lo, (long long)hi);
-        return -1;
-    }
-    *out = x;
-    return 1;
 }
 
 struct remat_profile *rematd_profile_by_id(struct rematd_request *r, const char *id,
@@ -95,136 +70,6 @@ struct remat_profile *rematd_profile_by_id(struct rematd_request *r, const char 
     if (!p)
         rematd_answer_remat_error(r, err.code ? err.code : REMAT_EINVAL, &err, NULL);
     return p;
-}
-
-int rematd_plan_request(struct rematd_request *r, json_t *body, struct remat_profile **profile,
-                        struct remat_options *opts, json_t **options_json)
-{
-    return rematd_plan_request_parsed(r, body, NULL, profile, opts, options_json);
-}
-
-static int plan_request(struct rematd_request *r, json_t *body, struct remat_profile **given,
-                        struct remat_profile **profile, struct remat_options *opts,
-                        json_t **options_json);
-
-int rematd_plan_request_parsed(struct rematd_request *r, json_t *body, struct remat_profile *parsed,
-                               struct remat_profile **profile, struct remat_options *opts,
-                               json_t **options_json)
-{
-    /* plan_request takes `parsed` (setting it to NULL) only when it uses
-     * it; whatever it left is freed here, on every path. */
-    int rc = plan_request(r, body, &parsed, profile, opts, options_json);
-    remat_profile_free(parsed);
-    return rc;
-}
-
-static int plan_request(struct rematd_request *r, json_t *body, struct remat_profile **given,
-                        struct remat_profile **profile, struct remat_options *opts,
-                        json_t **options_json)
-{
-    struct remat_profile *parsed = *given;
-    *profile = NULL;
-    *options_json = NULL;
-    if (rematd_req_reject_unknown(r, body, "", plan_fields) < 0)
-        return -1;
-    remat_options_init(opts);
-    json_t *oj = json_object();
-    json_t *v = json_object_get(body, "algorithm");
-    if (v) {
-        if (!json_is_string(v) ||
-            remat_algorithm_parse(json_string_value(v), &opts->algorithm) != 0) {
-            json_decref(oj);
-            rematd_req_problem(
-                r, 400, "validation", "/algorithm",
-                "algorithm must be one of store-all, sqrt, uniform, acg, paper-cubic, "
-                "paper-linear, min-peak, min-time");
-            return -1;
-        }
-    }
-    json_object_set_new(oj, "algorithm", json_string(remat_algorithm_name(opts->algorithm)));
-    v = json_object_get(body, "model");
-    if (v) {
-        if (!json_is_string(v) || remat_model_parse(json_string_value(v), &opts->model) != 0) {
-            json_decref(oj);
-            rematd_req_problem(r, 400, "validation", "/model",
-                               "model must be sum, prefix or traced");
-            return -1;
-        }
-        opts->has_model = 1;
-        json_object_set_new(oj, "model", json_string(remat_model_name(opts->model)));
-    }
-    json_int_t x;
-    int got;
-    if ((got = get_count(r, body, "segments", 1, REMAT_MAX_STAGES, &x)) < 0)
-        goto bad;
-    if (got) {
-        opts->segments = (size_t)x;
-        json_object_set_new(oj, "segments", json_integer(x));
-    }
-    if ((got = get_count(r, body, "budget_bytes", 1, REMAT_MAX_BYTES, &x)) < 0)
-        goto bad;
-    if (got) {
-        opts->budget_bytes = x;
-        json_object_set_new(oj, "budget_bytes", json_integer(x));
-    }
-    if ((got = get_count(r, body, "mem_slots", 1, 100000, &x)) < 0)
-        goto bad;
-    if (got) {
-        opts->mem_slots = (size_t)x;
-        json_object_set_new(oj, "mem_slots", json_integer(x));
-    }
-    json_t *pj = json_object_get(body, "profile");
-    json_t *pid = json_object_get(body, "profile_id");
-    if ((pj != NULL) == (pid != NULL)) {
-        rematd_req_problem(r, 400, "validation", pj ? "/profile_id" : "/profile",
-                           "give exactly one of profile and profile_id");
-        goto bad;
-    }
-    if (parsed != NULL && pid == NULL) {
-        /* The inline profile was read from the text already (and without
-         * error, or the caller would not pass it); only this server's own
-         * limit is left, checked as below. */
-        if (parsed->n_stages > r->srv->cfg.max_stages) {
-            rematd_req_problem(r, 400, "limit-exceeded", "/profile/stages",
-                               "%zu stages; this server accepts at most %zu", parsed->n_stages,
-                               r->srv->cfg.max_stages);
-            goto bad;
-        }
-        *profile = parsed;
-        *given = NULL;
-    } else if (pid) {
-        if (!json_is_string(pid)) {
-            rematd_req_problem(r, 400, "validation", "/profile_id", "profile_id must be a string");
-            goto bad;
-        }
-        *profile = rematd_profile_by_id(r, json_string_value(pid), "/profile_id");
-        if (!*profile)
-            goto bad;
-        json_object_set(oj, "profile_id", pid);
-    } else {
-        if (!json_is_object(pj)) {
-            rematd_req_problem(r, 400, "validation", "/profile", "profile must be an object");
-            goto bad;
-        }
-        json_t *stages = json_object_get(pj, "stages");
-        if (json_is_array(stages) && json_array_size(stages) > r->srv->cfg.max_stages) {
-            rematd_req_problem(r, 400, "limit-exceeded", "/profile/stages",
-                               "%zu stages; this server accepts at most %zu",
-                               json_array_size(stages), r->srv->cfg.max_stages);
-            goto bad;
-        }
-        struct remat_error err = {0};
-        *profile = remat_profile_from_json(pj, "/profile", &err);
-        if (!*profile) {
-            rematd_answer_remat_error(r, err.code ? err.code : REMAT_EINVAL, &err, NULL);
-            goto bad;
-        }
-    }
-    *options_json = oj;
-    return 0;
-bad:
-    json_decref(oj);
-    return -1;
 }
 
 char *rematd_plan_text(const struct remat_profile *p, const struct remat_plan *plan,

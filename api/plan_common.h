@@ -1,22 +1,13 @@
-/* plan_common.h - shared by the plan, timeline and validation routes. */
+/* plan_common.h - shared by the plan, timeline and validation routes
+ * (plan_request.h reads the request). */
 #ifndef REMATD_PLAN_COMMON_H
 #define REMATD_PLAN_COMMON_H
 
 #include "plan_codec.h"
+#include "plan_request.h"
 #include "rematd.h"
 #include "store.h"
 
-/* Reads {profile | profile_id, algorithm, segments, budget_bytes, model,
- * mem_slots}.  Returns 0 with *profile (new) and *options_json (new: the
- * normalised options), or -1 after answering the problem. */
-int rematd_plan_request(struct rematd_request *r, json_t *body, struct remat_profile **profile,
-                        struct remat_options *opts, json_t **options_json);
-/* The same, for POST /v1/plans's fast path: body's "profile" member is a
- * placeholder and `parsed` (new, stolen; may be NULL for the plain path)
- * is the profile read from the request text by remat_profile_parse. */
-int rematd_plan_request_parsed(struct rematd_request *r, json_t *body, struct remat_profile *parsed,
-                               struct remat_profile **profile, struct remat_options *opts,
-                               json_t **options_json);
 /* The done profile job's result as a profile (new), or NULL after answering. */
 struct remat_profile *rematd_profile_by_id(struct rematd_request *r, const char *id,
                                            const char *pointer);

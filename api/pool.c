@@ -2,13 +2,15 @@
  * threads.
  *
  * Each of libmicrohttpd's polling threads owns the connections it
- * accepted, and they are not shared out evenly: 64 connections measured
- * 43 on one thread and 22 on the other, so the busier thread's requests
- * waited about twice as long, which set p99.  Planning (parse, solve,
- * serialise: tens of microseconds) therefore runs here, from one FIFO
- * queue served by as many threads as there are cores: whichever thread is
- * free takes the oldest request, whatever connection it came on.  The
- * polling threads are left the socket work, which is short.
+ * accepted, and a polling thread busy with one request stalls every other
+ * connection it holds, health probes included.  So whatever can take long
+ * runs here: POST /v1/plans with a large body to read or a slow solver
+ * (min-time, acg, paper-cubic; route_plans_create.c decides, and is the
+ * one user).  One FIFO queue is served by as many threads as there are
+ * cores: whichever thread is free takes the oldest request, whatever
+ * connection it came on.  Quick plans (a small body, a
+ * solver of O(n log n) or less) stay on their polling thread: handing them
+ * over cost more (the queue and a wakeup, ~4 us) than planning them.
  *
  * A request handed over is suspended (rematd_req_defer); the job answers through
  * the usual rematd_req_* calls, which then only record the response, and either

@@ -19,6 +19,7 @@
 #include <microhttpd.h>
 
 #include "remat.h"
+#include "rematx/dynbuf.h"
 
 /* ------------------------------------------------------------------------
  * Configuration (config.c): defaults < REMAT_* environment < flags.
@@ -52,7 +53,7 @@ int rematd_config_load(struct rematd_config *cfg, int argc, char **argv);
 json_t *rematd_config_to_json(const struct rematd_config *cfg);
 
 /* ------------------------------------------------------------------------
- * Logging (log.c): one JSON object per line on stderr, one write(2) each.
+ * Logging (util.c): one JSON object per line on stderr, one write(2) each.
  */
 
 /* Steals fields (may be NULL); adds ts, level and msg. */
@@ -152,10 +153,12 @@ struct rematd_request {
     char id[REMATD_ID_LEN + 1]; /* the {id} segment, validated */
     char request_id[65];
     double t0;
-    /* The body: a buffer with its limit set when the request starts. */
-    char *body;
-    size_t body_len, body_cap, body_limit;
-    int body_too_large;
+    /* The body, in a buffer whose maximum is the route's limit, set when
+     * the request starts; body_error is its failure (REMAT_ELIMIT: a 413,
+     * REMAT_ENOMEM: a 500), the rest of the body then read and dropped. */
+    struct rematx_dynbuf body;
+    size_t body_limit;
+    int body_error;
     int responded;
     int status;
     int suspended;
@@ -167,14 +170,13 @@ struct rematd_request {
     char *header_value[REMATD_REQ_MAX_HEADERS];
     /* Handler scratch, freed by rematd_req_free. */
     json_t *json;
-    struct rematd_plan_write *plan_write;
     char *problem_type; /* for the log line */
     /* rematd_req_defer: the job, the pool's queue link, and the answer recorded
      * while the connection is suspended (queued when it resumes). */
     void (*pool_job)(struct rematd_request *r);
     struct rematd_request *pool_next;
-    /* A route's state carried to its planning-thread job (freed with the
-     * request if the job did not take it). */
+    /* A route's own state (its planning-thread job's input, what it
+     * stores), freed with the request by route_state_free. */
     void *route_state;
     void (*route_state_free)(void *);
     int deferred;
@@ -246,7 +248,8 @@ void rematd_req_replay(struct rematd_request *r, struct rematd_idem *rec);
  */
 
 void rematd_metrics_observe(int route_index, int status, double seconds);
-char *rematd_metrics_render(struct rematd_server *srv, size_t *len); /* new */
+/* The Prometheus text (new, *len bytes), or NULL when out of memory. */
+char *rematd_metrics_render(struct rematd_server *srv, size_t *len);
 
 /* ------------------------------------------------------------------------
  * The timeline chart (svg.c)
@@ -259,7 +262,8 @@ struct rematd_series {
     size_t n;
     int64_t peak_bytes;
 };
-/* A new SVG document with one line per series. */
+/* A new SVG document with one line per series (*len bytes), or NULL when
+ * out of memory. */
 char *rematd_svg_timeline(const char *title, const struct rematd_series *s, size_t n_series,
                           size_t *len);
 

@@ -12,34 +12,19 @@
 
 #include "rematd.h"
 
-struct buf {
-    char *p;
-    size_t len, cap;
-};
+/* An SVG is at most a few hundred kilobytes: each series is thinned to
+ * four points per pixel column below. */
+#define MAX_SVG ((size_t)16 << 20)
 
-static void put(struct buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void put(struct buf *b, const char *fmt, ...)
+/* Appends to b; a failure is sticky (dynbuf.h) and seen once, at the end. */
+static void put(struct rematx_dynbuf *b, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+static void put(struct rematx_dynbuf *b, const char *fmt, ...)
 {
-    for (;;) {
-        va_list ap;
-        va_start(ap, fmt);
-        int n = vsnprintf(b->p ? b->p + b->len : NULL, b->p ? b->cap - b->len : 0, fmt, ap);
-        va_end(ap);
-        if (n < 0)
-            return;
-        if (b->p && b->len + (size_t)n < b->cap) {
-            b->len += (size_t)n;
-            return;
-        }
-        size_t cap = b->cap ? b->cap * 2 : 16384;
-        while (cap < b->len + (size_t)n + 1)
-            cap *= 2;
-        char *np = realloc(b->p, cap);
-        if (!np)
-            return;
-        b->p = np;
-        b->cap = cap;
-    }
+    va_list ap;
+    va_start(ap, fmt);
+    rematx_dyn_vaddf(b, fmt, ap);
+    va_end(ap);
 }
 
 /* A step of 1, 2, 2.5 or 5 times a power of ten giving about n ticks. */
@@ -92,7 +77,9 @@ char *rematd_svg_timeline(const char *title, const struct rematd_series *s, size
 #define X(v) (ML + (v) / xmax * pw)
 #define Y(v) (MT + ph - (v) / unit / ymax * ph)
 
-    struct buf b = {0};
+    struct rematx_dynbuf b;
+    rematx_dyn_init(&b, MAX_SVG);
+    rematx_dyn_grow(&b, 16384);
     put(&b,
         "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
         "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%d\" height=\"%d\" viewBox=\"0 0 %d "
@@ -176,6 +163,5 @@ char *rematd_svg_timeline(const char *title, const struct rematd_series *s, size
     put(&b, "</svg>\n");
 #undef X
 #undef Y
-    *len = b.len;
-    return b.p;
+    return rematx_dyn_take(&b, len); /* NULL after any failure */
 }

@@ -4,6 +4,10 @@
 
 #include "cli.h"
 #include "config.h"
+#include "rematx/dynbuf.h"
+
+/* The largest profile file remat reads. */
+#define MAX_PROFILE_TEXT ((size_t)1 << 30)
 
 static const char usage[] =
     "usage: remat plan [--algorithm NAME] [--segments K] [--model sum|prefix|traced]\n"
@@ -23,30 +27,46 @@ struct remat_profile *cli_load_profile(const char *path, int *status)
         *status = 2;
         return NULL;
     }
-    size_t cap = 1 << 16, len = 0;
-    char *buf = malloc(cap);
-    while (buf != NULL) {
-        size_t got = fread(buf + len, 1, cap - len, f);
-        len += got;
+    /* A profile of REMAT_MAX_STAGES stages with names is well under 1 GiB
+     * of text; a larger file is refused, not read into memory. */
+    struct rematx_dynbuf b;
+    rematx_dyn_init(&b, MAX_PROFILE_TEXT);
+    for (;;) {
+        size_t more = MAX_PROFILE_TEXT - rematx_dyn_len(&b);
+        if (more > (1 << 16))
+            more = 1 << 16;
+        else if (more == 0) {
+            /* Full: one byte more is one byte too many. */
+            char c;
+            if (fread(&c, 1, 1, f) == 1)
+                rematx_dyn_addn(&b, &c, 1);
+            break;
+        }
+        char *room = rematx_dyn_room(&b, more);
+        if (room == NULL)
+            break;
+        size_t got = fread(room, 1, more, f);
         if (got == 0)
             break;
-        if (len == cap) {
-            char *bigger = realloc(buf, cap * 2);
-            if (bigger == NULL) {
-                free(buf);
-                buf = NULL;
-                break;
-            }
-            buf = bigger;
-            cap *= 2;
-        }
+        rematx_dyn_setlen(&b, rematx_dyn_len(&b) + got);
     }
+    int rc = rematx_dyn_error(&b);
     int read_error = ferror(f);
     if (f != stdin)
         fclose(f);
-    if (buf == NULL || read_error) {
-        free(buf);
-        fprintf(stderr, "remat: %s: %s\n", path, buf == NULL ? "out of memory" : "read error");
+    if (rc != 0 || read_error) {
+        rematx_dyn_free(&b);
+        fprintf(stderr, "remat: %s: %s\n", path,
+                rc == REMAT_ENOMEM   ? "out of memory"
+                : rc == REMAT_ELIMIT ? "larger than 1 GiB, the most remat reads"
+                                     : "read error");
+        *status = 1;
+        return NULL;
+    }
+    size_t len = 0;
+    char *buf = rematx_dyn_take(&b, &len);
+    if (buf == NULL) {
+        fprintf(stderr, "remat: %s: out of memory\n", path);
         *status = 1;
         return NULL;
     }

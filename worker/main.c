@@ -160,11 +160,12 @@ static void *heartbeat_main(void *arg)
             ;
         if (js->done)
             break;
-        /* The wire still calls the activity "phase" (openapi.yaml's job
-         * progress, owned by rematd's HTTP side); in remat's code "phase"
-         * is an op index of a schedule (remat.h). */
-        json_t *body = json_pack("{s:s, s:{s:i, s:i, s:s}}", "lease_id", js->lease_id, "progress",
-                                 "stage", js->stage, "stages", js->stages, "phase", js->activity);
+        /* "activity": rematd before 0.2 knew it only as "phase" (the
+         * deprecated name: "phase" is an op index of a schedule, remat.h),
+         * so rematd is upgraded before its workers. */
+        json_t *body =
+            json_pack("{s:s, s:{s:i, s:i, s:s}}", "lease_id", js->lease_id, "progress", "stage",
+                      js->stage, "stages", js->stages, "activity", js->activity);
         pthread_mutex_unlock(&js->lock);
         json_t *reply = NULL;
         long st = body != NULL ? post(js->w, path, body, &reply) : -1;
@@ -307,6 +308,17 @@ static int serve(const struct worker *w, int once)
             continue;
         }
         json_decref(lease);
+        if (st == 401 || st == 403) {
+            /* A token the server refuses never heals by retrying: exit, so
+             * that whatever runs the worker (Kubernetes, systemd, rematd
+             * --workers) shows it failing instead of a worker that looks
+             * alive and takes no job. */
+            logf_("lease answered %ld: the server refuses this worker's token "
+                  "(REMAT_WORKER_TOKEN); exiting",
+                  st);
+            json_decref(req);
+            return 78; /* EX_CONFIG */
+        }
         if (st != 204 && st != -1)
             logf_("lease answered %ld", st);
         nap_ms(backoff);

@@ -13,11 +13,15 @@
  *  - dynbuf.h: the one bounded growable buffer.
  *  - zoo.h: the built-in model zoo (GET /v1/models, the profile request's
  *    checks, and the layer lists remat-worker builds).
+ *  - core.h: the two functions of libremat's core that rematd calls (the
+ *    streaming profile reader with its byte count, a schedule's growth),
+ *    wrapped so that remat_private.h stays inside src/.
  */
 #ifndef REMATX_H
 #define REMATX_H
 
 #include "remat.h"
+#include "rematx/core.h"
 #include "rematx/dynbuf.h"
 #include "rematx/zoo.h"
 

@@ -97,6 +97,25 @@ post "/v1/worker/jobs/$PJ/heartbeat" "{\"lease_id\":\"$LEASE\",\"progress\":{\"s
 req GET "/v1/profiles/$PJ" && expect 200 '/v1/profiles/{id}'
 [ "$(field status)" = running ] && grep -q '"progress":{"stage":3,"stages":8' "$BODY" && ok ||
     fail "running job progress: $(cat "$BODY")"
+# The activity under its name and under "phase", its deprecated one: either
+# may come, both if they agree; the progress kept carries both names.
+grep -q '"progress":{"stage":3,"stages":8,"phase":"measuring","activity":"measuring"}' "$BODY" && ok ||
+    fail "progress from a phase-only heartbeat: $(cat "$BODY")"
+HB="/v1/worker/jobs/$PJ/heartbeat"
+post "$HB" "{\"lease_id\":\"$LEASE\",\"progress\":{\"stage\":4,\"stages\":8,\"activity\":\"building\"}}" &&
+    expect 200 '/v1/worker/jobs/{id}/heartbeat'
+req GET "/v1/profiles/$PJ" && expect 200 '/v1/profiles/{id}'
+grep -q '"progress":{"stage":4,"stages":8,"activity":"building","phase":"building"}' "$BODY" && ok ||
+    fail "progress from an activity heartbeat: $(cat "$BODY")"
+post "$HB" "{\"lease_id\":\"$LEASE\",\"progress\":{\"stage\":5,\"stages\":8,\"activity\":\"measuring\",\"phase\":\"building\"}}"
+problem "activity and phase differ" 400 validation /progress/phase
+post "$HB" "{\"lease_id\":\"$LEASE\",\"progress\":{\"stage\":5,\"stages\":8,\"activity\":\"warming\"}}"
+problem "unknown activity" 400 validation /progress/activity
+post "$HB" "{\"lease_id\":\"$LEASE\",\"progress\":{\"stage\":5,\"stages\":8,\"activity\":\"measuring\",\"phase\":\"measuring\"}}" &&
+    expect 200 '/v1/worker/jobs/{id}/heartbeat'
+req GET "/v1/profiles/$PJ" && expect 200 '/v1/profiles/{id}'
+grep -q '"progress":{"stage":5,"stages":8,"activity":"measuring","phase":"measuring"}' "$BODY" && ok ||
+    fail "progress from a heartbeat with both names: $(cat "$BODY")"
 post /v1/worker/lease '{"worker_id":"test-2","devices":["cpu"]}' && expect 204 /v1/worker/lease
 post "/v1/worker/jobs/$PJ/complete" "{\"lease_id\":\"$LEASE\",\"result\":$P8}" &&
     expect 200 '/v1/worker/jobs/{id}/complete'

@@ -62,6 +62,12 @@ json_t *rematd_job_view(const struct rematd_job *j)
 
 void rematd_queue_job(struct rematd_request *r, const char *kind, json_t *spec)
 {
+    rematd_queue_job_keyed(r, kind, spec, NULL);
+}
+
+void rematd_queue_job_keyed(struct rematd_request *r, const char *kind, json_t *spec,
+                            const char *reuse_key)
+{
     char *text = json_dumps(spec, JSON_COMPACT);
     const char *device = json_string_value(json_object_get(spec, "device"));
     /* The answer is the job as GET will show it now: made here, before the
@@ -90,6 +96,7 @@ void rematd_queue_job(struct rematd_request *r, const char *kind, json_t *spec)
         .idem_scope = r->route->name,
         .body_hash = r->body_hash,
         .body = answer,
+        .reuse_key = reuse_key,
     };
     struct rematd_idem existing;
     enum rematd_store_result rc =

@@ -10,6 +10,9 @@ int rematd_device_ok(const char *device);
 /* Stores a queued job with spec (stolen) and answers 202 + Location, or a
  * replay when the Idempotency-Key was recorded meanwhile. */
 void rematd_queue_job(struct rematd_request *r, const char *kind, json_t *spec);
+/* The same, storing the job's reuse key (may be NULL). */
+void rematd_queue_job_keyed(struct rematd_request *r, const char *kind, json_t *spec,
+                            const char *reuse_key);
 /* The job as GET /v1/profiles/{id} or /v1/validations/{id} shows it, with
  * its link: new, or NULL (no memory). */
 json_t *rematd_job_view(const struct rematd_job *j);

@@ -8,6 +8,7 @@
 #include "config.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "jobs_common.h"
@@ -16,7 +17,7 @@
 
 static const char *const fields[] = {
     "model",  "layers",  "model_options", "batch_size", "input_shape", "dtype", "device",
-    "warmup", "repeats", "model_id",      "input",      "stages",      NULL};
+    "warmup", "repeats", "model_id",      "input",      "stages",      "reuse",       NULL};
 
 /* Fields each layer type may carry, besides "type" and "name". */
 static const struct {
@@ -397,10 +398,53 @@ static enum rematd_handled create(struct rematd_request *r)
     json_t *body = rematd_req_body_json(r);
     if (!body)
         return REMATD_HANDLED;
+    json_t *reuse = json_object_get(body, "reuse");
+    if (reuse != NULL && !json_is_boolean(reuse)) {
+        rematd_req_problem(r, 400, "validation", "/reuse", "reuse must be true or false");
+        return REMATD_HANDLED;
+    }
     json_t *spec = normalise(r, body);
     if (!spec)
         return REMATD_HANDLED;
-    rematd_queue_job(r, "profile", spec);
+    /* The reuse key (docs/api.md, "Profile reuse"): the normalised spec is
+     * everything the request says that changes the numbers, with every
+     * default filled in, so two requests that differ only in spelling
+     * (a default given or left out, member order) share it. */
+    char *canon = json_dumps(spec, JSON_COMPACT | JSON_SORT_KEYS);
+    if (canon == NULL) {
+        json_decref(spec);
+        rematd_req_problem(r, 500, "internal", NULL, "out of memory");
+        return REMATD_HANDLED;
+    }
+    char key[65];
+    rematd_sha256_hex(canon, strlen(canon), key);
+    free(canon);
+    if (reuse == NULL || json_is_true(reuse)) {
+        struct rematd_job j;
+        enum rematd_store_result got =
+            rematd_store_find_reusable(r->srv->store, "profile", key, &j);
+        if (got == REMATD_STORE_ERROR) {
+            json_decref(spec);
+            rematd_req_problem(r, 503, "unavailable", NULL, "the store did not answer");
+            return REMATD_HANDLED;
+        }
+        if (got == REMATD_STORE_OK) {
+            json_t *view = rematd_job_view(&j);
+            char loc[64];
+            snprintf(loc, sizeof loc, "/v1/profiles/%s", j.id);
+            rematd_job_clear(&j);
+            json_decref(spec);
+            if (view == NULL || json_object_set_new(view, "cached", json_true()) < 0) {
+                json_decref(view);
+                rematd_req_problem(r, 500, "internal", NULL, "the stored job cannot be shown");
+                return REMATD_HANDLED;
+            }
+            rematd_req_header(r, "Content-Location", loc);
+            rematd_req_json(r, 200, view);
+            return REMATD_HANDLED;
+        }
+    }
+    rematd_queue_job_keyed(r, "profile", spec, key);
     return REMATD_HANDLED;
 }
 

@@ -154,6 +154,7 @@ struct rematd_job_new {
     /* The uploaded model the job runs, or NULL: while the job is queued or
      * running the model cannot be deleted. */
     const char *model_id;
+    const char *reuse_key; /* NULL: never reused (docs/api.md, "Profile reuse") */
 };
 /* Stores the job queued, and its Idempotency-Key record in the same
  * transaction.  OK; CONFLICT when the key was recorded first (existing
@@ -162,6 +163,10 @@ struct rematd_job_new {
 enum rematd_store_result rematd_store_create_job(struct rematd_store *st,
                                                  const struct rematd_job_new *job,
                                                  struct rematd_idem *existing);
+/* The newest done job of this kind and reuse key: OK (out filled:
+ * rematd_job_clear), NOT_FOUND or ERROR. */
+enum rematd_store_result rematd_store_find_reusable(struct rematd_store *st, const char *kind,
+                                                    const char *reuse_key, struct rematd_job *out);
 /* OK (out filled: rematd_job_clear), NOT_FOUND or ERROR. */
 enum rematd_store_result rematd_store_get_job(struct rematd_store *st, const char *id,
                                               struct rematd_job *out);

@@ -37,6 +37,34 @@ static void copy_col(char *dst, size_t cap, sqlite3_stmt *s, int i)
     snprintf(dst, cap, "%s", t ? (const char *)t : "");
 }
 
+enum rematd_store_result rematd_store_find_reusable(struct rematd_store *st, const char *kind,
+                                                    const char *reuse_key, struct rematd_job *out)
+{
+    memset(out, 0, sizeof *out);
+    sqlite3_stmt *s = NULL;
+    enum rematd_store_result found = REMATD_STORE_ERROR;
+    char id[REMATD_ID_LEN + 1] = "";
+    pthread_mutex_lock(&st->rmu);
+    if (sqlite3_prepare_v2(st->r,
+                           "SELECT id FROM jobs WHERE reuse_key = ? AND status = 'done' AND"
+                           " kind = ? ORDER BY updated_at DESC LIMIT 1",
+                           -1, &s, NULL) == SQLITE_OK) {
+        sqlite3_bind_text(s, 1, reuse_key, -1, SQLITE_STATIC);
+        sqlite3_bind_text(s, 2, kind, -1, SQLITE_STATIC);
+        int rc = sqlite3_step(s);
+        if (rc == SQLITE_ROW) {
+            copy_col(id, sizeof id, s, 0);
+            found = REMATD_STORE_OK;
+        } else if (rc == SQLITE_DONE) {
+            found = REMATD_STORE_NOT_FOUND;
+        }
+    }
+    sqlite3_finalize(s);
+    pthread_mutex_unlock(&st->rmu);
+    /* A done job never changes again: reading it after the lock is safe. */
+    return found == REMATD_STORE_OK ? rematd_store_get_job(st, id, out) : found;
+}
+
 enum rematd_store_result rematd_store_get_job(struct rematd_store *st, const char *id,
                                               struct rematd_job *out)
 {
@@ -161,7 +189,8 @@ enum rematd_store_result rematd_store_create_job(struct rematd_store *st,
     }
     if (sqlite3_prepare_v2(st->w,
                            "INSERT INTO jobs (id, kind, status, device, spec, created_at,"
-                           " updated_at, model_id) VALUES (?, ?, 'queued', ?, ?, ?, ?, ?)",
+                           " updated_at, model_id, reuse_key)"
+                           " VALUES (?, ?, 'queued', ?, ?, ?, ?, ?, ?)",
                            -1, &s, NULL) != SQLITE_OK)
         goto out_rollback;
     sqlite3_bind_text(s, 1, job->id, -1, SQLITE_STATIC);
@@ -172,6 +201,8 @@ enum rematd_store_result rematd_store_create_job(struct rematd_store *st,
     sqlite3_bind_double(s, 6, job->created_at);
     if (job->model_id)
         sqlite3_bind_text(s, 7, job->model_id, -1, SQLITE_STATIC);
+    if (job->reuse_key != NULL)
+        sqlite3_bind_text(s, 8, job->reuse_key, -1, SQLITE_STATIC);
     if (sqlite3_step(s) != SQLITE_DONE)
         goto out_rollback;
     if (job->idem_key) {

@@ -97,8 +97,19 @@ static int migrate_3(sqlite3 *db)
             "CREATE INDEX jobs_model ON jobs(model_id) WHERE model_id IS NOT NULL;");
 }
 
+/* 4: profile reuse (docs/api.md, "Profile reuse").  A job's reuse_key is
+ * the SHA-256 of what changes a profile's numbers (its normalised spec);
+ * a profile request with the key of a done profile is answered from it.
+ * The index serves exactly that lookup: the newest done job of a key. */
+static int migrate_4(sqlite3 *db)
+{
+    return rematd__sql_exec(db, "ALTER TABLE jobs ADD COLUMN reuse_key TEXT;"
+                                "CREATE INDEX jobs_reuse ON jobs(reuse_key, status, updated_at)"
+                                " WHERE reuse_key IS NOT NULL;");
+}
+
 /* The migrations in order: migrations[i] brings version i to i + 1. */
-static int (*const migrations[])(sqlite3 *db) = {migrate_1, migrate_2, migrate_3};
+static int (*const migrations[])(sqlite3 *db) = {migrate_1, migrate_2, migrate_3, migrate_4};
 
 _Static_assert(sizeof migrations / sizeof migrations[0] == REMATD_SCHEMA_VERSION,
                "one migration per schema version");

@@ -19,7 +19,7 @@
 
 /* The schema version this rematd writes (PRAGMA user_version); older
  * databases are migrated up to it at open (store_schema.c). */
-#define REMATD_SCHEMA_VERSION 3
+#define REMATD_SCHEMA_VERSION 4
 
 struct rematd_store {
     sqlite3 *w; /* writes, under wmu */

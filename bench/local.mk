@@ -7,3 +7,13 @@ BENCH_TARGETS += bench-solve
 .PHONY: bench-solve
 bench-solve: bench/solve_bench
 	$(builddir)/bench/solve_bench
+
+# make bench: bench/fits_bench times remat_fits (POST /v1/fits's work).
+noinst_PROGRAMS += bench/fits_bench
+bench_fits_bench_SOURCES = bench/fits_bench.c
+bench_fits_bench_CFLAGS = $(AM_CFLAGS) $(JANSSON_CFLAGS) -I$(top_srcdir)/tests
+bench_fits_bench_LDADD = tests/libtesthelp.la src/libremat_core.la $(JANSSON_LIBS) -lm
+BENCH_TARGETS += bench-fits
+.PHONY: bench-fits
+bench-fits: bench/fits_bench
+	$(builddir)/bench/fits_bench

@@ -11,6 +11,7 @@
 int remat_cmd_plan(int argc, char **argv);
 int remat_cmd_simulate(int argc, char **argv);
 int remat_cmd_frontier(int argc, char **argv);
+int remat_cmd_fits(int argc, char **argv);
 
 /* Reads and parses a profile from a file, or from stdin when path is "-".
  * Prints one line on stderr and returns NULL on failure (*status is then

@@ -14,6 +14,9 @@ static const char usage[] =
     "                  [--budget BYTES] [--slots S] PROFILE.json|-\n"
     "       remat simulate --checkpoints C1,C2,... [--model M] [--timeline] PROFILE.json|-\n"
     "       remat frontier [--slots S] PROFILE.json|-\n"
+    "       remat fits --memory BYTES|GPU [--memory ...] [--margin BYTES]\n"
+    "                  [--margin-fraction F] [--max-batch N] [--optimizer NAME[:foreach]]\n"
+    "                  [--no-throughput] PROFILE.json...\n"
     "       remat --version\n";
 
 struct remat_profile *cli_load_profile(const char *path, int *status)
@@ -112,6 +115,8 @@ int main(int argc, char **argv)
         return remat_cmd_simulate(argc - 1, argv + 1);
     if (strcmp(cmd, "frontier") == 0)
         return remat_cmd_frontier(argc - 1, argv + 1);
+    if (strcmp(cmd, "fits") == 0)
+        return remat_cmd_fits(argc - 1, argv + 1);
     if (strcmp(cmd, "--version") == 0) {
         printf("remat %s\n", PACKAGE_VERSION);
         return 0;

@@ -56,6 +56,7 @@ void remat_profile_free(struct remat_profile *profile)
 #define FREE_BYTES(key)
 #define FREE_STAGES(key)
 #define FREE_COUNT(key)
+#define FREE_OPTIMIZER(key)
 #define FREE_META(key) free(profile->key);
 #define REMAT__X(key, kind) FREE_##kind(key)
     REMAT__ROOT_MEMBERS(REMAT__X)
@@ -100,6 +101,10 @@ int remat__profile_total_bytes(const struct remat_profile *p, int64_t *out)
         if (total > REMAT_MAX_BYTES)
             return REMAT_ELIMIT;
     }
+    /* The optimizer's bytes count in the same total (each is at most 2^60). */
+    total += p->optimizer.state_bytes + p->optimizer.step_tmp_bytes;
+    if (total > REMAT_MAX_BYTES)
+        return REMAT_ELIMIT;
     *out = total;
     return REMAT_OK;
 }
@@ -152,6 +157,8 @@ int remat_profile_validate(const struct remat_profile *profile, struct remat_err
             return remat__error(err, REMAT_ELIMIT, stage_pointer(ptr, sizeof ptr, i, "name"),
                                 "name is longer than %d bytes", REMAT_MAX_NAME);
     }
+    if ((rc = remat__optimizer_validate(profile, err)) < 0)
+        return rc;
     int64_t total;
     if (remat__profile_total_bytes(profile, &total) < 0)
         return remat__error(err, REMAT_ELIMIT, "/stages",
@@ -237,6 +244,18 @@ struct remat_profile *remat_profile_from_json(const json_t *root, const char *po
         }
         struct remat__jval jv = jval_of(v);
         remat__pb_root_value(&pb, j, &jv);
+        if (kind == REMAT__ROOT_OPTIMIZER && json_is_object(v)) {
+            for (int k = 0; k < REMAT__N_OPTIM_FIELDS; k++) {
+                const json_t *m = json_object_get(v, remat__optim_key[k]);
+                if (k == REMAT__OF_name && json_is_string(m)) {
+                    remat__pb_optim_name(&pb, json_string_value(m), json_string_length(m));
+                } else {
+                    struct remat__jval mv = jval_of(m);
+                    remat__pb_optim_value(&pb, k, &mv);
+                }
+            }
+            continue;
+        }
         if (kind != REMAT__ROOT_STAGES || !json_is_array(v))
             continue;
         size_t n = json_array_size(v);
@@ -318,6 +337,14 @@ json_t *remat_profile_to_json(const struct remat_profile *profile)
 #define TO_JSON_COUNT(key)                                                                         \
     if (profile->key > 0)                                                                          \
         bad |= set_new(root, #key, json_integer(profile->key));
+#define TO_JSON_OPTIMIZER(key)                                                                     \
+    if (profile->key.kind != REMAT_OPTIM_NONE)                                                     \
+        bad |= set_new(                                                                            \
+            root, #key,                                                                            \
+            json_pack("{s:s, s:b, s:I, s:I, s:f}", "name", remat_optim_name(profile->key.kind),    \
+                      "foreach", profile->key.foreach, "state_bytes",                              \
+                      (json_int_t)profile->key.state_bytes, "step_tmp_bytes",                      \
+                      (json_int_t)profile->key.step_tmp_bytes, "step_ms", profile->key.step_ms));
 #define REMAT__X(key, kind) TO_JSON_##kind(key)
     REMAT__ROOT_MEMBERS(REMAT__X)
 #undef REMAT__X

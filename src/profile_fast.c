@@ -220,6 +220,29 @@ static int read_stages(struct reader *r)
 /* ---- the root --------------------------------------------------------- */
 
 /* A top-level member's value at lx->p, read as its kind wants. */
+/* A member of the optimizer object. */
+static int read_optim_member(struct remat__lex *lx, void *ctx, int which)
+{
+    struct reader *r = ctx;
+    if (which == REMAT__OF_name && lx->p < lx->end && *lx->p == '"') {
+        if (remat__lex_enter(lx) < 0)
+            return -1;
+        const char *s;
+        size_t len;
+        int rc = remat__lex_string(lx, &s, &len);
+        lx->depth--;
+        if (rc < 0)
+            return -1;
+        remat__pb_optim_name(&r->pb, s, len);
+        return 0;
+    }
+    struct remat__jval v;
+    if (remat__lex_value(lx, &v) < 0)
+        return -1;
+    remat__pb_optim_value(&r->pb, which, &v);
+    return 0;
+}
+
 static int read_root_member(struct remat__lex *lx, void *ctx, int which)
 {
     struct reader *r = ctx;
@@ -244,6 +267,16 @@ static int read_root_member(struct remat__lex *lx, void *ctx, int which)
         if (remat__lex_enter(lx) < 0)
             return -1;
         int rc = read_stages(r);
+        lx->depth--;
+        return rc;
+    }
+    if (kind == REMAT__ROOT_OPTIMIZER && lx->p < lx->end && *lx->p == '{') {
+        struct remat__jval v = {.type = REMAT__J_OBJ};
+        remat__pb_root_value(&r->pb, which, &v);
+        if (remat__lex_enter(lx) < 0)
+            return -1;
+        int rc = remat__lex_object(lx, remat__optim_key, remat__optim_key_len,
+                                   REMAT__N_OPTIM_FIELDS, read_optim_member, r);
         lx->depth--;
         return rc;
     }

@@ -25,6 +25,37 @@ const enum remat__root_kind remat__root_kind[REMAT__N_ROOT] = {
 #undef REMAT__X
 };
 
+const char *const remat__optim_key[REMAT__N_OPTIM_FIELDS] = {
+#define REMAT__X(m, kind) #m,
+    REMAT__OPTIM_FIELDS(REMAT__X)
+#undef REMAT__X
+};
+
+const unsigned char remat__optim_key_len[REMAT__N_OPTIM_FIELDS] = {
+#define REMAT__X(m, kind) sizeof #m - 1,
+    REMAT__OPTIM_FIELDS(REMAT__X)
+#undef REMAT__X
+};
+
+void remat__pb_optim_name(struct remat__pbuild *pb, const char *s, size_t len)
+{
+    char name[32];
+    enum remat_optim_kind k;
+    struct remat__jval v = {.type = REMAT__J_STR, .i = -1};
+    if (len < sizeof name && memchr(s, '\0', len) == NULL) {
+        memcpy(name, s, len);
+        name[len] = '\0';
+        if (remat_optim_parse(name, &k) == REMAT_OK)
+            v.i = (int64_t)k;
+    }
+    pb->optim[REMAT__OF_name] = v;
+}
+
+void remat__pb_optim_value(struct remat__pbuild *pb, int which, const struct remat__jval *v)
+{
+    pb->optim[which] = *v;
+}
+
 const char *const remat__stage_key[REMAT__N_STAGE_FIELDS] = {
 #define REMAT__X(m, kind, required, dflt) #m,
     REMAT__STAGE_FIELDS(REMAT__X)
@@ -343,6 +374,67 @@ void remat__pb_root_not_object(struct remat__pbuild *pb)
     note(pb, rank(R_ROOT, 0, 0), REMAT_EINVAL, pb->prefix, "a profile must be a JSON object");
 }
 
+/* The optimizer object's checks, in REMAT__OPTIM_FIELDS order; fills
+ * *out (may be NULL) from what passes. */
+static void check_optimizer_into(struct remat__pbuild *pb, uint64_t rk, const struct remat__jval *v,
+                                 struct remat_optimizer *out)
+{
+    char ptr[128];
+    const char *pre = pb->prefix;
+    struct remat_optimizer o;
+    memset(&o, 0, sizeof o);
+    if (v->type == REMAT__J_ABSENT || v->type == REMAT__J_NULL)
+        goto done;
+    if (v->type != REMAT__J_OBJ) {
+        note(pb, rk, REMAT_EINVAL, pointer_of(ptr, sizeof ptr, pre, TOP, "optimizer"),
+             "optimizer must be an object");
+        goto done;
+    }
+    const struct remat__jval *f = pb->optim;
+    if (f[REMAT__OF_name].type != REMAT__J_STR || f[REMAT__OF_name].i < 0) {
+        note(pb, rk, REMAT_EINVAL, pointer_of(ptr, sizeof ptr, pre, TOP, "optimizer/name"),
+             "optimizer/name must be none, sgd, sgd-momentum, adam or adamw");
+        goto done;
+    }
+    o.kind = (int)f[REMAT__OF_name].i;
+#define TAKE_NAME(m)
+#define TAKE_FLAG(m)                                                                               \
+    if (f[REMAT__OF_##m].type == REMAT__J_TRUE)                                                    \
+        o.m = 1;                                                                                   \
+    else if (f[REMAT__OF_##m].type != REMAT__J_ABSENT &&                                           \
+             f[REMAT__OF_##m].type != REMAT__J_FALSE) {                                            \
+        note(pb, rk, REMAT_EINVAL, pointer_of(ptr, sizeof ptr, pre, TOP, "optimizer/" #m),         \
+             "optimizer/" #m " must be true or false");                                            \
+        goto done;                                                                                 \
+    }
+#define TAKE_REMAT__FIELD_BYTES(m) TAKE_NUMBER(m, REMAT__FIELD_BYTES)
+#define TAKE_REMAT__FIELD_MS(m) TAKE_NUMBER(m, REMAT__FIELD_MS)
+#define TAKE_NUMBER(m, kind)                                                                       \
+    if (f[REMAT__OF_##m].type != REMAT__J_ABSENT) {                                                \
+        enum problem pr = take_##kind(&f[REMAT__OF_##m], &o.m);                                    \
+        if (pr != P_OK) {                                                                          \
+            note_problem(pb, rk, pr, TOP, "optimizer/" #m);                                        \
+            goto done;                                                                             \
+        }                                                                                          \
+    }
+#define REMAT__X(m, kind) TAKE_##kind(m)
+    REMAT__OPTIM_FIELDS(REMAT__X)
+#undef REMAT__X
+    if (o.kind == REMAT_OPTIM_NONE && (o.state_bytes != 0 || o.step_tmp_bytes != 0)) {
+        note(pb, rk, REMAT_EINVAL, pointer_of(ptr, sizeof ptr, pre, TOP, "optimizer/name"),
+             "optimizer \"none\" has no state and no step");
+        goto done;
+    }
+done:
+    if (out != NULL)
+        *out = o;
+}
+
+static void check_optimizer(struct remat__pbuild *pb, uint64_t rk, const struct remat__jval *v)
+{
+    check_optimizer_into(pb, rk, v, NULL);
+}
+
 /* The top-level checks by REMAT__ROOT_MEMBERS, then the total. */
 static void check_root(struct remat__pbuild *pb)
 {
@@ -392,6 +484,9 @@ static void check_root(struct remat__pbuild *pb)
                 note(pb, rk, REMAT_EINVAL, pointer_of(ptr, sizeof ptr, pre, TOP, key),
                      "%s must be a non-negative integer", key);
             break;
+        case REMAT__ROOT_OPTIMIZER:
+            check_optimizer(pb, rk, v);
+            break;
         }
     }
     if (pb->best > rank(R_TOTAL, 0, 0)) {
@@ -400,6 +495,7 @@ static void check_root(struct remat__pbuild *pb)
         tmp.input_bytes = pb->root[REMAT__RM_input_bytes].i;
         tmp.n_stages = pb->n;
         tmp.stages = pb->stages;
+        check_optimizer_into(pb, UINT64_MAX, &pb->root[REMAT__RM_optimizer], &tmp.optimizer);
         int64_t total;
         if (remat__profile_total_bytes(&tmp, &total) < 0)
             note(pb, rank(R_TOTAL, 0, 0), REMAT_ELIMIT,
@@ -418,6 +514,8 @@ static void check_root(struct remat__pbuild *pb)
 #define LAND_COUNT(key)                                                                            \
     if (pb->root[REMAT__RM_##key].type == REMAT__J_INT)                                            \
         p->key = pb->root[REMAT__RM_##key].i;
+#define LAND_OPTIMIZER(key)                                                                        \
+    check_optimizer_into(pb, UINT64_MAX, &pb->root[REMAT__RM_##key], &p->key);
 
 struct remat_profile *remat__pb_finish(struct remat__pbuild *pb, struct remat_error *err)
 {

@@ -77,15 +77,38 @@ enum {
     X(device, META)                                                                                \
     X(driver, META)                                                                                \
     X(libtorch, META)                                                                              \
-    X(batch_size, COUNT)
+    X(batch_size, COUNT)                                                                           \
+    X(optimizer, OPTIMIZER)
 
 enum remat__root_kind {
     REMAT__ROOT_FORMAT,
     REMAT__ROOT_BYTES,
     REMAT__ROOT_STAGES,
     REMAT__ROOT_META,
-    REMAT__ROOT_COUNT
+    REMAT__ROOT_COUNT,
+    REMAT__ROOT_OPTIMIZER /* an object: REMAT__OPTIM_FIELDS */
 };
+
+/* The members of the optimizer object (docs/scheduling.md), in check
+ * order: X(member, kind) with kind NAME (one of remat_optim_name's), FLAG
+ * (true or false, default false), or a stage field's kind (optional,
+ * default 0).  `member` is also the struct remat_optimizer member; name
+ * lands in its kind. */
+#define REMAT__OPTIM_FIELDS(X)                                                                     \
+    X(name, NAME)                                                                                  \
+    X(foreach, FLAG)                                                                               \
+    X(state_bytes, REMAT__FIELD_BYTES)                                                             \
+    X(step_tmp_bytes, REMAT__FIELD_BYTES)                                                          \
+    X(step_ms, REMAT__FIELD_MS)
+
+enum {
+#define REMAT__X(m, kind) REMAT__OF_##m,
+    REMAT__OPTIM_FIELDS(REMAT__X)
+#undef REMAT__X
+        REMAT__N_OPTIM_FIELDS
+};
+extern const char *const remat__optim_key[REMAT__N_OPTIM_FIELDS];
+extern const unsigned char remat__optim_key_len[REMAT__N_OPTIM_FIELDS];
 
 enum {
 #define REMAT__X(key, kind) REMAT__RM_##key,
@@ -125,7 +148,15 @@ struct remat__pbuild {
     struct remat__jval root[REMAT__N_ROOT];
     int format_ok;
     char *meta[REMAT__N_ROOT]; /* copies of META strings */
+    /* The optimizer object's members as read; a name string is kept as
+     * type STR with i its enum remat_optim_kind, or -1 when unknown. */
+    struct remat__jval optim[REMAT__N_OPTIM_FIELDS];
 };
+
+/* A member of the optimizer object: the name as a string, anything else
+ * as a value. */
+void remat__pb_optim_name(struct remat__pbuild *pb, const char *s, size_t len);
+void remat__pb_optim_value(struct remat__pbuild *pb, int which, const struct remat__jval *v);
 
 void remat__pb_init(struct remat__pbuild *pb, const char *prefix);
 void remat__pb_free(struct remat__pbuild *pb);

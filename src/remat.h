@@ -71,6 +71,27 @@ struct remat_stage {
     double bwd_ms;
 };
 
+/* The optimizer of the training step (docs/scheduling.md): what it keeps
+ * between steps and what its step() allocates for a moment.  All zero (kind
+ * REMAT_OPTIM_NONE) when the profile models no optimizer: the step then ends
+ * with the backward, as it always did. */
+enum remat_optim_kind {
+    REMAT_OPTIM_NONE = 0,
+    REMAT_OPTIM_SGD,          /* plain SGD: no state */
+    REMAT_OPTIM_SGD_MOMENTUM, /* one momentum buffer per parameter */
+    REMAT_OPTIM_ADAM,         /* exp_avg and exp_avg_sq per parameter */
+    REMAT_OPTIM_ADAMW,        /* as adam; weight decay applied in place */
+    REMAT_OPTIM_COUNT
+};
+
+struct remat_optimizer {
+    int kind;               /* enum remat_optim_kind */
+    int foreach;            /* nonzero: the multi-tensor (foreach) step */
+    int64_t state_bytes;    /* optimizer state, live for the whole step */
+    int64_t step_tmp_bytes; /* step()'s transient above weights, gradients and state */
+    double step_ms;         /* time of step() */
+};
+
 struct remat_profile {
     int64_t input_bytes;        /* size of x_0 */
     size_t n_stages;            /* n, 1..REMAT_MAX_STAGES */
@@ -83,6 +104,9 @@ struct remat_profile {
     char *libtorch;
     int64_t batch_size; /* 0 when absent */
     void *priv;         /* owned storage (names); do not touch */
+    /* The optimizer: all zero when none.  The traced model keeps its state
+     * live from the first op and runs its step after the last backward. */
+    struct remat_optimizer optimizer;
 };
 
 /* Parses a remat.profile/v1 object.  pointer_prefix (may be NULL or "") is
@@ -117,6 +141,40 @@ int remat_profile_validate(const struct remat_profile *profile, struct remat_err
 json_t *remat_profile_to_json(const struct remat_profile *profile);
 
 void remat_profile_free(struct remat_profile *profile);
+
+/* ------------------------------------------------------------------------
+ * Optimizers (optimizer.c, docs/scheduling.md)
+ */
+
+/* "none", "sgd", "sgd-momentum", "adam", "adamw"; "?" otherwise.  Static. */
+const char *remat_optim_name(int kind);
+/* Parses one of those names.  Returns REMAT_OK and sets *out, or REMAT_EINVAL. */
+int remat_optim_parse(const char *name, enum remat_optim_kind *out);
+
+/* What the optimizer's model needs besides the weights. */
+struct remat_optim_spec {
+    enum remat_optim_kind kind;
+    int foreach;          /* nonzero: the multi-tensor step (temporaries over all tensors) */
+    int param_elem_bytes; /* bytes per weight element; 0 = 4 (fp32) */
+    int state_elem_bytes; /* bytes per state element; 0 = as the weights */
+    int master_weights;   /* nonzero: an fp32 copy of the weights sits in the state */
+    int weight_decay;     /* nonzero: L2 weight decay (adam and sgd make a temporary for it) */
+    double step_ms;       /* copied into the result; 0 when unknown */
+};
+
+void remat_optim_spec_init(struct remat_optim_spec *spec); /* none, fp32, no decay */
+
+/* The state and step transient an optimizer of `spec` needs for the weights
+ * of `profile` (the sum of its stages' param_bytes), by the rules of
+ * docs/scheduling.md: a model for when the worker has not measured them.
+ * Returns REMAT_OK and fills *out, or a negative code with err filled. */
+int remat_optim_estimate(const struct remat_profile *profile, const struct remat_optim_spec *spec,
+                         struct remat_optimizer *out, struct remat_error *err);
+
+/* The live bytes during the optimizer step, a floor under every plan's
+ * peak: input, weights, their gradients, state and step transient.  0 when
+ * the profile has no optimizer. */
+int64_t remat_optim_step_peak_bytes(const struct remat_profile *profile);
 
 /* ------------------------------------------------------------------------
  * Schedules: what the simulator replays
@@ -177,8 +235,10 @@ int remat_model_parse(const char *name, enum remat_model *out);
 
 struct remat_sim {
     int64_t peak_bytes;
-    size_t peak_phase;   /* index of the op during which the peak occurs */
-    double total_ms;     /* every forward (first pass and recomputation) and backward */
+    size_t peak_phase;   /* index of the op during which the peak occurs; n_phases
+                          * when it is the optimizer step after the last op */
+    double total_ms;     /* every forward (first pass and recomputation) and backward,
+                          * and the optimizer step (traced) */
     double recompute_ms; /* total_ms minus one forward and one backward of every stage */
     size_t n_phases;     /* = ops replayed; timeline has this many entries when asked */
     int64_t *timeline;   /* bytes live after each op; owned, NULL unless asked for */
@@ -293,6 +353,111 @@ int remat_frontier_compute(const struct remat_profile *profile, size_t mem_slots
                            struct remat_frontier *out, struct remat_error *err);
 void remat_frontier_clear(struct remat_frontier *f);
 json_t *remat_frontier_to_json(const struct remat_profile *profile, const struct remat_frontier *f);
+
+/* ------------------------------------------------------------------------
+ * Batch scaling and fits: what a cluster scheduler asks (fits.c,
+ * docs/scheduling.md)
+ */
+
+#define REMAT_FITS_MAX_PROFILES 32              /* measured batches one answer uses */
+#define REMAT_FITS_MAX_MEMORIES 64              /* memory sizes one answer covers */
+#define REMAT_FITS_MAX_BATCH (INT64_C(1) << 24) /* the largest batch searched */
+
+/* The profile at `batch`, predicted from profiles of the same model measured
+ * at other batch sizes (each with batch_size > 0, all distinct, the same
+ * stages and weights).  Each field of each stage (and input_bytes) is taken
+ * as non-decreasing in the batch (a running maximum over the measured
+ * batches) and linear between measured batches, extended by the nearest
+ * segment outside them; a single profile scales in proportion to the batch.
+ * Bytes round up.  Weights and optimizer are the measured ones.  Sets
+ * *extrapolated (may be NULL) to 1 when batch is outside the measured range.
+ * Stage names are borrowed from profiles[0]: free the result first.
+ * Returns: new profile, or NULL with err filled (pointers "/profiles/k/..."). */
+struct remat_profile *remat_profile_at_batch(const struct remat_profile *const *profiles,
+                                             size_t n_profiles, int64_t batch, int *extrapolated,
+                                             struct remat_error *err);
+
+/* How good the batch model is: each measured batch strictly inside the
+ * range predicted from the others, per field the largest error over the
+ * stages relative to that field's largest measured value. */
+enum remat_fit_field {
+    REMAT_FIT_INPUT_BYTES = 0,
+    REMAT_FIT_OUT_BYTES,
+    REMAT_FIT_SAVED_BYTES,
+    REMAT_FIT_FWD_TMP_BYTES,
+    REMAT_FIT_BWD_TMP_BYTES,
+    REMAT_FIT_FWD_MS,
+    REMAT_FIT_BWD_MS,
+    REMAT_FIT_N_FIELDS
+};
+const char *remat_fit_field_name(int field); /* "out_bytes", ...; static */
+
+struct remat_fit_check {
+    int64_t batch;                      /* the measured batch left out */
+    double rel_err[REMAT_FIT_N_FIELDS]; /* |predicted - measured| / largest measured */
+};
+
+/* Fills out[0..*n_out) (caller's array of n_profiles entries) with one check
+ * per interior batch; *n_out = 0 with fewer than three profiles.
+ * Returns REMAT_OK or negative with err filled. */
+int remat_batch_fit_check(const struct remat_profile *const *profiles, size_t n_profiles,
+                          struct remat_fit_check *out, size_t *n_out, struct remat_error *err);
+
+struct remat_fits_options {
+    int64_t margin_bytes;   /* kept free on the device */
+    double margin_fraction; /* and this fraction of it (0..0.9) */
+    int64_t max_batch;      /* the search's upper end; 0 = REMAT_FITS_MAX_BATCH */
+    size_t mem_slots;       /* min-time's discretisation; 0 = its default */
+    int want_throughput;    /* nonzero: also the throughput-best batch (min-time) */
+};
+
+void remat_fits_options_init(struct remat_fits_options *o); /* no margin, throughput on */
+
+struct remat_fits_answer {
+    int64_t memory_bytes;
+    int64_t usable_bytes;               /* memory less the margins */
+    int64_t batch;                      /* largest batch whose min-peak plan fits; 0: none */
+    struct remat_profile *profile;      /* predicted at batch (at 1 when none); owned */
+    struct remat_plan plan;             /* min-peak at batch; empty when batch is 0 */
+    int64_t next_peak_bytes;            /* min-peak's peak at batch + 1 (> usable_bytes) */
+    int64_t store_all_batch;            /* largest batch store-all fits; 0: none */
+    int64_t store_all_peak_bytes;       /* store-all's peak there */
+    int64_t store_all_next_peak_bytes;  /* and at store_all_batch + 1 */
+    int64_t best_batch;                 /* most samples per second under usable_bytes; 0: none */
+    struct remat_profile *best_profile; /* predicted at best_batch; owned; NULL when none */
+    struct remat_plan best_plan;        /* min-time at best_batch */
+    double best_samples_per_s;          /* best_batch * 1000 / best_plan.total_ms */
+    size_t best_candidates;             /* batches whose min-time plan was compared */
+    int extrapolated;                   /* an answer's batch or batch + 1 is outside the measured */
+    int capped;                         /* batch is max_batch: a larger one may fit */
+};
+
+/* For each memory size, the largest batch that fits (min-peak and store-all,
+ * each with the peak at the next batch, which does not fit) and, when asked,
+ * the throughput-best batch with its min-time plan.  Peaks are non-decreasing
+ * in the batch under the batch model above, so the largest batch is found by
+ * bisection, and is checked at the answer (batch fits, batch + 1 does not).
+ * out: caller's array of n_memories, each cleared with
+ * remat_fits_answer_clear, also on failure.  Returns REMAT_OK or negative. */
+int remat_fits(const struct remat_profile *const *profiles, size_t n_profiles,
+               const int64_t *memory_bytes, size_t n_memories,
+               const struct remat_fits_options *opts, struct remat_fits_answer *out,
+               struct remat_error *err);
+
+void remat_fits_answer_clear(struct remat_fits_answer *a);
+
+/* The usable memory of a common GPU by name ("a100-40gb", "h100-80gb", ...;
+ * the table is in docs/scheduling.md): what CUDA reports as the card's
+ * total, less 1 GiB for the CUDA context and libraries.  Approximate: pass
+ * bytes measured on the card for an exact answer.
+ * Returns REMAT_OK and sets *bytes, or REMAT_EINVAL for an unknown name. */
+int remat_gpu_memory_bytes(const char *name, int64_t *bytes);
+/* The i-th name of that table, or NULL past its end; static storage. */
+const char *remat_gpu_name(size_t i);
+
+/* An answer as POST /v1/fits and `remat fits` print it (docs/api.md).
+ * Returns: new reference, or NULL when out of memory. */
+json_t *remat_fits_answer_to_json(const struct remat_fits_answer *a);
 
 #ifdef __cplusplus
 }

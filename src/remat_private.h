@@ -36,6 +36,9 @@ int remat__schedule_reserve(struct remat_schedule *s, size_t more);
  * solvers form (at most four times this total) inside int64_t. */
 int remat__profile_total_bytes(const struct remat_profile *p, int64_t *out);
 
+/* Checks profile->optimizer (optimizer.c): REMAT_OK or negative, err filled. */
+int remat__optimizer_validate(const struct remat_profile *p, struct remat_error *err);
+
 /* d_i of the paper's models: d_0 = input_bytes, d_i = out_bytes of stage i. */
 static inline int64_t remat__d(const struct remat_profile *p, size_t i)
 {

@@ -52,6 +52,16 @@ static int64_t traced_grad(const struct remat_profile *p, size_t i)
 {
     return remat__d(p, i); /* δ_i is as large as x_i */
 }
+/* The optimizer's state is live from before the first op (it outlives the
+ * step); its step runs after the last backward (optimizer.c). */
+static int64_t traced_optim_state(const struct remat_profile *p)
+{
+    return p->optimizer.state_bytes;
+}
+static int64_t traced_optim_step_tmp(const struct remat_profile *p)
+{
+    return p->optimizer.step_tmp_bytes;
+}
 
 /* ---- per-model weights ---- */
 static int64_t w_act(const struct sim_ctx *c, size_t i)
@@ -169,6 +179,8 @@ static int run(const struct remat_profile *p, enum remat_model model,
         overflow |= add(&live, p->input_bytes);
         for (size_t i = 1; i <= n; i++)
             overflow |= add(&live, w_param(&c, i));
+        if (model == REMAT_MODEL_TRACED)
+            overflow |= add(&live, traced_optim_state(p));
     }
     int64_t peak = live;
     size_t peak_phase = 0;
@@ -283,6 +295,17 @@ static int run(const struct remat_profile *p, enum remat_model model,
         if (timeline != NULL)
             timeline[k] = live;
     }
+    if (rc == REMAT_OK && model == REMAT_MODEL_TRACED && p->optimizer.kind != REMAT_OPTIM_NONE) {
+        /* The optimizer step: every activation is gone, every weight
+         * gradient live. */
+        int64_t during = live;
+        overflow |= add(&during, traced_optim_step_tmp(p));
+        if (!overflow && during > peak) {
+            peak = during;
+            peak_phase = s->n_ops;
+        }
+        total_ms += p->optimizer.step_ms;
+    }
     if (rc == REMAT_OK && overflow)
         rc = remat__error(err, REMAT_ELIMIT, "", "live bytes overflow");
     if (rc == REMAT_OK && (!loss_done || next_b != 0 || n_live != 0)) {
@@ -324,6 +347,7 @@ static int run_store_all_traced(const struct remat_profile *p, struct remat_sim 
     overflow |= add(&live, p->input_bytes);
     for (size_t i = 1; i <= n; i++)
         overflow |= add(&live, traced_param(p, i));
+    overflow |= add(&live, traced_optim_state(p));
     int64_t peak = live;
     size_t peak_phase = 0, k = 0;
     double total_ms = 0;
@@ -366,6 +390,17 @@ static int run_store_all_traced(const struct remat_profile *p, struct remat_sim 
             peak = during;
             peak_phase = k;
         }
+    }
+    if (p->optimizer.kind != REMAT_OPTIM_NONE) {
+        int64_t during = live;
+        overflow |= add(&during, traced_optim_step_tmp(p));
+        if (overflow)
+            goto overflowed;
+        if (during > peak) {
+            peak = during;
+            peak_phase = k;
+        }
+        total_ms += p->optimizer.step_ms;
     }
     out->peak_bytes = peak;
     out->peak_phase = peak_phase;

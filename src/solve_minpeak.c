@@ -119,6 +119,9 @@ static int chain_build(const struct remat_profile *p, struct chain *c, struct re
             add_checked(&total, s->param_bytes) || add_checked(&total, s->param_bytes))
             goto too_big;
     }
+    if (add_checked(&total, p->optimizer.state_bytes) ||
+        add_checked(&total, p->optimizer.step_tmp_bytes))
+        goto too_big;
 
     size_t len = n + 1;
     c->mem = malloc(8 * len * sizeof(int64_t));
@@ -146,6 +149,8 @@ static int chain_build(const struct remat_profile *p, struct chain *c, struct re
         if (s->saved_bytes < s->out_bytes)
             c->saved_ge_out = 0;
     }
+    /* The optimizer's state is live throughout, like the weights. */
+    c->w += p->optimizer.state_bytes;
     /* G_{>=l} is a suffix sum: walk down, gsuf = G_{>l} before adding p_l. */
     int64_t gsuf = 0;
     for (size_t l = n; l >= 1; l--) {
@@ -841,6 +846,36 @@ static int choose_set(const struct chain *c, const struct remat_profile *p, size
     return REMAT_OK;
 }
 
+/* The optimizer step is a floor under every set's peak (optimizer.c): the
+ * peak is the larger of the two.  When the floor reaches store-all's peak,
+ * every set is optimal and store-all, with no recompute, is the canonical
+ * one.  Between the two, sets other than the one chosen may reach the same
+ * peak with less recompute; min-time at that budget finds the fastest
+ * (docs/scheduling.md). */
+static int step_floor(const struct remat_profile *p, struct remat_plan *plan,
+                      struct remat_error *err)
+{
+    int64_t floor = remat_optim_step_peak_bytes(p);
+    if (floor == 0 || floor < plan->objective_value)
+        return REMAT_OK;
+    plan->objective_value = floor;
+    if (plan->n_checkpoints == 0)
+        return REMAT_OK;
+    struct remat_sim sim;
+    int rc = remat_simulate_checkpoints(p, REMAT_MODEL_TRACED, NULL, 0, 0, &sim, err);
+    if (rc != REMAT_OK) {
+        remat_plan_clear(plan);
+        return rc;
+    }
+    if (sim.peak_bytes <= floor) {
+        free(plan->checkpoints);
+        plan->checkpoints = NULL;
+        plan->n_checkpoints = 0;
+    }
+    remat_sim_clear(&sim);
+    return REMAT_OK;
+}
+
 int remat__min_peak_with(const struct remat_profile *p, enum remat__minpeak_method method,
                          struct remat_plan *plan, struct remat_error *err)
 {
@@ -868,6 +903,8 @@ int remat__min_peak_with(const struct remat_profile *p, enum remat__minpeak_meth
     size_t set_budget = method == REMAT__MINPEAK_EARLY_SWITCH ? 0 : FWD_PER_STAGE * n + SCAN_BASE;
     rc = choose_set(&c, p, set_budget, plan, err);
     chain_free(&c);
+    if (rc == REMAT_OK)
+        rc = step_floor(p, plan, err);
     return rc;
 }
 

@@ -177,6 +177,12 @@ static int load_stages(struct remat__mt *t, const struct remat_profile *p, struc
             total += add[a];
         }
     }
+    int64_t opt[2] = {p->optimizer.state_bytes, p->optimizer.step_tmp_bytes};
+    for (int a = 0; a < 2; a++) {
+        if (opt[a] < 0 || opt[a] > cap || total > cap - opt[a])
+            return remat__error(err, REMAT_ELIMIT, "", "byte sizes add up past 2^61");
+        total += opt[a];
+    }
     x[n + 1] = xb[n + 1] = ft[n + 1] = bt[n + 1] = 0;
     pp[n + 1] = pp[n];
     tf[n + 1] = tb[n + 1] = 0;
@@ -447,7 +453,8 @@ int remat__mt_fill(const struct remat_profile *p, int64_t budget_bytes, size_t s
         remat__mt_free(t);
         return rc;
     }
-    t->base = t->pp[p->n_stages] + t->x[0];
+    /* The optimizer's state is live throughout, like the weights. */
+    t->base = t->pp[p->n_stages] + t->x[0] + p->optimizer.state_bytes;
     t->prune = prune;
     int64_t avail = budget_bytes - t->base;
     if (avail < 0) {
@@ -695,7 +702,10 @@ int remat__mt_min_peak(const struct remat_profile *p, int64_t *peak_bytes,
             }
         }
         int64_t top = d.need[cell(t, 1, n)];
-        *peak_bytes = t->pp[n] + t->x[0] + top;
+        *peak_bytes = t->pp[n] + t->x[0] + p->optimizer.state_bytes + top;
+        /* The optimizer step after the backward is a floor under any peak. */
+        if (remat_optim_step_peak_bytes(p) > *peak_bytes)
+            *peak_bytes = remat_optim_step_peak_bytes(p);
         if (sched != NULL) {
             rc = need_rebuild(&d, 1, n, sched);
             if (rc != REMAT_OK)

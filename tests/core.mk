@@ -133,3 +133,20 @@ EXTRA_DIST += \
 	tests/data/zoo/vgg11.json \
 	tests/data/zoo/vgg16.json \
 	tests/data/zoo/vgg19.json
+
+check_PROGRAMS += tests/test_optimizer
+TESTS += tests/test_optimizer
+tests_test_optimizer_SOURCES = tests/test_optimizer.c
+tests_test_optimizer_CFLAGS = $(CORE_TEST_CFLAGS)
+tests_test_optimizer_LDADD = $(CORE_TEST_LDADD)
+
+check_PROGRAMS += tests/test_fits
+TESTS += tests/test_fits
+tests_test_fits_SOURCES = tests/test_fits.c
+tests_test_fits_CFLAGS = $(CORE_TEST_CFLAGS)
+tests_test_fits_LDADD = $(CORE_TEST_LDADD)
+
+# remat fits end to end on profiles of one model at three batch sizes.
+dist_check_SCRIPTS += tests/fits-cli.sh
+TESTS += tests/fits-cli.sh
+EXTRA_DIST += tests/data/fits/b4.json tests/data/fits/b8.json tests/data/fits/b16.json

@@ -160,29 +160,31 @@ static void test_new_database(void **state)
     assert_int_equal(rematd_store_ready(f->st), REMATD_STORE_OK);
     rematd_store_close(f->st);
     f->st = NULL;
-    assert_int_equal(db_int(f, "PRAGMA user_version"), 3);
+    assert_int_equal(db_int(f, "PRAGMA user_version"), 4);
     assert_int_equal(
         db_int(f, "SELECT count(*) FROM pragma_table_info('idempotency') WHERE name = 'location'"),
         0);
     assert_int_equal(db_int(f, "SELECT count(*) FROM pragma_table_info('jobs')"
                                " WHERE name = 'model_id'"),
                      1);
+    assert_int_equal(
+        db_int(f, "SELECT count(*) FROM pragma_table_info('jobs') WHERE name = 'reuse_key'"), 1);
     /* Opening again migrates nothing and keeps the version. */
     open_store(f);
     rematd_store_close(f->st);
     f->st = NULL;
-    assert_int_equal(db_int(f, "PRAGMA user_version"), 3);
+    assert_int_equal(db_int(f, "PRAGMA user_version"), 4);
 }
 
 static void test_newer_refused(void **state)
 {
     struct fixture *f = *state;
-    db_exec(f, "CREATE TABLE future (x); PRAGMA user_version = 4;");
+    db_exec(f, "CREATE TABLE future (x); PRAGMA user_version = 5;");
     char err[512] = "";
     f->st = rematd_store_open(f->dir, &f->cfg, err, sizeof err);
     assert_null(f->st);
-    assert_non_null(strstr(err, "schema version 4, newer than this rematd knows (3)"));
-    assert_int_equal(db_int(f, "PRAGMA user_version"), 4);
+    assert_non_null(strstr(err, "schema version 5, newer than this rematd knows (4)"));
+    assert_int_equal(db_int(f, "PRAGMA user_version"), 5);
     assert_int_equal(db_int(f, "SELECT count(*) FROM sqlite_master WHERE name = 'plans'"), 0);
 }
 

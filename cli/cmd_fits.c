@@ -1,0 +1,184 @@
+/* cmd_fits.c - `remat fits`: from profiles of one model measured at a few
+ * batch sizes, the largest batch that fits each memory and the batch that
+ * trains fastest under it (docs/scheduling.md), offline. */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+
+static const char *opt_value(int argc, char **argv, int *i, const char *name, int *missing)
+{
+    size_t len = strlen(name);
+    const char *a = argv[*i];
+    if (strncmp(a, name, len) != 0)
+        return NULL;
+    if (a[len] == '=')
+        return a + len + 1;
+    if (a[len] != '\0')
+        return NULL;
+    if (*i + 1 >= argc) {
+        *missing = 1;
+        return NULL;
+    }
+    return argv[++*i];
+}
+
+static int parse_i64(const char *s, int64_t max, int64_t *out)
+{
+    if (s == NULL || *s < '0' || *s > '9')
+        return -1;
+    errno = 0;
+    char *end;
+    unsigned long long v = strtoull(s, &end, 10);
+    if (errno != 0 || *end != '\0' || v > (unsigned long long)max)
+        return -1;
+    *out = (int64_t)v;
+    return 0;
+}
+
+/* "none" .. "adamw", with an optional ":foreach". */
+static int parse_optimizer(const char *v, struct remat_optim_spec *spec)
+{
+    char name[32];
+    const char *colon = strchr(v, ':');
+    size_t len = colon ? (size_t)(colon - v) : strlen(v);
+    if (len >= sizeof name)
+        return -1;
+    memcpy(name, v, len);
+    name[len] = '\0';
+    if (remat_optim_parse(name, &spec->kind) < 0)
+        return -1;
+    if (colon != NULL && strcmp(colon + 1, "foreach") != 0)
+        return -1;
+    spec->foreach = colon != NULL;
+    return 0;
+}
+
+int remat_cmd_fits(int argc, char **argv)
+{
+    int64_t mem[REMAT_FITS_MAX_MEMORIES];
+    size_t n_mem = 0;
+    const char *paths[REMAT_FITS_MAX_PROFILES];
+    size_t n_paths = 0;
+    struct remat_fits_options o;
+    remat_fits_options_init(&o);
+    struct remat_optim_spec spec;
+    remat_optim_spec_init(&spec);
+    int have_opt = 0;
+    for (int i = 1; i < argc; i++) {
+        int missing = 0;
+        const char *v;
+        int64_t x;
+        if ((v = opt_value(argc, argv, &i, "--memory", &missing)) != NULL) {
+            if (n_mem == REMAT_FITS_MAX_MEMORIES) {
+                fprintf(stderr, "remat fits: at most %d --memory\n", REMAT_FITS_MAX_MEMORIES);
+                return 2;
+            }
+            if (parse_i64(v, REMAT_MAX_BYTES, &x) == 0 && x > 0)
+                mem[n_mem++] = x;
+            else if (remat_gpu_memory_bytes(v, &mem[n_mem]) == REMAT_OK)
+                n_mem++;
+            else {
+                fprintf(stderr, "remat fits: --memory: '%s' is neither bytes nor a GPU name (", v);
+                for (size_t k = 0; remat_gpu_name(k) != NULL; k++)
+                    fprintf(stderr, "%s%s", k ? ", " : "", remat_gpu_name(k));
+                fprintf(stderr, ")\n");
+                return 2;
+            }
+        } else if ((v = opt_value(argc, argv, &i, "--margin", &missing)) != NULL) {
+            if (parse_i64(v, REMAT_MAX_BYTES, &o.margin_bytes) < 0) {
+                fprintf(stderr, "remat fits: --margin: '%s' is not a byte count\n", v);
+                return 2;
+            }
+        } else if ((v = opt_value(argc, argv, &i, "--margin-fraction", &missing)) != NULL) {
+            char *end;
+            o.margin_fraction = strtod(v, &end);
+            if (*end != '\0' || !(o.margin_fraction >= 0 && o.margin_fraction <= 0.9)) {
+                fprintf(stderr, "remat fits: --margin-fraction: '%s' is not in [0, 0.9]\n", v);
+                return 2;
+            }
+        } else if ((v = opt_value(argc, argv, &i, "--max-batch", &missing)) != NULL) {
+            if (parse_i64(v, REMAT_FITS_MAX_BATCH, &o.max_batch) < 0 || o.max_batch == 0) {
+                fprintf(stderr, "remat fits: --max-batch: '%s' is not in 1..2^24\n", v);
+                return 2;
+            }
+        } else if ((v = opt_value(argc, argv, &i, "--optimizer", &missing)) != NULL) {
+            if (parse_optimizer(v, &spec) < 0) {
+                fprintf(stderr,
+                        "remat fits: --optimizer: '%s' is not none, sgd, sgd-momentum, adam or "
+                        "adamw (with :foreach)\n",
+                        v);
+                return 2;
+            }
+            have_opt = 1;
+        } else if (strcmp(argv[i], "--no-throughput") == 0) {
+            o.want_throughput = 0;
+        } else if (missing) {
+            fprintf(stderr, "remat fits: %s needs a value\n", argv[i]);
+            return 2;
+        } else if (argv[i][0] == '-' && argv[i][1] != '\0') {
+            fprintf(stderr, "remat fits: unknown option '%s'\n", argv[i]);
+            return 2;
+        } else if (n_paths == REMAT_FITS_MAX_PROFILES) {
+            fprintf(stderr, "remat fits: at most %d profiles\n", REMAT_FITS_MAX_PROFILES);
+            return 2;
+        } else {
+            paths[n_paths++] = argv[i];
+        }
+    }
+    if (n_paths == 0 || n_mem == 0) {
+        fprintf(stderr, "remat fits: needs --memory BYTES|GPU and at least one profile\n");
+        return 2;
+    }
+    struct remat_profile *ps[REMAT_FITS_MAX_PROFILES];
+    int status = 0;
+    size_t loaded = 0;
+    for (; loaded < n_paths; loaded++) {
+        ps[loaded] = cli_load_profile(paths[loaded], &status);
+        if (ps[loaded] == NULL)
+            break;
+    }
+    struct remat_error err = {0};
+    /* --optimizer models the optimizer of profiles measured without one. */
+    for (size_t k = 0; status == 0 && have_opt && k < loaded; k++)
+        if (ps[k]->optimizer.kind == REMAT_OPTIM_NONE &&
+            remat_optim_estimate(ps[k], &spec, &ps[k]->optimizer, &err) < 0)
+            status = cli_fail(paths[k], &err);
+    struct remat_fits_answer ans[REMAT_FITS_MAX_MEMORIES];
+    struct remat_fit_check chk[REMAT_FITS_MAX_PROFILES];
+    size_t n_chk = 0;
+    const struct remat_profile *const *cps = (const struct remat_profile *const *)ps;
+    if (status == 0 && remat_batch_fit_check(cps, loaded, chk, &n_chk, &err) < 0)
+        status = cli_fail("fits", &err);
+    if (status == 0 && remat_fits(cps, loaded, mem, n_mem, &o, ans, &err) < 0)
+        status = cli_fail("fits", &err);
+    else if (status == 0) {
+        json_t *root = json_object(), *arr = json_array(), *fit = json_array();
+        int bad = root == NULL || arr == NULL || fit == NULL;
+        for (size_t k = 0; !bad && k < n_mem; k++)
+            bad |= json_array_append_new(arr, remat_fits_answer_to_json(&ans[k])) < 0;
+        for (size_t k = 0; !bad && k < n_chk; k++) {
+            json_t *c = json_object(), *e = json_object();
+            bad |= c == NULL || e == NULL;
+            for (int f = 0; !bad && f < REMAT_FIT_N_FIELDS; f++)
+                bad |= json_object_set_new(e, remat_fit_field_name(f),
+                                           json_real(chk[k].rel_err[f])) < 0;
+            bad |= c == NULL || json_object_set_new(c, "batch", json_integer(chk[k].batch)) < 0;
+            bad |= c == NULL || json_object_set_new(c, "rel_err", e) < 0;
+            bad |= json_array_append_new(fit, c) < 0;
+        }
+        bad |= root == NULL || json_object_set_new(root, "answers", arr) < 0;
+        bad |= root == NULL || json_object_set_new(root, "fit_check", fit) < 0;
+        if (bad) {
+            json_decref(root);
+            root = NULL;
+        }
+        status = cli_print_json(root);
+        for (size_t k = 0; k < n_mem; k++)
+            remat_fits_answer_clear(&ans[k]);
+    }
+    for (size_t k = 0; k < loaded; k++)
+        remat_profile_free(ps[k]);
+    return status;
+}

@@ -1,0 +1,63 @@
+#!/bin/sh
+# `remat fits` end to end on three profiles of one model (batches 4, 8, 16,
+# linear in the batch): the answer's plan fits, batch + 1 does not, the
+# store-all batch is below, GPU names work, the fit check is exact on linear
+# data, and bad input exits 2 naming the field.
+set -u
+remat=${top_builddir:-.}/cli/remat
+data=${top_srcdir:-.}/tests/data/fits
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+fail=0
+die() { echo "FAIL: $*"; fail=1; }
+py=python3
+command -v $py >/dev/null 2>&1 || { echo "no python3"; exit 77; }
+
+"$remat" fits --memory 200000000 --memory t4 --optimizer adam "$data/b4.json" "$data/b16.json" \
+    "$data/b8.json" >"$tmp/out" 2>"$tmp/err" || die "fits exited $?: $(cat "$tmp/err")"
+$py - "$tmp/out" <<'PY' || fail=1
+import json, sys
+d = json.load(open(sys.argv[1]))
+a = d["answers"]
+assert len(a) == 2, a
+assert a[0]["memory_bytes"] == 200000000
+assert a[1]["memory_bytes"] == 15360 * 2**20 - 2**30, a[1]["memory_bytes"]
+for x in a:
+    l, s, t = x["largest"], x["store_all"], x["throughput"]
+    assert l["batch"] >= 1 and l["peak_bytes"] <= x["usable_bytes"] < l["next_peak_bytes"], l
+    assert l["next_batch"] == l["batch"] + 1
+    assert s["batch"] <= l["batch"] and s["peak_bytes"] <= x["usable_bytes"] < s["next_peak_bytes"], s
+    assert 1 <= t["batch"] <= l["batch"] and t["peak_bytes"] <= x["usable_bytes"], t
+    assert abs(t["samples_per_s"] - t["batch"] * 1000 / t["step_ms"]) < 1e-6 * t["samples_per_s"]
+    assert l["plan"]["peak_bytes"] == l["peak_bytes"]
+    assert x["extrapolated"] is True  # batches above 16 are outside the measured range
+# checkpointing buys batch on the T4
+assert a[1]["largest"]["batch"] > a[1]["store_all"]["batch"], a[1]
+fc = d["fit_check"]
+assert len(fc) == 1 and fc[0]["batch"] == 8, fc
+assert all(v < 1e-9 for v in fc[0]["rel_err"].values()), fc
+PY
+
+# The optimizer costs batch: adam's state is 2x the weights.
+"$remat" fits --memory 200000000 --no-throughput "$data/b4.json" "$data/b8.json" >"$tmp/none" ||
+    die "fits without optimizer"
+$py - "$tmp/out" "$tmp/none" <<'PY' || fail=1
+import json, sys
+adam = json.load(open(sys.argv[1]))["answers"][0]
+none = json.load(open(sys.argv[2]))["answers"][0]
+assert "throughput" not in none
+assert none["largest"]["batch"] >= adam["largest"]["batch"], (none, adam)
+PY
+
+expect_bad() { # what, grep pattern, args...
+    what=$1; pat=$2; shift 2
+    "$remat" fits "$@" >"$tmp/out" 2>"$tmp/err"
+    rc=$?
+    [ $rc -eq 2 ] || die "$what: exit $rc, want 2"
+    grep -q -- "$pat" "$tmp/err" || die "$what: stderr lacks '$pat': $(cat "$tmp/err")"
+}
+expect_bad "no memory" "needs --memory" "$data/b4.json"
+expect_bad "unknown gpu" "neither bytes nor a GPU name" --memory x100 "$data/b4.json"
+expect_bad "unknown optimizer" "--optimizer" --memory 1000 --optimizer lamb "$data/b4.json"
+expect_bad "same batch twice" "/profiles/1/batch_size" --memory 1000 "$data/b4.json" "$data/b4.json"
+exit $fail

@@ -11,7 +11,7 @@ src_rematx_librematx_la_CFLAGS = $(AM_CFLAGS) $(JANSSON_CFLAGS)
 noinst_LTLIBRARIES += src/libremat_core.la
 src_libremat_core_la_SOURCES = \
 	src/remat.h src/remat_private.h \
-	src/error.c src/profile.c src/profile_fast.c src/schedule.c src/simulate.c src/plan.c src/plan_dump.c \
+	src/error.c src/profile.c src/profile_fast.c src/schedule.c src/simulate.c src/plan.c src/plan_dump.c src/exports.c \
 	src/solve.c src/solve_baselines.c src/solve_sum.c src/solve_prefix.c \
 	src/minpeak.h src/solve_minpeak.c \
 	src/mintime.h src/solve_mintime.c src/frontier.c

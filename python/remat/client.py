@@ -83,8 +83,9 @@ class Job(dict):
         return self.get("status") in ("done", "failed")
 
     def refresh(self):
+        fresh = self._client._json("GET", self["links"]["self"])
         self.clear()
-        self.update(self._client._json("GET", self["links"]["self"]))
+        self.update(fresh)
         return self
 
     def wait(self, timeout=600.0, progress=None, poll=0.2):

@@ -5,6 +5,8 @@
 # 77 (skipped) when none has both.
 top_srcdir=${top_srcdir:-$(cd "$(dirname "$0")/.." && pwd)}
 export top_srcdir
+PYTHONDONTWRITEBYTECODE=1
+export PYTHONDONTWRITEBYTECODE
 for py in ${PYTHON:-} /usr/bin/python3 python3; do
     if "$py" -c 'import torch, pytest' >/dev/null 2>&1; then
         echo "python-tests: $py, torch $("$py" -c 'import torch; print(torch.__version__)')"

@@ -31,8 +31,10 @@ def test_checkpoint_through_a_worker(server):
     assert m.plan["algorithm"] == "min-peak" and m.plan["exports"]
     got = grads_of(m, x)
     assert all(torch.equal(g, w) for g, w in zip(got, want))
-    # The same plan validated by the worker: prediction and gradients.
     c = remat.Client(server.url)
+    # rematd stores the plan compactly and renders it again: exports included.
+    assert c.get_plan(m.plan["id"]) == m.plan
+    # The same plan validated by the worker: prediction and gradients.
     res = c.validate(prof["id"], plan_id=m.plan["id"], progress=False, repeats=1)
     assert res["max_grad_diff"] == 0
     assert abs(res["relative_error"]) <= 0.01, res

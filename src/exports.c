@@ -135,10 +135,10 @@ json_t *remat__plan_exports_json(const struct remat_profile *p, const struct rem
     if (is_per_module && wrapped == lead && lead < n) {
         char num[24];
         snprintf(num, sizeof num, "%zu", lead);
-        json_t *args = lead == 0 ? json_array()
-                                 : json_pack("[s,s,s,s,s,s]", "--recompute-granularity", "full",
-                                             "--recompute-method", "block",
-                                             "--recompute-num-layers", num);
+        json_t *args =
+            lead == 0 ? json_array()
+                      : json_pack("[s,s,s,s,s,s]", "--recompute-granularity", "full",
+                                  "--recompute-method", "block", "--recompute-num-layers", num);
         bad |= json_object_set_new(root, "megatron",
                                    json_pack("{s:b, s:o}", "available", 1, "args", args)) < 0;
     } else {
@@ -152,13 +152,13 @@ json_t *remat__plan_exports_json(const struct remat_profile *p, const struct rem
 
     /* DeepSpeed activation checkpointing: one checkpoint call per recomputed
      * segment, number_checkpoints of them kept. */
-    bad |= json_object_set_new(
-               root, "deepspeed",
-               is_single ? json_pack("{s:b, s:I}", "available", 1, "number_checkpoints",
-                                     (json_int_t)m)
-                         : absent(!chain ? not_chain
-                                         : "a multi-level schedule: DeepSpeed's checkpointing "
-                                           "is single-level")) < 0;
+    bad |=
+        json_object_set_new(
+            root, "deepspeed",
+            is_single ? json_pack("{s:b, s:I}", "available", 1, "number_checkpoints", (json_int_t)m)
+                      : absent(!chain ? not_chain
+                                      : "a multi-level schedule: DeepSpeed's checkpointing "
+                                        "is single-level")) < 0;
 
     /* torch.compile's activation_memory_budget: the plan's activation bytes
      * (peak above weights and input) over store-all's.  A ratio for another
@@ -170,12 +170,11 @@ json_t *remat__plan_exports_json(const struct remat_profile *p, const struct rem
     ovf |= __builtin_sub_overflow(plan->peak_bytes, base, &a);
     ovf |= __builtin_sub_overflow(plan->store_all_peak_bytes, base, &b);
     if (!ovf && b > 0 && a >= 0) {
-        bad |= json_object_set_new(root, "torch_compile",
-                                   json_pack("{s:b, s:b, s:f, s:I, s:I}", "available", 1,
-                                             "approximate", 1, "activation_memory_budget",
-                                             (double)a / (double)b, "activation_bytes",
-                                             (json_int_t)a, "store_all_activation_bytes",
-                                             (json_int_t)b)) < 0;
+        bad |= json_object_set_new(
+                   root, "torch_compile",
+                   json_pack("{s:b, s:b, s:f, s:I, s:I}", "available", 1, "approximate", 1,
+                             "activation_memory_budget", (double)a / (double)b, "activation_bytes",
+                             (json_int_t)a, "store_all_activation_bytes", (json_int_t)b)) < 0;
     } else {
         bad |= json_object_set_new(root, "torch_compile",
                                    absent("store-all keeps no activations above the weights")) < 0;

@@ -96,7 +96,8 @@ def _progress_line(job):
     pr = job.get("progress") or {}
     if pr.get("stages"):
         return "%s %s: %s stage %d/%d" % (job.get("kind", "job"), job.get("id", "")[:8],
-                                           pr.get("phase", job.get("status")), pr.get("stage", 0),
+                                           pr.get("activity") or pr.get("phase") or job.get("status"),
+                                           pr.get("stage", 0),
                                            pr["stages"])
     return "%s %s: %s" % (job.get("kind", "job"), job.get("id", "")[:8], job.get("status"))
 

@@ -134,6 +134,7 @@ json_t *remat_plan_to_json(const struct remat_profile *profile, const struct rem
     if (plan->algorithm == REMAT_ALG_MIN_TIME)
         bad |= set_new(root, "budget_bytes", json_integer(plan->budget_bytes));
     bad |= set_new(root, "schedule", schedule_json(&plan->schedule));
+    bad |= set_new(root, "exports", remat__plan_exports_json(profile, plan));
     if (bad) {
         json_decref(root);
         return NULL;

@@ -400,7 +400,18 @@ char *remat_plan_dumps(const struct remat_profile *profile, const struct remat_p
         *q++ = '}';
         b.len = (size_t)(q - b.s);
     }
-    PUT_LIT(&b, "]}");
+    /* The exports: a small object, printed by jansson like nested_segments. */
+    json_t *ex = remat__plan_exports_json(profile, plan);
+    char *ex_text = ex != NULL ? json_dumps(ex, JSON_COMPACT) : NULL;
+    json_decref(ex);
+    if (ex_text == NULL) {
+        free(b.s);
+        return NULL;
+    }
+    PUT_LIT(&b, "],\"exports\":");
+    put_str(&b, ex_text);
+    free(ex_text);
+    PUT_LIT(&b, "}");
     if (b.bad) {
         free(b.s);
         return NULL;

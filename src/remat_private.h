@@ -31,6 +31,11 @@ int remat__error(struct remat_error *err, int code, const char *pointer, const c
 /* Makes room for at least `more` further ops.  REMAT_OK, ENOMEM or ELIMIT. */
 int remat__schedule_reserve(struct remat_schedule *s, size_t more);
 
+/* Plan JSON's "exports" (src/exports.c): the plan as framework knobs, each
+ * present only when it runs exactly the schedule.  Derived from the schedule
+ * and sizes only.  New reference, or NULL when out of memory. */
+json_t *remat__plan_exports_json(const struct remat_profile *p, const struct remat_plan *plan);
+
 /* Sum of the byte fields of a profile: validate() bounds it by
  * REMAT_MAX_BYTES, which is what keeps every sum the simulator and the
  * solvers form (at most four times this total) inside int64_t. */

@@ -1,0 +1,128 @@
+"""A plan said in the knobs PyTorch users already have, and those knobs run.
+
+remat.exports(plan) returns the plan's "exports" object (rematd and `remat
+plan` print it; src/exports.c) or, for a plan printed before exports
+existed, the same object computed here from the schedule.  Each knob is
+{"available": True, ...} only when setting it runs exactly the plan's op
+list, else {"available": False, "reason": ...}.
+"""
+from ._plan import checkpoints_of, schedule_of
+
+NOT_CHAIN = "the schedule is not one forward per stage before the loss"
+
+
+def _forward_kinds(ops, n):
+    if len(ops) < n + 1 or ops[n] != ("loss", n):
+        return None
+    fk = {}
+    for i in range(1, n + 1):
+        op, st = ops[i - 1]
+        if st != i or op in ("loss", "B"):
+            return None
+        fk[i] = op
+    return fk
+
+
+def _per_module(ops, n, fk):
+    if any(k == "F_none" for k in fk.values()):
+        return False
+    want = [op for op in ops[:n + 1]]
+    for i in range(n, 0, -1):
+        if fk[i] == "F_ck":
+            want.append(("F_all", i))
+        want.append(("B", i))
+    return want == list(ops)
+
+
+def _absent(reason):
+    return {"available": False, "reason": reason}
+
+
+def compute_exports(plan, input_bytes=None, param_bytes=None):
+    """The exports of a plan, from its schedule (and, for torch_compile, the
+    plan's peaks and the profile's input and total weight bytes)."""
+    ops = schedule_of(plan)
+    n = max(i for _, i in ops)
+    fk = _forward_kinds(ops, n)
+    ck = checkpoints_of(ops, n) if fk else None
+    per = bool(fk) and _per_module(ops, n, fk)
+    out = {}
+    if ck is not None and n // (len(ck) + 1) >= 1 and \
+            ck == [(n // (len(ck) + 1)) * (j + 1) for j in range(len(ck))]:
+        out["checkpoint_sequential"] = {"available": True, "segments": len(ck) + 1}
+    else:
+        out["checkpoint_sequential"] = _absent(
+            NOT_CHAIN if not fk else
+            "a multi-level schedule: checkpoint_sequential is single-level" if ck is None else
+            "the checkpoints are not every n // K modules, where checkpoint_sequential puts them")
+    wrapped = [i - 1 for i in range(1, n + 1) if fk and fk[i] == "F_ck"]
+    if per:
+        out["per_module"] = {"available": True, "modules": wrapped}
+    else:
+        out["per_module"] = _absent(NOT_CHAIN if not fk else
+                                    "a recomputed segment spans several modules: wrapping "
+                                    "modules one by one recomputes each alone")
+    if per and wrapped == list(range(len(wrapped))) and len(wrapped) < n:
+        args = [] if not wrapped else ["--recompute-granularity", "full", "--recompute-method",
+                                       "block", "--recompute-num-layers", str(len(wrapped))]
+        out["megatron"] = {"available": True, "args": args}
+    else:
+        out["megatron"] = _absent(NOT_CHAIN if not fk else
+                                  "not the first N layers each recomputed alone (block); uniform "
+                                  "also recomputes the last chunk, which this plan does not")
+    if ck is not None:
+        out["deepspeed"] = {"available": True, "number_checkpoints": len(ck)}
+    else:
+        out["deepspeed"] = _absent(NOT_CHAIN if not fk else "a multi-level schedule: DeepSpeed's "
+                                   "checkpointing is single-level")
+    if input_bytes is not None and param_bytes is not None and "peak_bytes" in plan:
+        base = input_bytes + param_bytes
+        a, b = plan["peak_bytes"] - base, plan["store_all_peak_bytes"] - base
+        if b > 0 and a >= 0:
+            out["torch_compile"] = {"available": True, "approximate": True,
+                                    "activation_memory_budget": a / b, "activation_bytes": a,
+                                    "store_all_activation_bytes": b}
+        else:
+            out["torch_compile"] = _absent("store-all keeps no activations above the weights")
+    return out
+
+
+def exports(plan, names=None):
+    """The plan's exports (the plan's own, else computed from its schedule).
+    With names (the chain's module names, or an nn.Sequential), per_module
+    also lists "names": what apply_activation_checkpointing's check_fn or a
+    per-layer flag selects."""
+    if not isinstance(plan, dict):
+        plan = getattr(plan, "json", plan)
+    ex = plan.get("exports")
+    ex = {k: dict(v) for k, v in ex.items()} if isinstance(ex, dict) else compute_exports(plan)
+    if names is not None and not isinstance(names, (list, tuple)):
+        names = [nm for nm, _ in names.named_children()]
+    pm = ex.get("per_module", {})
+    if names is not None and pm.get("available"):
+        pm["names"] = [names[k] for k in pm["modules"]]
+    return ex
+
+
+def check_fn(blocks, plan):
+    """A check_fn for torch.distributed.algorithms._checkpoint.checkpoint_wrapper
+    .apply_activation_checkpointing: true for exactly the modules the plan
+    wraps one by one.  ValueError when the plan is not of that shape."""
+    from ._apply import blocks_of
+    pm = exports(plan)["per_module"]
+    if not pm.get("available"):
+        raise ValueError("per_module: " + pm.get("reason", "not available"))
+    mods = blocks_of(blocks)
+    chosen = {id(mods[k]) for k in pm["modules"]}
+    return lambda m: id(m) in chosen
+
+
+def run_checkpoint_sequential(blocks, plan, x, **kw):
+    """torch.utils.checkpoint.checkpoint_sequential with the plan's segments
+    (ValueError when the plan is not what it runs)."""
+    from torch.utils.checkpoint import checkpoint_sequential
+    cs = exports(plan)["checkpoint_sequential"]
+    if not cs.get("available"):
+        raise ValueError("checkpoint_sequential: " + cs.get("reason", "not available"))
+    from ._apply import blocks_of
+    return checkpoint_sequential(blocks_of(blocks), cs["segments"], x, **kw)

@@ -1,0 +1,121 @@
+"""remat.apply runs exactly the plan: the forwards each stage makes (with and
+without grad) and their order equal the plan's schedule, and the parameter
+gradients equal a plain step's bit for bit (dropout included), for
+store-all, sqrt, uniform, min-peak and nested min-time plans on several
+chains, through both engines and both torch.utils.checkpoint modes."""
+import pytest
+import torch
+
+import remat
+from remat._apply import TORCH_MAJOR, default_reentrant
+from remat._plan import checkpoints_of
+from chains import CHAINS, counted, forwards_of, grads_of
+
+ENGINES = [("checkpoint", True), ("checkpoint", False), ("executor", None)]
+
+
+from conftest import all_plans
+
+
+def test_nested_plans_are_among_them(plans):
+    nested = [label for _, label, p in all_plans(plans)
+              if checkpoints_of(remat.schedule_of(p), max(o["stage"] for o in p["schedule"]))
+              is None]
+    assert nested, "no min-time plan was multi-level: the executor would go untested"
+
+
+@pytest.mark.parametrize("engine,reentrant", ENGINES)
+def test_forwards_and_gradients_equal_the_plan(plans, engine, reentrant):
+    ran = 0
+    for name, label, plan in all_plans(plans):
+        ops = remat.schedule_of(plan)
+        single = checkpoints_of(ops, max(i for _, i in ops)) is not None
+        if engine == "checkpoint" and not single:
+            with pytest.raises(remat.PlanError):
+                remat.apply(CHAINS[name][0](), plan, engine="checkpoint")
+            continue
+        make, inp = CHAINS[name]
+        torch.manual_seed(5)
+        x = inp()
+        want = grads_of(make(), x)
+        log = []
+        model = remat.apply(counted(make(), log), plan, engine=engine, use_reentrant=reentrant)
+        got = grads_of(model, x)
+        want_log = forwards_of(plan)
+        if engine == "checkpoint" and not reentrant:
+            # Non-reentrant checkpoints recompute a module only when its
+            # backward reads a saved tensor: a recomputation may be skipped
+            # (a flatten), never added; the forward pass is the plan's.
+            n_fwd = sum(1 for o in plan["schedule"][:plan["schedule"].index(
+                {"op": "loss", "stage": len(plan["schedule"]) and
+                 max(o["stage"] for o in plan["schedule"])})]
+                if o["op"] != "loss")
+            assert log[:n_fwd] == want_log[:n_fwd], label
+            it = iter(want_log[n_fwd:])
+            assert all(any(e == w for w in it) for e in log[n_fwd:]), label
+        else:
+            assert log == want_log, label
+        assert len(got) == len(want)
+        for k, (g, w) in enumerate(zip(got, want)):
+            assert torch.equal(g, w), "%s: gradient %d differs by %g" % (
+                label, k, (g - w).abs().max().item())
+        ran += 1
+    assert ran >= 8
+
+
+def test_input_gradient_and_output_equal_a_plain_step(plans):
+    for name, label, plan in all_plans(plans):
+        make, inp = CHAINS[name]
+        torch.manual_seed(3)
+        x0 = inp()
+        if x0.dim() == 4:
+            continue
+        for engine in ("auto", "executor"):
+            a = x0.clone().requires_grad_(True)
+            b = x0.clone().requires_grad_(True)
+            torch.manual_seed(9)
+            ya = make()(a)
+            ya.square().sum().backward()
+            torch.manual_seed(9)
+            yb = remat.apply(make(), plan, engine=engine)(b)
+            yb.square().sum().backward()
+            assert torch.equal(ya, yb), label
+            assert torch.equal(a.grad, b.grad), label
+
+
+def test_rng_not_preserved_changes_dropout_recomputation(plans):
+    """The default matters: without it, a recomputed dropout draws anew."""
+    name = "mlp"
+    plan = next(p for _, label, p in all_plans(plans) if label == "mlp sqrt")
+    make, inp = CHAINS[name]
+    x = inp()
+    want = grads_of(make(), x)
+    got = grads_of(remat.apply(make(), plan, engine="executor", preserve_rng_state=False), x)
+    assert any(not torch.equal(g, w) for g, w in zip(got, want))
+
+
+def test_no_grad_forward_runs_plainly(plans):
+    plan = plans["mlp"][1][1][1]
+    log = []
+    m = remat.apply(counted(CHAINS["mlp"][0](), log), plan)
+    with torch.no_grad():
+        m(CHAINS["mlp"][1]())
+    assert log == [("F_nograd", k) for k in range(1, 10)]
+
+
+def test_default_mode_follows_torch():
+    assert default_reentrant() == (TORCH_MAJOR < 2)
+
+
+def test_wrong_plans_are_refused(plans):
+    plan = plans["mlp"][1][1][1]
+    with pytest.raises(remat.PlanError, match="9 stages.*8 modules"):
+        remat.apply(CHAINS["mlp"][0]()[:8], plan)
+    bad = dict(plan, schedule=[o for o in plan["schedule"] if o["op"] != "loss"])
+    with pytest.raises(remat.PlanError):
+        remat.apply(CHAINS["mlp"][0](), bad)
+    swapped = dict(plan, schedule=list(reversed(plan["schedule"])))
+    with pytest.raises(remat.PlanError):
+        remat.apply(CHAINS["mlp"][0](), swapped)
+    with pytest.raises(TypeError):
+        remat.apply(torch.nn.Linear(2, 2), plan)

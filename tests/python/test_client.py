@@ -1,0 +1,202 @@
+"""remat.Client against a hostile server: timeouts, 500s and 503s (retried,
+with the same Idempotency-Key, honouring Retry-After), truncated and
+non-JSON bodies, connection resets, and problem+json errors turned into
+exceptions that carry the problem."""
+import json
+import socket
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+import pytest
+
+import remat
+from remat.client import JobFailed
+
+PROBLEM = {"type": "/problems/validation", "title": "Invalid field", "status": 400,
+           "detail": "out_bytes must not be negative", "pointer": "/profile/stages/1/out_bytes",
+           "instance": "/v1/plans", "request_id": "abc"}
+
+
+class Hostile:
+    """A server answering each request with the next scripted behaviour."""
+
+    def __init__(self, script):
+        self.script = list(script)
+        self.seen = []
+        hostile = self
+
+        class H(BaseHTTPRequestHandler):
+            def log_message(self, *a):
+                pass
+
+            def _do(self):
+                n = int(self.headers.get("Content-Length") or 0)
+                body = self.rfile.read(n) if n else b""
+                hostile.seen.append((self.command, self.path, dict(self.headers), body,
+                                     time.monotonic()))
+                act = hostile.script.pop(0) if hostile.script else ("json", 200, {"ok": 1})
+                kind = act[0]
+                if kind == "sleep":
+                    time.sleep(act[1])
+                    return
+                if kind == "reset":
+                    self.connection.shutdown(socket.SHUT_RDWR)
+                    return
+                if kind == "truncate":
+                    self.send_response(200)
+                    self.send_header("Content-Type", "application/json")
+                    self.send_header("Content-Length", "100")
+                    self.end_headers()
+                    self.wfile.write(b'{"status": "do')
+                    self.wfile.flush()
+                    self.connection.shutdown(socket.SHUT_RDWR)
+                    return
+                status, payload = act[1], act[2]
+                headers = act[3] if len(act) > 3 else {}
+                text = payload if isinstance(payload, bytes) else json.dumps(payload).encode()
+                self.send_response(status)
+                ctype = "application/problem+json" if status >= 400 else "application/json"
+                self.send_header("Content-Type", headers.pop("Content-Type", ctype))
+                for k, v in headers.items():
+                    self.send_header(k, v)
+                self.send_header("Content-Length", str(len(text)))
+                self.end_headers()
+                self.wfile.write(text)
+
+            do_GET = do_POST = _do
+
+        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), H)
+        self.url = "http://127.0.0.1:%d" % self.httpd.server_address[1]
+        threading.Thread(target=self.httpd.serve_forever, daemon=True).start()
+
+    def close(self):
+        self.httpd.shutdown()
+
+
+@pytest.fixture
+def hostile():
+    servers = []
+
+    def make(script):
+        s = Hostile(script)
+        servers.append(s)
+        return s
+    yield make
+    for s in servers:
+        s.close()
+
+
+def client(url, **kw):
+    kw.setdefault("backoff", 0.01)
+    kw.setdefault("timeout", 2.0)
+    return remat.Client(url, **kw)
+
+
+def test_problem_becomes_an_exception_with_its_fields(hostile):
+    s = hostile([("json", 400, PROBLEM)])
+    with pytest.raises(remat.ProblemError) as e:
+        client(s.url).plan(profile={"input_bytes": 1, "stages": [{"out_bytes": -1}]})
+    err = e.value
+    assert (err.status, err.type, err.title, err.detail, err.pointer) == (
+        400, "/problems/validation", "Invalid field", "out_bytes must not be negative",
+        "/profile/stages/1/out_bytes")
+    assert err.problem == PROBLEM
+    assert len(s.seen) == 1, "a 400 is not retried"
+
+
+def test_infeasible_carries_the_least_budget(hostile):
+    s = hostile([("json", 422, {"type": "/problems/infeasible", "title": "Infeasible",
+                                "status": 422, "detail": "no schedule fits",
+                                "min_budget_bytes": 12345})])
+    with pytest.raises(remat.InfeasibleError) as e:
+        client(s.url).plan(profile={"input_bytes": 1, "stages": [{"out_bytes": 1}]},
+                           algorithm="min-time", budget_bytes=10)
+    assert e.value.min_budget_bytes == 12345
+
+
+def test_500_then_success_is_retried_with_one_idempotency_key(hostile):
+    s = hostile([("json", 500, {"type": "/problems/internal", "title": "Internal", "status": 500,
+                                "detail": "boom"}),
+                 ("json", 502, b"<html>bad gateway</html>", {"Content-Type": "text/html"}),
+                 ("json", 201, {"id": "p" * 32, "schedule": []})])
+    got = client(s.url).plan(profile={"input_bytes": 1, "stages": [{"out_bytes": 1}]})
+    assert got["id"] == "p" * 32
+    keys = {h.get("Idempotency-Key") for _, _, h, _, _ in s.seen}
+    assert len(s.seen) == 3 and len(keys) == 1 and None not in keys
+    assert len({b for _, _, _, b, _ in s.seen}) == 1, "the same body every time"
+
+
+def test_503_honours_retry_after(hostile):
+    s = hostile([("json", 503, {"type": "/problems/unavailable", "title": "Unavailable",
+                                "status": 503, "detail": "draining"}, {"Retry-After": "1"}),
+                 ("json", 200, {"status": "ok"})])
+    assert client(s.url).health() == {"status": "ok"}
+    assert s.seen[1][4] - s.seen[0][4] >= 0.9
+
+
+def test_429_is_retried(hostile):
+    s = hostile([("json", 429, {"type": "/problems/limit-exceeded", "title": "Too many",
+                                "status": 429, "detail": "slow down"}, {"Retry-After": "0"}),
+                 ("json", 200, {"models": []})])
+    assert client(s.url).models() == []
+
+
+def test_timeouts_truncation_and_resets_are_retried_then_reported(hostile):
+    s = hostile([("sleep", 1.5), ("truncate",), ("reset",), ("json", 200, {"status": "ok"})])
+    assert client(s.url, timeout=0.5).health() == {"status": "ok"}
+    assert len(s.seen) == 4
+    s2 = hostile([("truncate",)] * 3)
+    with pytest.raises(remat.TransportError):
+        client(s2.url, retries=2).health()
+    assert len(s2.seen) == 3
+
+
+def test_non_json_success_is_a_transport_error(hostile):
+    s = hostile([("json", 200, b"not json")] * 2)
+    with pytest.raises(remat.TransportError, match="not JSON"):
+        client(s.url, retries=1).health()
+
+
+def test_connection_refused(hostile):
+    sock = socket.socket()
+    sock.bind(("127.0.0.1", 0))
+    port = sock.getsockname()[1]
+    sock.close()
+    t0 = time.monotonic()
+    with pytest.raises(remat.TransportError):
+        client("http://127.0.0.1:%d" % port, retries=3).health()
+    assert time.monotonic() - t0 < 5
+
+
+def test_jobs_wait_with_progress_and_timeout(hostile):
+    job = {"id": "j" * 32, "kind": "profile", "status": "queued", "progress": None,
+           "links": {"self": "/v1/profiles/" + "j" * 32}}
+    running = dict(job, status="running", progress={"stage": 2, "stages": 5,
+                                                    "phase": "measuring"})
+    done = dict(job, status="done", profile={"input_bytes": 4, "stages": [{"out_bytes": 4}]})
+    s = hostile([("json", 202, job), ("json", 200, running), ("json", 200, done)])
+    seen = []
+    prof = client(s.url).profile(model="alexnet", device="cpu", progress=lambda j: seen.append(j["status"]))
+    assert prof["stages"] == [{"out_bytes": 4}] and prof["id"] == "j" * 32
+    assert seen == ["queued", "running", "done"]
+    s2 = hostile([("json", 202, job)] + [("json", 200, running)] * 50)
+    with pytest.raises(TimeoutError):
+        client(s2.url).profile(model="alexnet", timeout=0.5, progress=False)
+    s3 = hostile([("json", 202, job), ("json", 200, dict(job, status="failed", error="oom"))])
+    with pytest.raises(JobFailed, match="oom"):
+        client(s3.url).profile(model="alexnet", progress=False)
+    s4 = hostile([("json", 202, job)])
+    j = client(s4.url).profile(model="alexnet", wait=False)
+    assert isinstance(j, remat.Job) and j["status"] == "queued"
+
+
+def test_token_is_sent(hostile):
+    s = hostile([("json", 200, {"models": []})])
+    client(s.url, token="sekrit").models()
+    assert s.seen[0][2]["Authorization"] == "Bearer sekrit"
+
+
+def test_bad_url():
+    with pytest.raises(ValueError):
+        remat.Client("ftp://x")

@@ -95,10 +95,17 @@ void rematd_queue_job(struct rematd_request *r, const char *kind, json_t *spec)
         return;
     }
     free(answer);
-    if (rc == REMATD_STORE_CONFLICT)
+    if (rc == REMATD_STORE_CONFLICT) {
         rematd_req_replay(r, &existing); /* recorded meanwhile by another request */
-    else
+    } else if (rc == REMATD_STORE_FULL) {
+        rematd_req_header(r, "Retry-After", "30");
+        rematd_req_problem(r, 503, "queue-full", NULL, "%s; try again later",
+                           r->idem_key ? "the job queue or the Idempotency-Key records are full"
+                                       : "the job queue is full (--max-queued-jobs)");
+    } else {
+        rematd_req_header(r, "Retry-After", "5");
         rematd_req_problem(r, 503, "unavailable", NULL, "the job could not be stored");
+    }
 }
 
 enum rematd_handled rematd_get_job(struct rematd_request *r, const char *kind)

@@ -42,6 +42,15 @@ struct rematd_config {
     char sync[8];                /* SQLite synchronous: "full" or "normal" */
     char token[256];             /* REMAT_TOKEN: clients' bearer token, "" = none */
     char worker_token[256];      /* REMAT_WORKER_TOKEN: workers' bearer token */
+    int worker_path_set;         /* --worker-path or REMAT_WORKER_PATH given */
+    unsigned max_queued_plans;   /* requests waiting for a planning thread */
+    unsigned max_queued_jobs;    /* jobs in status queued */
+    unsigned max_idempotency_keys;
+    unsigned solve_timeout_ms;  /* one solve's deadline */
+    size_t solve_memory_bytes;  /* solver memory all running solves share */
+    unsigned drain_seconds;     /* SIGTERM: time requests in flight get */
+    size_t wal_limit_bytes;     /* the WAL file is cut back to this */
+    int worker_token_generated; /* made at start for supervised workers (main.c) */
     int print_config;
 };
 
@@ -268,8 +277,17 @@ char *rematd_svg_timeline(const char *title, const struct rematd_series *s, size
  */
 
 struct rematd_supervisor;
+/* Before anything starts: with --workers, finds the worker program (the
+ * default path, or the build tree's when that is not installed; a path
+ * given is taken as given).  0, or -1 after logging why. */
+int rematd_supervisor_check(struct rematd_config *cfg);
 struct rematd_supervisor *rematd_supervisor_start(const struct rematd_config *cfg, unsigned port);
 void rematd_supervisor_tick(struct rematd_supervisor *sv);
+/* SIGTERM to every worker, none restarted after. */
+void rematd_supervisor_term(struct rematd_supervisor *sv);
+/* Workers still running (those that exited are reaped). */
+int rematd_supervisor_alive(struct rematd_supervisor *sv);
+/* SIGTERM, then SIGKILL to those left after grace_seconds; frees sv. */
 void rematd_supervisor_stop(struct rematd_supervisor *sv, double grace_seconds);
 int rematd_count_devices(void);
 

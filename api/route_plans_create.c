@@ -499,7 +499,15 @@ static void resumed(struct rematd_request *r)
         rematd_req_replay(r, &w->existing);
         return;
     }
+    if (w->result == REMATD_STORE_FULL) {
+        rematd_req_header(r, "Retry-After", "60");
+        rematd_req_problem(r, 503, "queue-full", NULL,
+                           "the Idempotency-Key records are full (--max-idempotency-keys); try"
+                           " again later");
+        return;
+    }
     if (w->result != REMATD_STORE_OK) {
+        rematd_req_header(r, "Retry-After", "5");
         rematd_req_problem(r, 503, "unavailable", NULL, "the plan could not be stored");
         return;
     }

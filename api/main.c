@@ -298,7 +298,14 @@ int main(int argc, char **argv)
         nanosleep(&tick, NULL);
     MHD_stop_daemon(srv.daemon);
     rematd_pool_stop(srv.pool);
+    /* A store that lost its directory or cannot write is not a clean
+     * stop: the exit status says so (a supervisor then looks). */
+    int store_ok = rematd_store_ready(srv.store) == REMATD_STORE_OK;
     rematd_store_close(srv.store);
+    if (!store_ok) {
+        rematd_log("error", "stopped with the store failing", NULL);
+        return 1;
+    }
     rematd_log("info", "stopped", NULL);
     return 0;
 }

@@ -13,7 +13,9 @@
 #include <stdatomic.h>
 #include <stdio.h>
 #include <sys/prctl.h>
+#include <fcntl.h>
 #include <sys/stat.h>
+#include <unistd.h>
 #include <time.h>
 
 #include "store_sqlite.h"
@@ -117,6 +119,24 @@ static void write_batch(struct rematd_store *st, struct rematd_plan_write *batch
     pthread_mutex_unlock(&st->wmu);
 }
 
+static int probe_space(struct rematd_store *st)
+{
+    char path[1200];
+    snprintf(path, sizeof path, "%s.probe", st->db_path);
+    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+    if (fd < 0)
+        return -1;
+    static const char zeros[64 * 1024];
+    int rc = 0;
+    for (int i = 0; i < 16 && rc == 0; i++)
+        rc = write(fd, zeros, sizeof zeros) == (ssize_t)sizeof zeros ? 0 : -1;
+    if (rc == 0)
+        rc = fsync(fd);
+    close(fd);
+    unlink(path);
+    return rc;
+}
+
 /* In a quiet second: expire leases so that GET shows a job whose worker
  * vanished as queued again without waiting for a lease request, and purge
  * old Idempotency-Key records. */
@@ -128,13 +148,15 @@ static void housekeeping(struct rematd_store *st)
         return;
     }
     if (atomic_load(&st->failed)) {
-        /* After a failed write, a probe that writes one page (the header's
-         * user_version, to the value it has) tells when the disk takes
-         * writes again, so that /readyz does not stay 503 for want of a
-         * request to try. */
+        /* After a failed write, a probe tells when the disk takes writes
+         * again, so that /readyz does not stay 503 for want of a request
+         * to try: a transaction on the database (the header's user_version,
+         * to the value it has), and 1 MiB written and synced beside it,
+         * since the transaction alone may fit in WAL space already there
+         * while any larger write still fails. */
         char sql[64];
         snprintf(sql, sizeof sql, "PRAGMA user_version = %d", REMATD_SCHEMA_VERSION);
-        if (sqlite3_exec(st->w, sql, NULL, NULL, NULL) == SQLITE_OK)
+        if (probe_space(st) == 0 && sqlite3_exec(st->w, sql, NULL, NULL, NULL) == SQLITE_OK)
             rematd__store_write_ok(st);
         pthread_mutex_unlock(&st->wmu);
         return;

@@ -113,7 +113,9 @@ static void defaults(struct rematd_config *c)
     c->max_queued_jobs = 10000;
     c->max_idempotency_keys = 1000000;
     c->solve_timeout_ms = 10000;
-    c->solve_memory_bytes = (size_t)512 << 20;
+    /* One min-time table at its largest (512 MiB) and the rest, inside the
+     * 1 GiB that deploy/k8s gives rematd. */
+    c->solve_memory_bytes = (size_t)640 << 20;
     c->drain_seconds = 10;
     c->wal_limit_bytes = (size_t)64 << 20;
     snprintf(c->sync, sizeof c->sync, "full");

@@ -199,7 +199,7 @@ int main(int argc, char **argv)
         long n = sysconf(_SC_NPROCESSORS_ONLN);
         plan_threads = n < 1 ? 1 : n > 64 ? 64 : (unsigned)n;
     }
-    srv.pool = rematd_pool_start(plan_threads);
+    srv.pool = rematd_pool_start(plan_threads, cfg->max_queued_plans);
     if (!srv.pool) {
         rematd_log("error", "cannot start the planning threads", NULL);
         rematd_store_close(srv.store);

@@ -145,6 +145,8 @@ struct rematd_server {
     atomic_long suspended;
     atomic_long fresh;
     atomic_long plans_by_algorithm[REMAT_ALG_COUNT + 1];
+    /* Solver memory reserved by the solves running now (plan_common.c). */
+    atomic_llong solve_memory;
     const char *openapi;
     size_t openapi_len;
 };
@@ -223,8 +225,10 @@ void rematd_req_resume(struct rematd_request *r);
 /* Suspends r and runs job(r) on a planning thread (pool.c).  Until r is
  * resumed, rematd_req_* answers only record the response; it is queued when the
  * connection resumes (before resumed() would be called, which then is not).
- * job must end by calling rematd_req_resume or by handing r to what will. */
-void rematd_req_defer(struct rematd_request *r, void (*job)(struct rematd_request *r));
+ * job must end by calling rematd_req_resume or by handing r to what will.
+ * Returns 0, or -1 after answering 503 queue-full (with Retry-After) when
+ * --max-queued-plans requests wait already (nothing suspended then). */
+int rematd_req_defer(struct rematd_request *r, void (*job)(struct rematd_request *r));
 
 const char *rematd_req_header_in(struct rematd_request *r, const char *name);
 const char *rematd_req_query(struct rematd_request *r, const char *name);
@@ -299,7 +303,10 @@ extern const size_t rematd_openapi_yaml_len;
  * Planning threads (pool.c): one FIFO queue, n threads.
  */
 struct rematd_pool;
-struct rematd_pool *rematd_pool_start(unsigned n_threads);
+struct rematd_pool *rematd_pool_start(unsigned n_threads, unsigned max_queued);
+/* Whether max_queued requests wait already (a soft bound: each polling
+ * thread may add one past it between this check and its submit). */
+int rematd_pool_full(struct rematd_pool *p);
 void rematd_pool_submit(struct rematd_pool *p, struct rematd_request *r);
 /* Runs what is queued, then joins the threads. */
 void rematd_pool_stop(struct rematd_pool *p);

@@ -111,12 +111,7 @@ static int make_plan(struct rematd_request *r, struct rematd_plan_write *w, stru
                      const struct remat_options *opts, json_t *options)
 {
     struct remat_plan plan;
-    memset(&plan, 0, sizeof plan);
-    struct remat_error err = {0};
-    int rc = remat_solve(p, opts, &plan, &err);
-    if (rc != REMAT_OK) {
-        rematd_answer_remat_error(r, rc, &err, &plan);
-        remat_plan_clear(&plan);
+    if (rematd_plan_solve(r, p, opts, &plan) < 0) {
         remat_profile_free(p);
         json_decref(options);
         return -1;
@@ -470,8 +465,7 @@ static enum rematd_handled plan(struct rematd_request *r, int on_pool)
         *keep = pr;
         r->route_state = keep;
         r->route_state_free = prepared_free;
-        rematd_req_defer(r, solve_job);
-        return REMATD_SUSPENDED;
+        return rematd_req_defer(r, solve_job) < 0 ? REMATD_HANDLED : REMATD_SUSPENDED;
     }
     return solve(r, &pr);
 }
@@ -484,8 +478,7 @@ static void plan_job(struct rematd_request *r)
 static enum rematd_handled create(struct rematd_request *r)
 {
     if (r->body_len > INLINE_BODY) {
-        rematd_req_defer(r, plan_job);
-        return REMATD_SUSPENDED;
+        return rematd_req_defer(r, plan_job) < 0 ? REMATD_HANDLED : REMATD_SUSPENDED;
     }
     return plan(r, 0);
 }

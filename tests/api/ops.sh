@@ -133,4 +133,29 @@ kill -0 "$holder" 2>/dev/null && fail "the orphan $holder still runs beside the 
 stop_rematd
 wait "$orphan" 2>/dev/null
 
+# ---- the real worker exits when its parent pipe closes ----
+# (PR_SET_PDEATHSIG covers rematd's death too; the pipe is the second
+# line, and the one that does not depend on which thread forked.)
+W=$top_builddir/worker/remat-worker
+if [ -x "$W" ]; then
+    mkfifo "$T/parent"
+    REMAT_PARENT_FD=3 "$W" --server http://127.0.0.1:9 --device cpu 3<"$T/parent" \
+        2>"$T/worker.log" &
+    wp=$!
+    exec 4>"$T/parent"
+    sleep 2
+    kill -0 "$wp" 2>/dev/null && ok || fail "the worker did not run: $(cat "$T/worker.log")"
+    exec 4>&-
+    i=0
+    while kill -0 "$wp" 2>/dev/null && [ $i -lt 50 ]; do sleep 0.1; i=$((i + 1)); done
+    if kill -0 "$wp" 2>/dev/null; then
+        fail "the worker outlived its parent pipe"
+        kill -9 "$wp"
+    else
+        ok
+        grep -q "parent pipe closed" "$T/worker.log" && ok || fail "worker: $(cat "$T/worker.log")"
+    fi
+    wait "$wp" 2>/dev/null
+fi
+
 finish

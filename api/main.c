@@ -30,6 +30,7 @@
 #include <stdarg.h>
 #include <fcntl.h>
 #include <netdb.h>
+#include <arpa/inet.h>
 #include <netinet/in.h>
 #include <poll.h>
 #include <signal.h>
@@ -229,17 +230,46 @@ int main(int argc, char **argv)
         char tmp[1100];
         snprintf(tmp, sizeof tmp, "%s.tmp", cfg->port_file);
         FILE *f = fopen(tmp, "w");
+        int ok = f != NULL;
         if (f) {
-            fprintf(f, "%u\n", port);
-            fclose(f);
-            rename(tmp, cfg->port_file);
+            ok = fprintf(f, "%u\n", port) > 0;
+            ok = fclose(f) == 0 && ok;
+            ok = ok && rename(tmp, cfg->port_file) == 0;
+        }
+        if (!ok) {
+            /* Whoever waits for the file (a test, an init script) would
+             * wait forever: said, and not started. */
+            rematd_log(
+                "error", "cannot write the port file",
+                json_pack("{s:s, s:s}", "port_file", cfg->port_file, "detail", strerror(errno)));
+            MHD_stop_daemon(srv.daemon);
+            rematd_pool_stop(srv.pool);
+            rematd_store_close(srv.store);
+            return 1;
         }
     }
     rematd_log("info", "listening",
                json_pack("{s:s, s:i, s:s, s:i, s:i, s:s}", "listen", cfg->listen, "port", (int)port,
                          "data_dir", cfg->data_dir, "threads", (int)cfg->threads, "plan_threads",
                          (int)plan_threads, "version", PACKAGE_VERSION));
-    struct rematd_supervisor *sv = rematd_supervisor_start(cfg, port);
+    /* Where local workers reach rematd: the address it listens on, or the
+     * loopback of its family for a wildcard.  Always 127.0.0.1 reached
+     * nothing when rematd listened on [::1] or on one outside address. */
+    char server[80], host[INET6_ADDRSTRLEN] = "127.0.0.1";
+    if (addr.ss_family == AF_INET6) {
+        const struct sockaddr_in6 *a6 = (const struct sockaddr_in6 *)&addr;
+        if (IN6_IS_ADDR_UNSPECIFIED(&a6->sin6_addr))
+            snprintf(host, sizeof host, "::1");
+        else
+            inet_ntop(AF_INET6, &a6->sin6_addr, host, sizeof host);
+        snprintf(server, sizeof server, "http://[%s]:%u", host, port);
+    } else {
+        const struct sockaddr_in *a4 = (const struct sockaddr_in *)&addr;
+        if (a4->sin_addr.s_addr != htonl(INADDR_ANY))
+            inet_ntop(AF_INET, &a4->sin_addr, host, sizeof host);
+        snprintf(server, sizeof server, "http://%s:%u", host, port);
+    }
+    struct rematd_supervisor *sv = rematd_supervisor_start(cfg, server);
 
     int sig = 0;
     while (!sig) {

@@ -285,7 +285,10 @@ struct rematd_supervisor;
  * default path, or the build tree's when that is not installed; a path
  * given is taken as given).  0, or -1 after logging why. */
 int rematd_supervisor_check(struct rematd_config *cfg);
-struct rematd_supervisor *rematd_supervisor_start(const struct rematd_config *cfg, unsigned port);
+/* server: the URL the workers reach this rematd at (main.c makes it from
+ * the bound address). */
+struct rematd_supervisor *rematd_supervisor_start(const struct rematd_config *cfg,
+                                                  const char *server);
 void rematd_supervisor_tick(struct rematd_supervisor *sv);
 /* SIGTERM to every worker, none restarted after. */
 void rematd_supervisor_term(struct rematd_supervisor *sv);

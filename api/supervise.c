@@ -54,7 +54,7 @@ struct child {
 struct rematd_supervisor {
     struct child *kids;
     int n;
-    char server[64];
+    char server[80];
     char path[1024];
     char token[256];
     char slots[1100]; /* the slot lock directory */
@@ -232,7 +232,8 @@ static void spawn(struct rematd_supervisor *sv, struct child *c, int slot)
                          c->id, "path", sv->path));
 }
 
-struct rematd_supervisor *rematd_supervisor_start(const struct rematd_config *cfg, unsigned port)
+struct rematd_supervisor *rematd_supervisor_start(const struct rematd_config *cfg,
+                                                  const char *server)
 {
     int n = cfg->workers;
     int gpus = 0;
@@ -251,7 +252,7 @@ struct rematd_supervisor *rematd_supervisor_start(const struct rematd_config *cf
         return NULL;
     }
     sv->n = n;
-    snprintf(sv->server, sizeof sv->server, "http://127.0.0.1:%u", port);
+    snprintf(sv->server, sizeof sv->server, "%s", server);
     snprintf(sv->path, sizeof sv->path, "%s", cfg->worker_path);
     snprintf(sv->token, sizeof sv->token, "%s", cfg->worker_token);
     snprintf(sv->slots, sizeof sv->slots, "%s/workers", cfg->data_dir);

@@ -133,6 +133,32 @@ kill -0 "$holder" 2>/dev/null && fail "the orphan $holder still runs beside the 
 stop_rematd
 wait "$orphan" 2>/dev/null
 
+# ---- supervised workers reach rematd where it listens ----
+# (They were always sent to 127.0.0.1, where nothing listened when rematd
+# was on [::1] or on one outside address.)
+if grep -q '^00000000000000000000000000000001' /proc/net/if_inet6 2>/dev/null; then
+    : >"$FAKE_WORKER_LOG"
+    start_rematd --listen '[::1]:0' --workers 1 --worker-path "$T/remat-worker"
+    wait_for '^start' 1 && ok || fail "no worker on [::1]"
+    grep -q "^start .* http://\[::1\]:$PORT lease=204" "$FAKE_WORKER_LOG" && ok ||
+        fail "the worker of a rematd on [::1] did not reach it: $(cat "$FAKE_WORKER_LOG")"
+    stop_rematd
+fi
+
+# ---- a port file that cannot be written stops rematd ----
+"$REMATD" --listen 127.0.0.1:0 --data-dir "$T/d2" --port-file "$T/no/such/dir/port" \
+    2>"$T/pf.log" &
+p=$!
+i=0
+while kill -0 "$p" 2>/dev/null && [ $i -lt 100 ]; do sleep 0.05; i=$((i + 1)); done
+if kill -0 "$p" 2>/dev/null; then
+    fail "rematd runs without writing its port file"
+    kill -9 "$p"
+else
+    wait "$p" && fail "exit 0 without the port file" || ok
+    grep -q '"msg":"cannot write the port file"' "$T/pf.log" && ok || fail "$(cat "$T/pf.log")"
+fi
+
 # ---- the real worker exits when its parent pipe closes ----
 # (PR_SET_PDEATHSIG covers rematd's death too; the pipe is the second
 # line, and the one that does not depend on which thread forked.)

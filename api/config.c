@@ -3,12 +3,15 @@
  * Tokens come only from the environment so they never show in `ps`. */
 #include "config.h"
 
+#include <arpa/inet.h>
 #include <errno.h>
 #include <getopt.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
+#include <unistd.h>
 
 #include "rematd.h"
 
@@ -51,7 +54,9 @@ static const struct opt opts[] = {
     {"threads", "REMAT_THREADS", O_UINT, OFF(threads), 0, 1, 256, "HTTP polling threads"},
     {"plan-threads", "REMAT_PLAN_THREADS", O_UINT, OFF(plan_threads), 0, 0, 256,
      "planning threads (POST /v1/plans with a large body or a slow solver); 0: one per core"},
-    {"lease-seconds", "REMAT_LEASE_SECONDS", O_UINT, OFF(lease_seconds), 0, 1, 86400,
+    /* At least 2: a worker renews every third of the lease but at most
+     * once a second, so a lease of 1 s lapses between two renewals. */
+    {"lease-seconds", "REMAT_LEASE_SECONDS", O_UINT, OFF(lease_seconds), 0, 2, 86400,
      "job lease length"},
     {"max-attempts", "REMAT_MAX_ATTEMPTS", O_UINT, OFF(max_attempts), 0, 1, 1000,
      "attempts before a job is failed"},
@@ -66,6 +71,22 @@ static const struct opt opts[] = {
      "rematd, not of the machine)"},
     {"port-file", "REMAT_PORT_FILE", O_STR, OFF(port_file), SZ(port_file), 0, 0,
      "write the bound port to this file once listening"},
+    {"max-queued-plans", "REMAT_MAX_QUEUED_PLANS", O_UINT, OFF(max_queued_plans), 0, 1, 1000000,
+     "plans waiting for a planning thread; past it POST /v1/plans is 503 with Retry-After"},
+    {"max-queued-jobs", "REMAT_MAX_QUEUED_JOBS", O_UINT, OFF(max_queued_jobs), 0, 1, 10000000,
+     "jobs queued for workers; past it POST /v1/profiles and /v1/validations are 503"},
+    {"max-idempotency-keys", "REMAT_MAX_IDEMPOTENCY_KEYS", O_UINT, OFF(max_idempotency_keys), 0, 1,
+     100000000, "Idempotency-Key records kept; past it a request with a new key is 503"},
+    {"solve-timeout-ms", "REMAT_SOLVE_TIMEOUT_MS", O_UINT, OFF(solve_timeout_ms), 0, 1, 3600000,
+     "the longest one solve may run; past it POST /v1/plans is 422 solve-deadline"},
+    {"solve-memory-bytes", "REMAT_SOLVE_MEMORY_BYTES", O_SIZE, OFF(solve_memory_bytes), 0, 1u << 20,
+     (1ULL << 40),
+     "solver memory (estimated before solving) all running solves may hold together; one "
+     "request over it is 422, one that must wait for others is 503"},
+    {"wal-limit-bytes", "REMAT_WAL_LIMIT_BYTES", O_SIZE, OFF(wal_limit_bytes), 0, 1u << 20,
+     (1ULL << 40), "size the SQLite WAL file is cut back to after a burst of writes"},
+    {"drain-seconds", "REMAT_DRAIN_SECONDS", O_UINT, OFF(drain_seconds), 0, 1, 3600,
+     "on SIGTERM, how long requests in flight get to finish before they are cut off"},
 };
 #define N_OPTS (sizeof opts / sizeof opts[0])
 
@@ -94,6 +115,15 @@ static void defaults(struct rematd_config *c)
     c->max_attempts = 3;
     c->idempotency_ttl = 86400;
     c->workers = 0;
+    c->max_queued_plans = 1024;
+    c->max_queued_jobs = 10000;
+    c->max_idempotency_keys = 1000000;
+    c->solve_timeout_ms = 10000;
+    /* One min-time table at its largest (512 MiB) and the rest, inside the
+     * 1 GiB that deploy/k8s gives rematd. */
+    c->solve_memory_bytes = (size_t)640 << 20;
+    c->drain_seconds = 10;
+    c->wal_limit_bytes = (size_t)64 << 20;
     snprintf(c->sync, sizeof c->sync, "full");
     snprintf(c->worker_path, sizeof c->worker_path, "%s/remat-worker", REMATD_BINDIR);
 }
@@ -107,6 +137,8 @@ static int set_value(struct rematd_config *c, const struct opt *o, const char *v
             return -1;
         }
         memcpy(base, v, strlen(v) + 1);
+        if (o->offset == OFF(worker_path))
+            c->worker_path_set = 1;
         return 0;
     }
     if (o->kind == O_WORKERS && strcmp(v, "auto") == 0) {
@@ -127,6 +159,118 @@ static int set_value(struct rematd_config *c, const struct opt *o, const char *v
         *(unsigned *)base = (unsigned)x;
     else
         *(int *)base = (int)x;
+    return 0;
+}
+
+static int load_token(char *dst, size_t cap, const char *env)
+{
+    const char *t = getenv(env);
+    if (!t)
+        return 0;
+    size_t n = strlen(t);
+    if (n >= cap) {
+        fprintf(stderr, "rematd: %s: longer than %zu bytes\n", env, cap - 1);
+        return -1;
+    }
+    for (size_t i = 0; i < n; i++)
+        if ((unsigned char)t[i] <= ' ' || (unsigned char)t[i] >= 0x7f) {
+            /* RFC 6750's b64token: a client could never send it. */
+            fprintf(stderr, "rematd: %s: only visible ASCII characters are allowed\n", env);
+            return -1;
+        }
+    memcpy(dst, t, n + 1);
+    return 0;
+}
+
+/* host:port, [v6]:port or :port, the port a decimal in 0..65535.
+ * getaddrinfo alone takes a port of 99999 (as 34463) and an IPv4 address
+ * of fewer than four parts ("1.2.3" as 1.2.0.3): rematd would listen
+ * somewhere other than where it was told. */
+static int check_listen(const char *spec)
+{
+    char host[128];
+    const char *port;
+    int bad = 0;
+    if (spec[0] == '[') {
+        const char *e = strchr(spec, ']');
+        struct in6_addr a6;
+        if (!e || e[1] != ':' || (size_t)(e - spec - 1) >= sizeof host) {
+            bad = 1;
+        } else {
+            snprintf(host, sizeof host, "%.*s", (int)(e - spec - 1), spec + 1);
+            bad = inet_pton(AF_INET6, host, &a6) != 1;
+        }
+        port = e ? e + 2 : "";
+    } else {
+        const char *colon = strrchr(spec, ':');
+        if (!colon || (size_t)(colon - spec) >= sizeof host) {
+            bad = 1;
+            port = "";
+        } else {
+            snprintf(host, sizeof host, "%.*s", (int)(colon - spec), spec);
+            port = colon + 1;
+            /* A bare IPv6 address needs its brackets; a host made of digits
+             * and dots must be a whole dotted quad; names are resolved. */
+            int digits_dots = host[0] != '\0';
+            for (const char *p = host; *p; p++) {
+                if (*p == ':')
+                    bad = 1;
+                if (!((*p >= '0' && *p <= '9') || *p == '.'))
+                    digits_dots = 0;
+            }
+            struct in_addr a4;
+            if (digits_dots && inet_pton(AF_INET, host, &a4) != 1)
+                bad = 1;
+        }
+    }
+    char *end;
+    errno = 0;
+    unsigned long p = strtoul(port, &end, 10);
+    if (bad || !*port || *end || errno || p > 65535 || port[0] < '0' || port[0] > '9') {
+        fprintf(stderr,
+                "rematd: --listen %s: want host:port or [v6]:port, an IPv4 address in four "
+                "parts, a port in 0..65535\n",
+                spec);
+        return -1;
+    }
+    return 0;
+}
+
+/* Settings each in range that do not work together. */
+static int check_combined(struct rematd_config *c)
+{
+    /* libmicrohttpd divides the connection limit among the polling
+     * threads: fewer connections than threads leaves a thread none. */
+    if (c->max_connections < c->threads) {
+        fprintf(stderr, "rematd: --max-connections %u is below --threads %u\n", c->max_connections,
+                c->threads);
+        return -1;
+    }
+    /* Each connection is a descriptor; past the limit accept(2) fails and
+     * clients wait on the backlog with nothing logged.  The soft limit is
+     * raised as far as the hard one allows. */
+    struct rlimit rl;
+    rlim_t need = (rlim_t)c->max_connections + 64 + 2 * (rlim_t)(c->workers > 0 ? c->workers : 1);
+    if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY && rl.rlim_cur < need) {
+        if (rl.rlim_max == RLIM_INFINITY || rl.rlim_max >= need)
+            rl.rlim_cur = need;
+        else
+            rl.rlim_cur = rl.rlim_max;
+        setrlimit(RLIMIT_NOFILE, &rl);
+        if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < need) {
+            fprintf(stderr,
+                    "rematd: --max-connections %u needs %llu descriptors, the limit is %llu "
+                    "(ulimit -n)\n",
+                    c->max_connections, (unsigned long long)need, (unsigned long long)rl.rlim_cur);
+            return -1;
+        }
+    }
+    if (c->worker_path_set && c->workers != 0 && access(c->worker_path, X_OK) != 0) {
+        /* Not replaced by another worker program, and not restarted in a
+         * loop: said once, at start. */
+        fprintf(stderr, "rematd: --worker-path %s: %s\n", c->worker_path, strerror(errno));
+        return -1;
+    }
     return 0;
 }
 
@@ -159,12 +303,11 @@ int rematd_config_load(struct rematd_config *c, int argc, char **argv)
         if (v && *v && set_value(c, &opts[i], v, opts[i].env) < 0)
             return -1;
     }
-    const char *t = getenv("REMAT_TOKEN");
-    if (t && strlen(t) < sizeof c->token)
-        snprintf(c->token, sizeof c->token, "%s", t);
-    t = getenv("REMAT_WORKER_TOKEN");
-    if (t && strlen(t) < sizeof c->worker_token)
-        snprintf(c->worker_token, sizeof c->worker_token, "%s", t);
+    /* A token too long to keep is an error, not no token: dropping it
+     * would open every route the operator meant to close. */
+    if (load_token(c->token, sizeof c->token, "REMAT_TOKEN") < 0 ||
+        load_token(c->worker_token, sizeof c->worker_token, "REMAT_WORKER_TOKEN") < 0)
+        return -1;
 
     struct option lo[N_OPTS + 4];
     for (size_t i = 0; i < N_OPTS; i++)
@@ -198,6 +341,8 @@ int rematd_config_load(struct rematd_config *c, int argc, char **argv)
         fprintf(stderr, "rematd: --sync: want full or normal, got '%s'\n", c->sync);
         return -1;
     }
+    if (check_listen(c->listen) < 0 || check_combined(c) < 0)
+        return -1;
     if (optind < argc) {
         fprintf(stderr, "rematd: unexpected argument '%s'\n", argv[optind]);
         return -1;

@@ -76,6 +76,11 @@ static const struct {
     {"model-in-use", "Model in use"},
     {"model-deleted", "Model deleted"},
     {"unavailable", "Service unavailable"},
+    {"queue-full", "Queue full"},
+    {"solve-deadline", "Solve deadline passed"},
+    {"solve-memory", "Solve needs too much memory"},
+    {"shutting-down", "Shutting down"},
+    {"canceled", "Canceled"},
     {"internal", "Internal error"},
 };
 
@@ -234,12 +239,19 @@ void rematd_req_suspend(struct rematd_request *r)
     MHD_suspend_connection(r->conn);
 }
 
-void rematd_req_defer(struct rematd_request *r, void (*job)(struct rematd_request *r))
+int rematd_req_defer(struct rematd_request *r, void (*job)(struct rematd_request *r))
 {
+    if (rematd_pool_full(r->srv->pool)) {
+        rematd_req_header(r, "Retry-After", "1");
+        rematd_req_problem(r, 503, "queue-full", NULL,
+                           "too many plans wait for a planning thread (--max-queued-plans)");
+        return -1;
+    }
     r->pool_job = job;
     r->deferred = 1;
     rematd_req_suspend(r);
     rematd_pool_submit(r->srv->pool, r);
+    return 0;
 }
 
 void rematd_req_resume(struct rematd_request *r)

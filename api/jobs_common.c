@@ -108,13 +108,20 @@ void rematd_queue_job_keyed(struct rematd_request *r, const char *kind, json_t *
         return;
     }
     free(answer);
-    if (rc == REMATD_STORE_NOT_FOUND)
+    if (rc == REMATD_STORE_NOT_FOUND) {
         rematd_req_problem(r, 409, "model-deleted", NULL, "model %s was deleted; upload it again",
                            json_string_value(mid));
-    else if (rc == REMATD_STORE_CONFLICT)
+    } else if (rc == REMATD_STORE_CONFLICT) {
         rematd_req_replay(r, &existing); /* recorded meanwhile by another request */
-    else
+    } else if (rc == REMATD_STORE_FULL) {
+        rematd_req_header(r, "Retry-After", "30");
+        rematd_req_problem(r, 503, "queue-full", NULL, "%s; try again later",
+                           r->idem_key ? "the job queue or the Idempotency-Key records are full"
+                                       : "the job queue is full (--max-queued-jobs)");
+    } else {
+        rematd_req_header(r, "Retry-After", "5");
         rematd_req_problem(r, 503, "unavailable", NULL, "the job could not be stored");
+    }
     json_decref(spec);
 }
 

@@ -3,11 +3,18 @@
  *
  * Threads: MHD's pool of polling threads (epoll) run the handlers; the
  * store's writer thread commits plans in groups; this main thread waits on a
- * self-pipe for SIGTERM/SIGINT and ticks the worker supervisor.
+ * self-pipe for signals and ticks the worker supervisor.
+ *
+ * Signals (docs/api.md, "Signals"): SIGTERM and SIGINT shut down; SIGHUP is
+ * logged and otherwise ignored (the configuration is read at start only and
+ * the log is stderr, which needs no reopening); SIGUSR1 logs one status line
+ * (requests in flight, plans waiting, jobs by status); SIGUSR2 is logged and
+ * ignored.  None of them kills rematd unannounced.
  *
  * Shutdown (SIGTERM or SIGINT): /readyz turns 503, MHD_quiesce_daemon stops
- * accepting, local workers get SIGTERM, in-flight requests finish (bounded
- * wait), then every access call is refused and the daemon stops, the writer
+ * accepting, local workers get SIGTERM, in-flight requests finish within
+ * --drain-seconds, then every access call is refused, a solve still running
+ * is cancelled (its request answered 503), the daemon stops, the writer
  * flushes and the store checkpoints.  Exit status 0.
  *
  * MHD_stop_daemon aborts the process when a connection is still suspended,
@@ -23,6 +30,8 @@
 #include <stdarg.h>
 #include <fcntl.h>
 #include <netdb.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdio.h>
@@ -59,6 +68,64 @@ static void mhd_log(void *cls, const char *fmt, va_list ap)
 }
 
 /* host:port or [v6]:port into a sockaddr. */
+/* Whether a bound address is loopback only (127.0.0.0/8, ::1, or an
+ * IPv4-mapped 127.x). */
+static int is_loopback(const struct sockaddr_storage *ss)
+{
+    if (ss->ss_family == AF_INET) {
+        const struct sockaddr_in *a = (const struct sockaddr_in *)ss;
+        return (ntohl(a->sin_addr.s_addr) >> 24) == 127;
+    }
+    if (ss->ss_family == AF_INET6) {
+        const struct sockaddr_in6 *a = (const struct sockaddr_in6 *)ss;
+        if (IN6_IS_ADDR_LOOPBACK(&a->sin6_addr))
+            return 1;
+        return IN6_IS_ADDR_V4MAPPED(&a->sin6_addr) && a->sin6_addr.s6_addr[12] == 127;
+    }
+    return 0;
+}
+
+/* Workers are authenticated whenever rematd listens beyond loopback:
+ * with REMAT_WORKER_TOKEN, or, when it has supervised workers and no such
+ * token, with one made now and given to them only (remote workers then
+ * cannot lease: they need REMAT_WORKER_TOKEN).  Without either rematd does
+ * not start.  On loopback, supervised workers get a token of their own
+ * when REMAT_TOKEN is set, so that they never hold the clients' token.
+ * Returns 0, or -1 after saying why. */
+static int worker_auth(struct rematd_config *cfg, int loopback)
+{
+    if (cfg->worker_token[0])
+        return 0;
+    if (cfg->workers != 0 && (!loopback || cfg->token[0])) {
+        rematd_new_id(cfg->worker_token);
+        cfg->worker_token_generated = 1;
+        rematd_log("info", "worker token generated for the supervised workers",
+                   json_pack("{s:s}", "detail",
+                             "set REMAT_WORKER_TOKEN to let workers on other machines lease"));
+        return 0;
+    }
+    if (!loopback) {
+        fprintf(stderr,
+                "rematd: --listen %s is beyond loopback: set REMAT_WORKER_TOKEN (the worker "
+                "routes would be open to anyone), or run supervised workers (--workers)\n",
+                cfg->listen);
+        return -1;
+    }
+    return 0;
+}
+
+static void status_line(struct rematd_server *srv)
+{
+    struct rematd_job_counts jc;
+    rematd_store_count_jobs(srv->store, &jc);
+    rematd_log("info", "status",
+               json_pack("{s:I, s:I, s:I, s:I, s:i}", "in_flight",
+                         (json_int_t)atomic_load(&srv->in_flight), "plans_waiting",
+                         (json_int_t)rematd_pool_queued(srv->pool), "jobs_queued",
+                         (json_int_t)jc.queued, "jobs_running", (json_int_t)jc.running, "ready",
+                         rematd_store_ready(srv->store) == REMATD_STORE_OK));
+}
+
 static int parse_listen(const char *spec, struct sockaddr_storage *ss, socklen_t *len, int *v6)
 {
     char host[128], port[16];
@@ -104,6 +171,8 @@ int main(int argc, char **argv)
         fprintf(stderr, "rematd: --listen %s: want host:port\n", cfg->listen);
         return 2;
     }
+    if (worker_auth(cfg, is_loopback(&addr)) < 0 || rematd_supervisor_check(cfg) < 0)
+        return 2;
     if (pipe(sig_pipe) < 0) {
         perror("rematd: pipe");
         return 1;
@@ -116,6 +185,9 @@ int main(int argc, char **argv)
     sigemptyset(&sa.sa_mask);
     sigaction(SIGTERM, &sa, NULL);
     sigaction(SIGINT, &sa, NULL);
+    sigaction(SIGHUP, &sa, NULL);
+    sigaction(SIGUSR1, &sa, NULL);
+    sigaction(SIGUSR2, &sa, NULL);
     signal(SIGPIPE, SIG_IGN);
 
     char err[1200];
@@ -133,7 +205,7 @@ int main(int argc, char **argv)
         long n = sysconf(_SC_NPROCESSORS_ONLN);
         plan_threads = n < 1 ? 1 : n > 64 ? 64 : (unsigned)n;
     }
-    srv.pool = rematd_pool_start(plan_threads);
+    srv.pool = rematd_pool_start(plan_threads, cfg->max_queued_plans);
     if (!srv.pool) {
         rematd_log("error", "cannot start the planning threads", NULL);
         rematd_store_close(srv.store);
@@ -163,17 +235,46 @@ int main(int argc, char **argv)
         char tmp[1100];
         snprintf(tmp, sizeof tmp, "%s.tmp", cfg->port_file);
         FILE *f = fopen(tmp, "w");
+        int ok = f != NULL;
         if (f) {
-            fprintf(f, "%u\n", port);
-            fclose(f);
-            rename(tmp, cfg->port_file);
+            ok = fprintf(f, "%u\n", port) > 0;
+            ok = fclose(f) == 0 && ok;
+            ok = ok && rename(tmp, cfg->port_file) == 0;
+        }
+        if (!ok) {
+            /* Whoever waits for the file (a test, an init script) would
+             * wait forever: said, and not started. */
+            rematd_log(
+                "error", "cannot write the port file",
+                json_pack("{s:s, s:s}", "port_file", cfg->port_file, "detail", strerror(errno)));
+            MHD_stop_daemon(srv.daemon);
+            rematd_pool_stop(srv.pool);
+            rematd_store_close(srv.store);
+            return 1;
         }
     }
     rematd_log("info", "listening",
                json_pack("{s:s, s:i, s:s, s:i, s:i, s:s}", "listen", cfg->listen, "port", (int)port,
                          "data_dir", cfg->data_dir, "threads", (int)cfg->threads, "plan_threads",
                          (int)plan_threads, "version", PACKAGE_VERSION));
-    struct rematd_supervisor *sv = rematd_supervisor_start(cfg, port);
+    /* Where local workers reach rematd: the address it listens on, or the
+     * loopback of its family for a wildcard.  Always 127.0.0.1 reached
+     * nothing when rematd listened on [::1] or on one outside address. */
+    char server[80], host[INET6_ADDRSTRLEN] = "127.0.0.1";
+    if (addr.ss_family == AF_INET6) {
+        const struct sockaddr_in6 *a6 = (const struct sockaddr_in6 *)&addr;
+        if (IN6_IS_ADDR_UNSPECIFIED(&a6->sin6_addr))
+            snprintf(host, sizeof host, "::1");
+        else
+            inet_ntop(AF_INET6, &a6->sin6_addr, host, sizeof host);
+        snprintf(server, sizeof server, "http://[%s]:%u", host, port);
+    } else {
+        const struct sockaddr_in *a4 = (const struct sockaddr_in *)&addr;
+        if (a4->sin_addr.s_addr != htonl(INADDR_ANY))
+            inet_ntop(AF_INET, &a4->sin_addr, host, sizeof host);
+        snprintf(server, sizeof server, "http://%s:%u", host, port);
+    }
+    struct rematd_supervisor *sv = rematd_supervisor_start(cfg, server);
 
     int sig = 0;
     while (!sig) {
@@ -181,8 +282,16 @@ int main(int argc, char **argv)
         int n = poll(&pfd, 1, sv ? 200 : 1000);
         if (n > 0) {
             unsigned char b;
-            if (read(sig_pipe[0], &b, 1) == 1)
-                sig = b;
+            if (read(sig_pipe[0], &b, 1) == 1) {
+                if (b == SIGTERM || b == SIGINT)
+                    sig = b;
+                else if (b == SIGUSR1)
+                    status_line(&srv);
+                else
+                    rematd_log("info", "signal ignored",
+                               json_pack("{s:i, s:s}", "signal", (int)b, "name",
+                                         b == SIGHUP ? "SIGHUP" : "SIGUSR2"));
+            }
         }
         rematd_supervisor_tick(sv);
     }
@@ -192,19 +301,22 @@ int main(int argc, char **argv)
     MHD_socket lfd = MHD_quiesce_daemon(srv.daemon);
     if (lfd != MHD_INVALID_SOCKET)
         close(lfd);
-    rematd_supervisor_stop(sv, 5.0);
+    /* The workers get SIGTERM now and the drain time to release their jobs
+     * (SIGKILL after), so that the whole shutdown stays within
+     * --drain-seconds. */
+    rematd_supervisor_term(sv);
     /* Every request that has begun gets its answer (bounded: a client that
      * trickles its body is cut off), and so does every accepted connection
      * whose request arrives within a second (one that stays silent longer
      * is an idle pre-connection, not a request in flight).  fresh is read
      * before in_flight: a request begins by counting itself in flight, then
      * leaving fresh. */
-    double now = rematd_mono(), end = now + 10.0, fresh_end = now + 1.0;
+    double now = rematd_mono(), end = now + cfg->drain_seconds, fresh_end = now + 1.0;
     struct timespec tick = {0, 2 * 1000 * 1000};
     for (;;) {
         now = rematd_mono();
         int waiting = atomic_load(&srv.fresh) > 0 && now < fresh_end;
-        if (!waiting && atomic_load(&srv.in_flight) == 0)
+        if (!waiting && atomic_load(&srv.in_flight) == 0 && rematd_supervisor_alive(sv) == 0)
             break;
         if (now >= end)
             break;
@@ -216,11 +328,19 @@ int main(int argc, char **argv)
      * for the writer to resume every suspended one: it is still running and
      * does so once the plan is committed. */
     atomic_store(&srv.closing, 1);
+    rematd_supervisor_stop(sv, 0.2);
     while (atomic_load(&srv.in_access) > 0 || atomic_load(&srv.suspended) > 0)
         nanosleep(&tick, NULL);
     MHD_stop_daemon(srv.daemon);
     rematd_pool_stop(srv.pool);
+    /* A store that lost its directory or cannot write is not a clean
+     * stop: the exit status says so (a supervisor then looks). */
+    int store_ok = rematd_store_ready(srv.store) == REMATD_STORE_OK;
     rematd_store_close(srv.store);
+    if (!store_ok) {
+        rematd_log("error", "stopped with the store failing", NULL);
+        return 1;
+    }
     rematd_log("info", "stopped", NULL);
     return 0;
 }

@@ -3,9 +3,12 @@
  * text (plan_request.c reads the request itself). */
 #include "config.h"
 
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include <sys/socket.h>
 
 #include "plan_common.h"
 
@@ -34,6 +37,109 @@ void rematd_answer_remat_error(struct rematd_request *r, int rc, const struct re
         rematd_req_problem(r, 500, "internal", NULL, "%s",
                            err->message[0] ? err->message : remat_strerror(rc));
     }
+}
+
+/* What the cancel hook of one solve looks at. */
+struct solve_guard {
+    struct rematd_request *r;
+    double deadline;  /* rematd_mono() */
+    double next_peek; /* when to look at the client's socket next */
+    int why;          /* 0 go on, 1 deadline, 2 client gone, 3 shutdown */
+};
+
+static int client_gone(struct rematd_request *r)
+{
+    const union MHD_ConnectionInfo *ci =
+        MHD_get_connection_info(r->conn, MHD_CONNECTION_INFO_CONNECTION_FD);
+    if (!ci)
+        return 0;
+    /* A suspended connection is not polled by libmicrohttpd, so a client
+     * that hung up is only seen here: end of file (or a reset) when its
+     * side is closed; bytes (a pipelined request) or nothing yet when not. */
+    char c;
+    ssize_t n = recv(ci->connect_fd, &c, 1, MSG_PEEK | MSG_DONTWAIT);
+    return n == 0 || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR);
+}
+
+static int guard_cancel(void *arg)
+{
+    struct solve_guard *g = arg;
+    double now = rematd_mono();
+    if (now >= g->deadline)
+        g->why = 1;
+    else if (atomic_load(&g->r->srv->closing))
+        g->why = 3;
+    else if (now >= g->next_peek) {
+        g->next_peek = now + 0.02;
+        if (client_gone(g->r))
+            g->why = 2;
+    }
+    return g->why;
+}
+
+int rematd_plan_solve(struct rematd_request *r, const struct remat_profile *p,
+                      const struct remat_options *opts, struct remat_plan *plan)
+{
+    struct rematd_server *srv = r->srv;
+    struct remat_error err = {0};
+    memset(plan, 0, sizeof *plan);
+    int64_t need = 0;
+    int rc = remat_solve_memory_bound(p, opts, &need, &err);
+    if (rc != REMAT_OK) {
+        rematd_answer_remat_error(r, rc, &err, NULL);
+        return -1;
+    }
+    long long limit = (long long)srv->cfg.solve_memory_bytes;
+    if (need > limit) {
+        rematd_req_problem(r, 422, "solve-memory", NULL,
+                           "this solve may take %lld bytes, over the %lld this server gives all"
+                           " solves (--solve-memory-bytes); fewer stages or mem_slots fit",
+                           (long long)need, limit);
+        return -1;
+    }
+    long long cur = atomic_load(&srv->solve_memory);
+    do {
+        if (cur + need > limit) {
+            rematd_req_header(r, "Retry-After", "1");
+            rematd_req_problem(r, 503, "solve-memory", NULL,
+                               "this solve may take %lld bytes and running solves hold %lld of"
+                               " %lld (--solve-memory-bytes): try again shortly",
+                               (long long)need, cur, limit);
+            return -1;
+        }
+    } while (!atomic_compare_exchange_weak(&srv->solve_memory, &cur, cur + need));
+    struct solve_guard g = {r, rematd_mono() + srv->cfg.solve_timeout_ms / 1000.0, 0, 0};
+    struct remat_options o = *opts;
+    o.cancel = guard_cancel;
+    o.cancel_arg = &g;
+    double t0 = rematd_mono();
+    rc = remat_solve(p, &o, plan, &err);
+    atomic_fetch_sub(&srv->solve_memory, need);
+    if (rc == REMAT_ECANCELED) {
+        remat_plan_clear(plan);
+        double ms = (rematd_mono() - t0) * 1000;
+        if (g.why == 1) {
+            rematd_req_problem(r, 422, "solve-deadline", NULL,
+                               "the solve passed its deadline of %u ms (--solve-timeout-ms); "
+                               "fewer stages or mem_slots solve faster",
+                               srv->cfg.solve_timeout_ms);
+        } else if (g.why == 2) {
+            rematd_log("info", "solve canceled: the client went away",
+                       json_pack("{s:s, s:f}", "request_id", r->request_id, "solve_ms", ms));
+            rematd_req_problem(r, 503, "canceled", NULL, "the client went away");
+        } else {
+            rematd_req_header(r, "Retry-After", "1");
+            rematd_req_problem(r, 503, "shutting-down", NULL,
+                               "rematd is shutting down; the solve was stopped");
+        }
+        return -1;
+    }
+    if (rc != REMAT_OK) {
+        rematd_answer_remat_error(r, rc, &err, plan);
+        remat_plan_clear(plan);
+        return -1;
+    }
+    return 0;
 }
 
 struct remat_profile *rematd_profile_by_id(struct rematd_request *r, const char *id,

@@ -13,6 +13,16 @@ struct remat_profile *rematd_profile_by_id(struct rematd_request *r, const char 
                                            const char *pointer);
 void rematd_answer_remat_error(struct rematd_request *r, int rc, const struct remat_error *err,
                                const struct remat_plan *plan);
+/* remat_solve under the service's bounds: the solver's memory bound
+ * (remat_solve_memory_bound) is reserved from --solve-memory-bytes first
+ * (422 solve-memory when one request is over it, 503 solve-memory with
+ * Retry-After while others hold it), and the solve is canceled at
+ * --solve-timeout-ms (422 solve-deadline), when the client closes its
+ * connection, or when shutdown's drain time is over (503 shutting-down).
+ * Returns 0 with *plan filled, or -1 after answering the problem (any
+ * libremat error included). */
+int rematd_plan_solve(struct rematd_request *r, const struct remat_profile *p,
+                      const struct remat_options *opts, struct remat_plan *plan);
 
 /* A plan answer's text up to its closing brace: remat_plan_dumps's object,
  * then "profile_id" when the profile came from a profile job.  POST and

@@ -28,6 +28,7 @@ struct rematd_pool {
     struct rematd_request *head, *tail;
     atomic_long queued; /* for /metrics */
     int stopping;
+    unsigned max_queued;
     unsigned n_threads;
     pthread_t threads[];
 };
@@ -58,13 +59,14 @@ static void *pool_main(void *arg)
     return NULL;
 }
 
-struct rematd_pool *rematd_pool_start(unsigned n_threads)
+struct rematd_pool *rematd_pool_start(unsigned n_threads, unsigned max_queued)
 {
     if (n_threads == 0)
         n_threads = 1;
     struct rematd_pool *p = calloc(1, sizeof *p + n_threads * sizeof p->threads[0]);
     if (!p)
         return NULL;
+    p->max_queued = max_queued ? max_queued : 1024;
     pthread_mutex_init(&p->mu, NULL);
     pthread_cond_init(&p->cv, NULL);
     for (unsigned i = 0; i < n_threads; i++) {
@@ -91,6 +93,11 @@ void rematd_pool_submit(struct rematd_pool *p, struct rematd_request *r)
     atomic_fetch_add(&p->queued, 1);
     pthread_cond_signal(&p->cv);
     pthread_mutex_unlock(&p->mu);
+}
+
+int rematd_pool_full(struct rematd_pool *p)
+{
+    return atomic_load(&p->queued) >= (long)p->max_queued;
 }
 
 long rematd_pool_queued(struct rematd_pool *p)

@@ -45,6 +45,15 @@ struct rematd_config {
     char sync[8];                /* SQLite synchronous: "full" or "normal" */
     char token[256];             /* REMAT_TOKEN: clients' bearer token, "" = none */
     char worker_token[256];      /* REMAT_WORKER_TOKEN: workers' bearer token */
+    int worker_path_set;         /* --worker-path or REMAT_WORKER_PATH given */
+    unsigned max_queued_plans;   /* requests waiting for a planning thread */
+    unsigned max_queued_jobs;    /* jobs in status queued */
+    unsigned max_idempotency_keys;
+    unsigned solve_timeout_ms;  /* one solve's deadline */
+    size_t solve_memory_bytes;  /* solver memory all running solves share */
+    unsigned drain_seconds;     /* SIGTERM: time requests in flight get */
+    size_t wal_limit_bytes;     /* the WAL file is cut back to this */
+    int worker_token_generated; /* made at start for supervised workers (main.c) */
     int print_config;
 };
 
@@ -150,6 +159,8 @@ struct rematd_server {
     atomic_long suspended;
     atomic_long fresh;
     atomic_long plans_by_algorithm[REMAT_ALG_COUNT + 1];
+    /* Solver memory reserved by the solves running now (plan_common.c). */
+    atomic_llong solve_memory;
     const char *openapi;
     size_t openapi_len;
 };
@@ -230,8 +241,10 @@ void rematd_req_resume(struct rematd_request *r);
 /* Suspends r and runs job(r) on a planning thread (pool.c).  Until r is
  * resumed, rematd_req_* answers only record the response; it is queued when the
  * connection resumes (before resumed() would be called, which then is not).
- * job must end by calling rematd_req_resume or by handing r to what will. */
-void rematd_req_defer(struct rematd_request *r, void (*job)(struct rematd_request *r));
+ * job must end by calling rematd_req_resume or by handing r to what will.
+ * Returns 0, or -1 after answering 503 queue-full (with Retry-After) when
+ * --max-queued-plans requests wait already (nothing suspended then). */
+int rematd_req_defer(struct rematd_request *r, void (*job)(struct rematd_request *r));
 
 const char *rematd_req_header_in(struct rematd_request *r, const char *name);
 const char *rematd_req_query(struct rematd_request *r, const char *name);
@@ -286,8 +299,20 @@ char *rematd_svg_timeline(const char *title, const struct rematd_series *s, size
  */
 
 struct rematd_supervisor;
-struct rematd_supervisor *rematd_supervisor_start(const struct rematd_config *cfg, unsigned port);
+/* Before anything starts: with --workers, finds the worker program (the
+ * default path, or the build tree's when that is not installed; a path
+ * given is taken as given).  0, or -1 after logging why. */
+int rematd_supervisor_check(struct rematd_config *cfg);
+/* server: the URL the workers reach this rematd at (main.c makes it from
+ * the bound address). */
+struct rematd_supervisor *rematd_supervisor_start(const struct rematd_config *cfg,
+                                                  const char *server);
 void rematd_supervisor_tick(struct rematd_supervisor *sv);
+/* SIGTERM to every worker, none restarted after. */
+void rematd_supervisor_term(struct rematd_supervisor *sv);
+/* Workers still running (those that exited are reaped). */
+int rematd_supervisor_alive(struct rematd_supervisor *sv);
+/* SIGTERM, then SIGKILL to those left after grace_seconds; frees sv. */
 void rematd_supervisor_stop(struct rematd_supervisor *sv, double grace_seconds);
 int rematd_count_devices(void);
 
@@ -299,7 +324,10 @@ extern const size_t rematd_openapi_yaml_len;
  * Planning threads (pool.c): one FIFO queue, n threads.
  */
 struct rematd_pool;
-struct rematd_pool *rematd_pool_start(unsigned n_threads);
+struct rematd_pool *rematd_pool_start(unsigned n_threads, unsigned max_queued);
+/* Whether max_queued requests wait already (a soft bound: each polling
+ * thread may add one past it between this check and its submit). */
+int rematd_pool_full(struct rematd_pool *p);
 void rematd_pool_submit(struct rematd_pool *p, struct rematd_request *r);
 /* Runs what is queued, then joins the threads. */
 void rematd_pool_stop(struct rematd_pool *p);

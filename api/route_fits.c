@@ -290,8 +290,7 @@ static void fits_job(struct rematd_request *r)
 
 static enum rematd_handled create(struct rematd_request *r)
 {
-    rematd_req_defer(r, fits_job);
-    return REMATD_SUSPENDED;
+    return rematd_req_defer(r, fits_job) < 0 ? REMATD_HANDLED : REMATD_SUSPENDED;
 }
 
 const struct rematd_route rematd_route_fits = {.method = "POST",

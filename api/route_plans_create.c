@@ -51,12 +51,7 @@ static int make_plan(struct rematd_request *r, struct rematd_plan_write *w,
     req->profile = NULL;
     req->options = NULL;
     struct remat_plan plan;
-    memset(&plan, 0, sizeof plan);
-    struct remat_error err = {0};
-    int rc = remat_solve(p, &req->opts, &plan, &err);
-    if (rc != REMAT_OK) {
-        rematd_answer_remat_error(r, rc, &err, &plan);
-        remat_plan_clear(&plan);
+    if (rematd_plan_solve(r, p, &req->opts, &plan) < 0) {
         remat_profile_free(p);
         json_decref(options);
         return -1;
@@ -178,10 +173,8 @@ static enum rematd_handled plan(struct rematd_request *r, int on_pool)
         return submit(r, st, alg);
     if (rematd_plan_req_read(r, &st->req) < 0)
         return REMATD_HANDLED;
-    if (!on_pool && !cheap(&st->req)) {
-        rematd_req_defer(r, solve_job);
-        return REMATD_SUSPENDED;
-    }
+    if (!on_pool && !cheap(&st->req))
+        return rematd_req_defer(r, solve_job) < 0 ? REMATD_HANDLED : REMATD_SUSPENDED;
     return solve(r, st);
 }
 
@@ -192,10 +185,8 @@ static void plan_job(struct rematd_request *r)
 
 static enum rematd_handled create(struct rematd_request *r)
 {
-    if (rematx_dyn_len(&r->body) > INLINE_BODY) {
-        rematd_req_defer(r, plan_job);
-        return REMATD_SUSPENDED;
-    }
+    if (rematx_dyn_len(&r->body) > INLINE_BODY)
+        return rematd_req_defer(r, plan_job) < 0 ? REMATD_HANDLED : REMATD_SUSPENDED;
     return plan(r, 0);
 }
 
@@ -209,7 +200,15 @@ static void resumed(struct rematd_request *r)
         rematd_req_replay(r, &w->existing);
         return;
     }
+    if (w->result == REMATD_STORE_FULL) {
+        rematd_req_header(r, "Retry-After", "60");
+        rematd_req_problem(r, 503, "queue-full", NULL,
+                           "the Idempotency-Key records are full (--max-idempotency-keys); try"
+                           " again later");
+        return;
+    }
     if (w->result != REMATD_STORE_OK) {
+        rematd_req_header(r, "Retry-After", "5");
         rematd_req_problem(r, 503, "unavailable", NULL, "the plan could not be stored");
         return;
     }

@@ -10,14 +10,25 @@
  * for fewer fsyncs: a WAL commit then survives a crash of rematd (the OS
  * still holds the pages) but not of the machine.  Nothing is acknowledged
  * to a client before the transaction that holds it has committed.
+ *
+ * Faults fail loudly: one rematd per data directory (an flock on
+ * rematd.lock, the second refuses to start); PRAGMA quick_check at open
+ * (a damaged database is not served); a write that fails logs SQLite's own
+ * error and makes the store not ready until a write succeeds again; and a
+ * database whose path no longer names the file opened (the directory was
+ * removed) is lost: every write is refused, since what it wrote into the
+ * unlinked file would vanish at exit.
  */
 #include "config.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "store_sqlite.h"
 
@@ -64,6 +75,93 @@ static int mkdirs(const char *dir)
     return 0;
 }
 
+int rematd__store_check(struct rematd_store *st)
+{
+    if (atomic_load(&st->lost))
+        return -1;
+    struct stat sb;
+    if (stat(st->db_path, &sb) == 0 && (unsigned long long)sb.st_dev == st->db_dev &&
+        (unsigned long long)sb.st_ino == st->db_ino)
+        return 0;
+    if (!atomic_exchange(&st->lost, 1))
+        rematd_log("error", "data directory lost",
+                   json_pack("{s:s, s:s}", "path", st->db_path, "detail",
+                             "the database file was removed or replaced; every write is refused"
+                             " until rematd is restarted on a data directory"));
+    return -1;
+}
+
+void rematd__store_write_failed(struct rematd_store *st, const char *what)
+{
+    int ext = sqlite3_extended_errcode(st->w);
+    rematd_log(
+        "error", "store write failed",
+        json_pack("{s:s, s:s, s:i}", "op", what, "error", sqlite3_errmsg(st->w), "code", ext));
+    if (!sqlite3_get_autocommit(st->w))
+        sqlite3_exec(st->w, "ROLLBACK", NULL, NULL, NULL);
+    atomic_store(&st->failed, 1);
+}
+
+void rematd__store_write_ok(struct rematd_store *st)
+{
+    if (atomic_exchange(&st->failed, 0))
+        rematd_log("info", "store writable again", NULL);
+}
+
+/* One rematd per data directory: an exclusive flock on <dir>/rematd.lock,
+ * held while the store is open (the descriptor is close-on-exec, so a
+ * worker never inherits it). */
+static int lock_dir(struct rematd_store *st, const char *dir, char *errbuf, size_t errlen)
+{
+    char path[1100];
+    snprintf(path, sizeof path, "%s/rematd.lock", dir);
+    st->lock_fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+    if (st->lock_fd < 0) {
+        snprintf(errbuf, errlen, "cannot open %s: %s", path, strerror(errno));
+        return -1;
+    }
+    if (flock(st->lock_fd, LOCK_EX | LOCK_NB) < 0) {
+        char pid[32] = "";
+        ssize_t n = pread(st->lock_fd, pid, sizeof pid - 1, 0);
+        pid[n > 0 ? n : 0] = '\0';
+        pid[strcspn(pid, "\n")] = '\0';
+        snprintf(errbuf, errlen,
+                 "data directory %s is in use by another rematd (pid %s): one rematd per data"
+                 " directory",
+                 dir, pid[0] ? pid : "unknown");
+        return -1;
+    }
+    char txt[32];
+    int len = snprintf(txt, sizeof txt, "%ld\n", (long)getpid());
+    if (ftruncate(st->lock_fd, 0) < 0 || pwrite(st->lock_fd, txt, (size_t)len, 0) != len) {
+        snprintf(errbuf, errlen, "cannot write %s: %s", path, strerror(errno));
+        return -1;
+    }
+    return 0;
+}
+
+/* PRAGMA quick_check: a database damaged mid-file would otherwise start and
+ * answer 404 for the rows it lost, with nothing logged.  O(pages), about a
+ * second per GB. */
+static int integrity(sqlite3 *db, const char *path, char *errbuf, size_t errlen)
+{
+    sqlite3_stmt *s = NULL;
+    int rc = sqlite3_prepare_v2(db, "PRAGMA quick_check(5)", -1, &s, NULL);
+    const char *first = NULL;
+    int ok = 0;
+    if (rc == SQLITE_OK && (rc = sqlite3_step(s)) == SQLITE_ROW) {
+        first = (const char *)sqlite3_column_text(s, 0);
+        ok = first && strcmp(first, "ok") == 0;
+    }
+    if (!ok)
+        snprintf(errbuf, errlen,
+                 "%s is damaged (PRAGMA quick_check: %s); restore it from a backup or move it"
+                 " away",
+                 path, first ? first : sqlite3_errmsg(db));
+    sqlite3_finalize(s);
+    return ok ? 0 : -1;
+}
+
 static sqlite3 *open_db(const char *path, int flags, char *errbuf, size_t errlen)
 {
     sqlite3 *db = NULL;
@@ -95,14 +193,28 @@ struct rematd_store *rematd_store_open(const char *dir, const struct rematd_conf
     st->lease_seconds = cfg->lease_seconds;
     st->max_attempts = cfg->max_attempts;
     st->idem_ttl = cfg->idempotency_ttl;
+    st->max_queued_jobs = cfg->max_queued_jobs ? (long)cfg->max_queued_jobs : 10000;
+    st->max_idem = cfg->max_idempotency_keys ? (long)cfg->max_idempotency_keys : 1000000;
+    st->wal_limit = cfg->wal_limit_bytes ? (long long)cfg->wal_limit_bytes : 64LL << 20;
+    snprintf(st->db_path, sizeof st->db_path, "%s", path);
     pthread_mutex_init(&st->wmu, NULL);
     pthread_mutex_init(&st->rmu, NULL);
     pthread_mutex_init(&st->qmu, NULL);
     pthread_cond_init(&st->qcv, NULL);
     pthread_cond_init(&st->ckcv, NULL);
+    st->lock_fd = -1;
+    if (lock_dir(st, dir, errbuf, errlen) < 0)
+        goto fail;
     st->w = open_db(path, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, errbuf, errlen);
     if (!st->w)
         goto fail;
+    struct stat sb;
+    if (stat(path, &sb) < 0) {
+        snprintf(errbuf, errlen, "%s: %s", path, strerror(errno));
+        goto fail;
+    }
+    st->db_dev = (unsigned long long)sb.st_dev;
+    st->db_ino = (unsigned long long)sb.st_ino;
     /* FULL by default: see the comment at the top and docs/jobs.md.  16 KiB
      * pages (new databases only; an existing file keeps its page size): a
      * plan's rows (an ~8 KB request, a ~4 KB answer) then take one or two
@@ -116,8 +228,26 @@ struct rematd_store *rematd_store_open(const char *dir, const struct rematd_conf
         snprintf(errbuf, errlen, "%s: %s", path, sqlite3_errmsg(st->w));
         goto fail;
     }
-    if (rematd__schema_migrate(st, errbuf, errlen) < 0)
+    if (integrity(st->w, path, errbuf, errlen) < 0 ||
+        rematd__schema_migrate(st, errbuf, errlen) < 0)
         goto fail;
+    {
+        /* journal_size_limit: SQLite itself cuts the WAL back to this when
+         * it starts the WAL over (the writer's quiet-second checkpoint does
+         * it too, store_writer.c). */
+        char sql[64];
+        snprintf(sql, sizeof sql, "PRAGMA journal_size_limit=%lld", st->wal_limit);
+        sqlite3_stmt *q = NULL;
+        if (sqlite3_prepare_v2(st->w, sql, -1, &q, NULL) == SQLITE_OK)
+            sqlite3_step(q);
+        sqlite3_finalize(q);
+        st->idem_count = 0;
+        if (sqlite3_prepare_v2(st->w, "SELECT count(*) FROM idempotency", -1, &q, NULL) ==
+                SQLITE_OK &&
+            sqlite3_step(q) == SQLITE_ROW)
+            st->idem_count = (long)sqlite3_column_int64(q, 0);
+        sqlite3_finalize(q);
+    }
     st->r = open_db(path, SQLITE_OPEN_READONLY, errbuf, errlen);
     if (!st->r)
         goto fail;
@@ -171,6 +301,8 @@ void rematd_store_close(struct rematd_store *st)
     pthread_mutex_destroy(&st->qmu);
     pthread_cond_destroy(&st->qcv);
     pthread_cond_destroy(&st->ckcv);
+    if (st->lock_fd >= 0)
+        close(st->lock_fd); /* releases the flock */
     free(st);
 }
 
@@ -183,5 +315,6 @@ enum rematd_store_result rematd_store_ready(struct rematd_store *st)
     pthread_mutex_lock(&st->qmu);
     ok = ok && !st->stopping;
     pthread_mutex_unlock(&st->qmu);
+    ok = ok && rematd__store_check(st) == 0 && !atomic_load(&st->failed);
     return ok ? REMATD_STORE_OK : REMATD_STORE_ERROR;
 }

@@ -29,7 +29,9 @@ enum rematd_store_result {
     /* Someone else holds it: a lease that is stale, expired or not the
      * job's; an Idempotency-Key already recorded (the record is returned). */
     REMATD_STORE_CONFLICT = 2,
-    /* Storing it would pass a bound (the total bytes of uploaded models). */
+    /* Storing it would pass a bound: the total bytes of uploaded models,
+     * --max-queued-jobs for a new job, --max-idempotency-keys for a new
+     * key.  Nothing was stored. */
     REMATD_STORE_FULL = 3,
     /* The store did not answer (the database failed, out of memory). */
     REMATD_STORE_ERROR = -1,
@@ -40,12 +42,14 @@ struct rematd_store;
 /* Opens (creating it if need be) the store under dir, migrating an older
  * database to this version's schema, and starts its threads.  Returns a new
  * store, or NULL with a message in errbuf: among others when the database
- * comes from a newer rematd than this one. */
+ * comes from a newer rematd than this one, when another process holds the
+ * directory (<dir>/rematd.lock), or when PRAGMA quick_check finds damage. */
 struct rematd_store *rematd_store_open(const char *dir, const struct rematd_config *cfg,
                                        char *errbuf, size_t errlen);
 /* Commits what is queued, stops the threads and closes.  NULL is a no-op. */
 void rematd_store_close(struct rematd_store *st);
-/* REMATD_STORE_OK while the store answers and is not closing. */
+/* REMATD_STORE_OK while the store answers, is not closing, its database
+ * is where it was opened and its last write did not fail. */
 enum rematd_store_result rematd_store_ready(struct rematd_store *st);
 
 /* ------------------------------------------------------------------------
@@ -76,7 +80,8 @@ void rematd_idem_clear(struct rematd_idem *r);
  * batch holding the plan has committed (or failed), the store sets result
  * and calls done().  result: OK; CONFLICT when idem_key was recorded first
  * by another request (existing then holds that record, to replay: the
- * route frees it with rematd_idem_clear); ERROR. */
+ * route frees it with rematd_idem_clear); FULL when its new key would pass
+ * --max-idempotency-keys; ERROR. */
 struct rematd_plan_write {
     char id[REMATD_ID_LEN + 1];
     char created_at[32];
@@ -159,7 +164,8 @@ struct rematd_job_new {
 /* Stores the job queued, and its Idempotency-Key record in the same
  * transaction.  OK; CONFLICT when the key was recorded first (existing
  * filled: rematd_idem_clear); NOT_FOUND when model_id names no model (it
- * was deleted since the route looked); ERROR. */
+ * was deleted since the route looked); FULL when --max-queued-jobs jobs are
+ * queued or the key would pass --max-idempotency-keys; ERROR. */
 enum rematd_store_result rematd_store_create_job(struct rematd_store *st,
                                                  const struct rematd_job_new *job,
                                                  struct rematd_idem *existing);

@@ -78,9 +78,16 @@ enum rematd_store_result rematd__idem_insert(struct rematd_store *st, const char
                                              const char *resource_id, const char *body, double now,
                                              struct rematd_idem *existing)
 {
+    /* The bound on records, counted in memory (a count(*) per plan would
+     * cost the hot path); a key past its TTL that gives way below does not
+     * add one, but is refused here all the same when the bound is reached. */
+    if (st->idem_count >= st->max_idem)
+        return REMATD_STORE_FULL;
     int rc = insert(st, scope, key, body_hash, resource_id, body, now);
-    if (rc == SQLITE_DONE)
+    if (rc == SQLITE_DONE) {
+        st->idem_count++;
         return REMATD_STORE_OK;
+    }
     if (rc != SQLITE_CONSTRAINT)
         return REMATD_STORE_ERROR;
     /* Taken: by a live record (checked again here, on the writer
@@ -114,7 +121,10 @@ void rematd__idem_purge(struct rematd_store *st, double now)
     if (sqlite3_prepare_v2(st->w, "DELETE FROM idempotency WHERE created_at < ?", -1, &s, NULL) ==
         SQLITE_OK) {
         sqlite3_bind_double(s, 1, now - st->idem_ttl);
-        sqlite3_step(s);
+        if (sqlite3_step(s) == SQLITE_DONE)
+            st->idem_count -= sqlite3_changes(st->w);
+        if (st->idem_count < 0)
+            st->idem_count = 0;
     }
     sqlite3_finalize(s);
 }

@@ -170,29 +170,49 @@ enum rematd_store_result rematd_store_create_job(struct rematd_store *st,
     enum rematd_store_result ret = REMATD_STORE_ERROR;
     sqlite3_stmt *s = NULL;
     pthread_mutex_lock(&st->wmu);
-    if (rematd__sql_exec(st->w, "BEGIN IMMEDIATE") < 0)
+    long idem_before = st->idem_count;
+    if (rematd__store_check(st) < 0)
         goto out_unlock;
+    if (sqlite3_exec(st->w, "BEGIN IMMEDIATE", NULL, NULL, NULL) != SQLITE_OK) {
+        rematd__store_write_failed(st, "BEGIN");
+        goto out_unlock;
+    }
+    /* The queue's bound, counted inside the transaction that adds to it. */
+    if (sqlite3_prepare_v2(st->w, "SELECT count(*) FROM jobs WHERE status = 'queued'", -1, &s,
+                           NULL) != SQLITE_OK ||
+        sqlite3_step(s) != SQLITE_ROW)
+        goto out_failed;
+    if (sqlite3_column_int64(s, 0) >= st->max_queued_jobs) {
+        ret = REMATD_STORE_FULL;
+        sqlite3_exec(st->w, "ROLLBACK", NULL, NULL, NULL);
+        goto out_unlock;
+    }
+    sqlite3_finalize(s);
+    s = NULL;
     if (job->model_id) {
         /* Under the same write transaction as a delete of the model: either
          * the delete sees this job, or this sees the model gone. */
         if (sqlite3_prepare_v2(st->w, "SELECT 1 FROM models WHERE id = ?", -1, &s, NULL) !=
             SQLITE_OK)
-            goto out_rollback;
+            goto out_failed;
         sqlite3_bind_text(s, 1, job->model_id, -1, SQLITE_STATIC);
         int rc = sqlite3_step(s);
         sqlite3_finalize(s);
         s = NULL;
-        if (rc == SQLITE_DONE)
+        if (rc == SQLITE_DONE) {
             ret = REMATD_STORE_NOT_FOUND;
+            sqlite3_exec(st->w, "ROLLBACK", NULL, NULL, NULL);
+            goto out_unlock;
+        }
         if (rc != SQLITE_ROW)
-            goto out_rollback;
+            goto out_failed;
     }
     if (sqlite3_prepare_v2(st->w,
                            "INSERT INTO jobs (id, kind, status, device, spec, created_at,"
                            " updated_at, model_id, reuse_key)"
                            " VALUES (?, ?, 'queued', ?, ?, ?, ?, ?, ?)",
                            -1, &s, NULL) != SQLITE_OK)
-        goto out_rollback;
+        goto out_failed;
     sqlite3_bind_text(s, 1, job->id, -1, SQLITE_STATIC);
     sqlite3_bind_text(s, 2, job->kind, -1, SQLITE_STATIC);
     sqlite3_bind_text(s, 3, job->device, -1, SQLITE_STATIC);
@@ -204,20 +224,30 @@ enum rematd_store_result rematd_store_create_job(struct rematd_store *st,
     if (job->reuse_key != NULL)
         sqlite3_bind_text(s, 8, job->reuse_key, -1, SQLITE_STATIC);
     if (sqlite3_step(s) != SQLITE_DONE)
-        goto out_rollback;
+        goto out_failed;
     if (job->idem_key) {
         ret = rematd__idem_insert(st, job->idem_scope, job->idem_key, job->body_hash, job->id,
                                   job->body, job->created_at, existing);
-        if (ret != REMATD_STORE_OK)
-            goto out_rollback;
+        if (ret == REMATD_STORE_ERROR)
+            goto out_failed;
+        if (ret != REMATD_STORE_OK) {
+            sqlite3_exec(st->w, "ROLLBACK", NULL, NULL, NULL);
+            st->idem_count = idem_before;
+            goto out_unlock;
+        }
         ret = REMATD_STORE_ERROR;
     }
-    if (rematd__sql_exec(st->w, "COMMIT") == 0) {
+    if (sqlite3_exec(st->w, "COMMIT", NULL, NULL, NULL) == SQLITE_OK) {
+        rematd__store_write_ok(st);
         ret = REMATD_STORE_OK;
         goto out_unlock;
     }
-out_rollback:
-    rematd__sql_exec(st->w, "ROLLBACK");
+out_failed:
+    /* The real error is logged, and the transaction rolled back only if
+     * SQLite has not ended it already. */
+    rematd__store_write_failed(st, "INSERT job");
+    st->idem_count = idem_before;
+    ret = REMATD_STORE_ERROR;
 out_unlock:
     sqlite3_finalize(s);
     pthread_mutex_unlock(&st->wmu);
@@ -277,9 +307,13 @@ enum rematd_store_result rematd_store_lease_job(struct rematd_store *st, const c
     enum rematd_store_result ret = REMATD_STORE_ERROR;
     sqlite3_stmt *s = NULL;
     pthread_mutex_lock(&st->wmu);
-    rematd__jobs_expire(st);
-    if (rematd__sql_exec(st->w, "BEGIN IMMEDIATE") < 0)
+    if (rematd__store_check(st) < 0)
         goto out;
+    rematd__jobs_expire(st);
+    if (sqlite3_exec(st->w, "BEGIN IMMEDIATE", NULL, NULL, NULL) != SQLITE_OK) {
+        rematd__store_write_failed(st, "BEGIN");
+        goto out;
+    }
     if (sqlite3_prepare_v2(st->w,
                            "SELECT id, kind, device, spec, attempts FROM jobs"
                            " WHERE status = 'queued' ORDER BY rowid",
@@ -302,7 +336,7 @@ enum rematd_store_result rematd_store_lease_job(struct rematd_store *st, const c
     if (rc != SQLITE_ROW && rc != SQLITE_DONE)
         goto rollback;
     if (!out->job_id[0]) {
-        rematd__sql_exec(st->w, "ROLLBACK");
+        sqlite3_exec(st->w, "ROLLBACK", NULL, NULL, NULL);
         ret = REMATD_STORE_NOT_FOUND;
         goto out;
     }
@@ -321,12 +355,14 @@ enum rematd_store_result rematd_store_lease_job(struct rematd_store *st, const c
     sqlite3_bind_text(s, 3, worker_id, -1, SQLITE_STATIC);
     sqlite3_bind_double(s, 4, now);
     sqlite3_bind_text(s, 5, out->job_id, -1, SQLITE_STATIC);
-    if (sqlite3_step(s) != SQLITE_DONE || rematd__sql_exec(st->w, "COMMIT") < 0)
+    if (sqlite3_step(s) != SQLITE_DONE ||
+        sqlite3_exec(st->w, "COMMIT", NULL, NULL, NULL) != SQLITE_OK)
         goto rollback;
+    rematd__store_write_ok(st);
     ret = REMATD_STORE_OK;
     goto out;
 rollback:
-    rematd__sql_exec(st->w, "ROLLBACK");
+    rematd__store_write_failed(st, "lease job");
 out:
     sqlite3_finalize(s);
     pthread_mutex_unlock(&st->wmu);
@@ -344,6 +380,8 @@ static enum rematd_store_result lease_update(struct rematd_store *st, const char
                                              double now, double extra)
 {
     sqlite3_stmt *s = NULL;
+    if (rematd__store_check(st) < 0)
+        return REMATD_STORE_ERROR;
     if (sqlite3_prepare_v2(st->w, sql, -1, &s, NULL) != SQLITE_OK)
         return REMATD_STORE_ERROR;
     /* ?1 id, ?2 lease_id, ?3 now, ?4 text, ?5 extra: the lease's new end
@@ -357,9 +395,13 @@ static enum rematd_store_result lease_update(struct rematd_store *st, const char
         sqlite3_bind_null(s, 4);
     sqlite3_bind_double(s, 5, extra);
     int rc = sqlite3_step(s);
-    sqlite3_finalize(s);
-    if (rc != SQLITE_DONE)
+    if (rc != SQLITE_DONE) {
+        rematd__store_write_failed(st, "UPDATE job");
+        sqlite3_finalize(s);
         return REMATD_STORE_ERROR;
+    }
+    sqlite3_finalize(s);
+    rematd__store_write_ok(st);
     if (sqlite3_changes(st->w) > 0)
         return REMATD_STORE_OK;
     s = NULL;

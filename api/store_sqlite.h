@@ -51,7 +51,36 @@ struct rematd_store {
 
     unsigned lease_seconds, max_attempts, idem_ttl;
     double last_purge; /* of expired Idempotency-Key records, under wmu */
+
+    /* Bounds (--max-queued-jobs, --max-idempotency-keys); idem_count is
+     * the number of records, under wmu. */
+    long max_queued_jobs, max_idem;
+    long idem_count;
+
+    /* Faults.  lock_fd holds the data directory's flock for the store's
+     * life.  The database file is identified at open (dev, ino): when the
+     * path no longer names it (the directory was removed or replaced), the
+     * store is lost for good and refuses every write.  failed is set by a
+     * write that failed and cleared by one that succeeded (or by the
+     * writer's probe in a quiet second), and makes the store not ready. */
+    int lock_fd;
+    char db_path[1100];
+    unsigned long long db_dev, db_ino;
+    atomic_int lost;
+    atomic_int failed;
+    long long wal_limit; /* bytes the WAL file is cut back to in a quiet second */
 };
+
+/* 0 when the store may write; -1 when its database is gone (logged once).
+ * Cheap (one stat): called before every write transaction. */
+int rematd__store_check(struct rematd_store *st);
+/* A write on w failed: logs what (the statement or step) with SQLite's own
+ * error, marks the store failed, and rolls back the open transaction if
+ * there still is one (SQLite ends it by itself on some errors, such as a
+ * full disk).  Under wmu. */
+void rematd__store_write_failed(struct rematd_store *st, const char *what);
+/* A write transaction committed: the store is writable again. */
+void rematd__store_write_ok(struct rematd_store *st);
 
 /* Runs sql (one or more statements) on db; logs and returns -1 on failure. */
 int rematd__sql_exec(sqlite3 *db, const char *sql);

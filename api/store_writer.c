@@ -13,6 +13,9 @@
 #include <stdatomic.h>
 #include <stdio.h>
 #include <sys/prctl.h>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
 #include <time.h>
 
 #include "store_sqlite.h"
@@ -54,30 +57,59 @@ static void write_one(struct rematd_store *st, struct rematd_plan_write *w, doub
                     ? rematd__idem_insert(st, w->idem_scope, w->idem_key, w->body_hash, w->id,
                                           w->body, now, &w->existing)
                     : REMATD_STORE_ERROR;
-    rematd__sql_exec(st->w,
-                     w->result == REMATD_STORE_OK ? "RELEASE p" : "ROLLBACK TO p; RELEASE p");
+    /* On an error the batch is rolled back whole (write_batch), and the
+     * error message must survive for the log. */
+    if (w->result != REMATD_STORE_ERROR)
+        rematd__sql_exec(st->w,
+                         w->result == REMATD_STORE_OK ? "RELEASE p" : "ROLLBACK TO p; RELEASE p");
+}
+
+static void fail_batch(struct rematd_plan_write *batch)
+{
+    for (struct rematd_plan_write *w = batch; w; w = w->next) {
+        /* A replay of a record in this very batch would replay what was
+         * not stored. */
+        if (w->result == REMATD_STORE_CONFLICT)
+            rematd_idem_clear(&w->existing);
+        w->result = REMATD_STORE_ERROR;
+    }
 }
 
 static void write_batch(struct rematd_store *st, struct rematd_plan_write *batch)
 {
     double now = rematd_now();
     pthread_mutex_lock(&st->wmu);
-    int ok = rematd__sql_step_reset(st->begin) == SQLITE_DONE;
-    for (struct rematd_plan_write *w = batch; w; w = w->next) {
+    for (struct rematd_plan_write *w = batch; w; w = w->next)
         w->result = REMATD_STORE_ERROR;
-        if (ok)
-            write_one(st, w, now);
+    if (rematd__store_check(st) < 0) {
+        pthread_mutex_unlock(&st->wmu);
+        return;
     }
-    if (ok && rematd__sql_step_reset(st->commit) != SQLITE_DONE) {
-        rematd__sql_exec(st->w, "ROLLBACK");
-        for (struct rematd_plan_write *w = batch; w; w = w->next) {
-            /* A replay of a record in this very batch would replay what
-             * was not stored. */
-            if (w->result == REMATD_STORE_CONFLICT)
-                rematd_idem_clear(&w->existing);
-            w->result = REMATD_STORE_ERROR;
+    if (rematd__sql_step_reset(st->begin) != SQLITE_DONE) {
+        rematd__store_write_failed(st, "BEGIN");
+        pthread_mutex_unlock(&st->wmu);
+        return;
+    }
+    long idem_before = st->idem_count;
+    for (struct rematd_plan_write *w = batch; w; w = w->next) {
+        write_one(st, w, now);
+        /* A statement that failed (a full disk, an I/O error) may have
+         * ended the whole transaction: the batch is lost, and what SQLite
+         * said is what the log says. */
+        if (w->result == REMATD_STORE_ERROR) {
+            rematd__store_write_failed(st, "INSERT plan");
+            st->idem_count = idem_before;
+            fail_batch(batch);
+            pthread_mutex_unlock(&st->wmu);
+            return;
         }
-    } else if (ok) {
+    }
+    if (rematd__sql_step_reset(st->commit) != SQLITE_DONE) {
+        rematd__store_write_failed(st, "COMMIT");
+        st->idem_count = idem_before;
+        fail_batch(batch);
+    } else {
+        rematd__store_write_ok(st);
         unsigned long n = 0;
         for (struct rematd_plan_write *w = batch; w; w = w->next)
             n += w->result == REMATD_STORE_OK;
@@ -87,15 +119,65 @@ static void write_batch(struct rematd_store *st, struct rematd_plan_write *batch
     pthread_mutex_unlock(&st->wmu);
 }
 
+static int probe_space(struct rematd_store *st)
+{
+    char path[1200];
+    snprintf(path, sizeof path, "%s.probe", st->db_path);
+    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+    if (fd < 0)
+        return -1;
+    static const char zeros[64 * 1024];
+    int rc = 0;
+    for (int i = 0; i < 16 && rc == 0; i++)
+        rc = write(fd, zeros, sizeof zeros) == (ssize_t)sizeof zeros ? 0 : -1;
+    if (rc == 0)
+        rc = fsync(fd);
+    close(fd);
+    unlink(path);
+    return rc;
+}
+
 /* In a quiet second: expire leases so that GET shows a job whose worker
  * vanished as queued again without waiting for a lease request, and purge
  * old Idempotency-Key records. */
 static void housekeeping(struct rematd_store *st)
 {
     pthread_mutex_lock(&st->wmu);
+    if (rematd__store_check(st) < 0) {
+        pthread_mutex_unlock(&st->wmu);
+        return;
+    }
+    if (atomic_load(&st->failed)) {
+        /* After a failed write, a probe tells when the disk takes writes
+         * again, so that /readyz does not stay 503 for want of a request
+         * to try: a transaction on the database (the header's user_version,
+         * to the value it has), and 1 MiB written and synced beside it,
+         * since the transaction alone may fit in WAL space already there
+         * while any larger write still fails. */
+        char sql[64];
+        snprintf(sql, sizeof sql, "PRAGMA user_version = %d", REMATD_SCHEMA_VERSION);
+        if (probe_space(st) == 0 && sqlite3_exec(st->w, sql, NULL, NULL, NULL) == SQLITE_OK)
+            rematd__store_write_ok(st);
+        pthread_mutex_unlock(&st->wmu);
+        return;
+    }
     rematd__jobs_expire(st);
     rematd__idem_purge(st, rematd_now());
     pthread_mutex_unlock(&st->wmu);
+    /* After a burst the WAL file keeps the size it grew to (SQLite starts
+     * it over from its beginning but does not shrink it): hundreds of MB
+     * after ten thousand jobs.  In a quiet second, past --wal-limit-bytes,
+     * a TRUNCATE checkpoint on the checkpoint connection copies it back
+     * and empties it. */
+    char wal[1200];
+    snprintf(wal, sizeof wal, "%s-wal", st->db_path);
+    struct stat sb;
+    if (stat(wal, &sb) == 0 && (long long)sb.st_size > st->wal_limit) {
+        int rc = sqlite3_wal_checkpoint_v2(st->ck, NULL, SQLITE_CHECKPOINT_TRUNCATE, NULL, NULL);
+        rematd_log(rc == SQLITE_OK ? "info" : "warn", "wal truncated",
+                   json_pack("{s:I, s:s}", "wal_bytes", (json_int_t)sb.st_size, "result",
+                             rc == SQLITE_OK ? "ok" : sqlite3_errmsg(st->ck)));
+    }
 }
 
 static void *writer_main(void *arg)

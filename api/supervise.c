@@ -4,15 +4,35 @@
  * doubles up to 30 s and resets once a worker has lived a minute), and stop
  * them all on shutdown (SIGTERM, then SIGKILL after a grace period).
  * Driven from the main thread's loop; no threads, no signal handlers.
+ *
+ * A worker never outlives rematd: it is started with PR_SET_PDEATHSIG
+ * SIGKILL (the main thread, which forks, lives as long as the process),
+ * and it holds the read end of a pipe whose write end only rematd has, so
+ * that the worker sees EOF the moment rematd is gone however it went
+ * (REMAT_PARENT_FD, docs/worker.md).  Were it left running it would keep
+ * sending its token to whatever next listens on the port.
+ *
+ * Each device slot i has a lock file, <data-dir>/workers/slot-<i>.lock,
+ * that its worker holds (flock, inherited across exec) and that names its
+ * pid.  A slot whose lock is held when rematd starts a worker belongs to
+ * an orphan of an earlier rematd: it is logged and killed, and the slot
+ * started once the lock is free, so no two workers share a device.
+ *
+ * A worker gets the worker token only: REMAT_TOKEN, the clients' token, is
+ * removed from its environment.
  */
 #include "config.h"
 
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -21,19 +41,23 @@
 
 struct child {
     pid_t pid;
+    int pipe_w; /* rematd's end of the worker's parent pipe, -1 when none */
     char device[16];
     char id[64];
     double started;
     double next_start;
     double backoff;
+    int quick_failures; /* exits within a second of the start, in a row */
+    int given_up;
 };
 
 struct rematd_supervisor {
     struct child *kids;
     int n;
-    char server[64];
+    char server[80];
     char path[1024];
     char token[256];
+    char slots[1100]; /* the slot lock directory */
 };
 
 int rematd_count_devices(void)
@@ -56,18 +80,133 @@ int rematd_count_devices(void)
     return n;
 }
 
-static void spawn(struct rematd_supervisor *sv, struct child *c)
+int rematd_supervisor_check(struct rematd_config *cfg)
 {
+    if (cfg->workers == 0 || access(cfg->worker_path, X_OK) == 0)
+        return 0;
+    if (!cfg->worker_path_set) {
+        /* The default path, not installed: in a build tree the worker sits
+         * in ../worker/ beside api/rematd, so `./api/rematd --workers 1`
+         * works there.  Said in the log; never done for a path the operator
+         * gave (config.c refuses that one). */
+        char self[900];
+        ssize_t len = readlink("/proc/self/exe", self, sizeof self - 1);
+        if (len > 0) {
+            self[len] = '\0';
+            char *slash = strrchr(self, '/');
+            if (slash) {
+                *slash = '\0';
+                char alt[1024];
+                snprintf(alt, sizeof alt, "%s/../worker/remat-worker", self);
+                if (access(alt, X_OK) == 0) {
+                    rematd_log("info", "worker program from the build tree",
+                               json_pack("{s:s, s:s}", "default", cfg->worker_path, "path", alt));
+                    snprintf(cfg->worker_path, sizeof cfg->worker_path, "%s", alt);
+                    return 0;
+                }
+            }
+        }
+    }
+    rematd_log("error", "no worker program",
+               json_pack("{s:s, s:s}", "worker_path", cfg->worker_path, "detail",
+                         "not an executable file; set --worker-path or --workers 0"));
+    return -1;
+}
+
+/* The pid that holds slot lock fd's file, when the process is alive and
+ * really has the file open; 0 otherwise. */
+static pid_t lock_holder(int fd, const char *lock_path)
+{
+    char buf[32] = "";
+    ssize_t n = pread(fd, buf, sizeof buf - 1, 0);
+    if (n <= 0)
+        return 0;
+    buf[n] = '\0';
+    long pid = strtol(buf, NULL, 10);
+    if (pid <= 1 || pid == (long)getpid())
+        return 0;
+    char dir[64];
+    snprintf(dir, sizeof dir, "/proc/%ld/fd", pid);
+    DIR *d = opendir(dir);
+    if (!d)
+        return 0;
+    pid_t found = 0;
+    struct dirent *e;
+    while (!found && (e = readdir(d))) {
+        char link[400], target[1200];
+        snprintf(link, sizeof link, "%s/%s", dir, e->d_name);
+        ssize_t len = readlink(link, target, sizeof target - 1);
+        if (len > 0) {
+            target[len] = '\0';
+            if (strcmp(target, lock_path) == 0)
+                found = (pid_t)pid;
+        }
+    }
+    closedir(d);
+    return found;
+}
+
+static void spawn(struct rematd_supervisor *sv, struct child *c, int slot)
+{
+    double now = rematd_mono();
+    c->next_start = now + c->backoff;
+    char lock_path[1200];
+    snprintf(lock_path, sizeof lock_path, "%s/slot-%d.lock", sv->slots, slot);
+    int lk = open(lock_path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+    if (lk < 0) {
+        rematd_log("error", "cannot open a worker slot lock",
+                   json_pack("{s:s, s:s}", "path", lock_path, "detail", strerror(errno)));
+        return;
+    }
+    if (flock(lk, LOCK_EX | LOCK_NB) < 0) {
+        /* An orphan of an earlier rematd still serves this slot. */
+        pid_t orphan = lock_holder(lk, lock_path);
+        rematd_log(
+            "warn", "orphan worker holds a device slot",
+            json_pack("{s:i, s:s, s:i}", "slot", slot, "device", c->device, "pid", (int)orphan));
+        if (orphan > 0)
+            kill(orphan, SIGKILL);
+        close(lk);
+        c->next_start = now + 0.2;
+        return;
+    }
+    int pfd[2];
+    /* Only this thread forks, so setting close-on-exec after pipe() races
+     * with nothing. */
+    if (pipe(pfd) < 0) {
+        close(lk);
+        return;
+    }
+    fcntl(pfd[0], F_SETFD, FD_CLOEXEC);
+    fcntl(pfd[1], F_SETFD, FD_CLOEXEC);
+    pid_t parent = getpid();
     pid_t pid = fork();
     if (pid < 0) {
-        c->next_start = rematd_mono() + c->backoff;
+        close(lk);
+        close(pfd[0]);
+        close(pfd[1]);
         return;
     }
     if (pid == 0) {
+        /* Killed with rematd, even by SIGKILL; and if rematd died before
+         * the prctl, gone now. */
+        prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
+        if (getppid() != parent)
+            _exit(0);
+        /* The two descriptors the worker keeps: the slot lock and the read
+         * end of its parent pipe. */
+        fcntl(lk, F_SETFD, 0);
+        fcntl(pfd[0], F_SETFD, 0);
+        char fdnum[16];
+        snprintf(fdnum, sizeof fdnum, "%d", pfd[0]);
+        setenv("REMAT_PARENT_FD", fdnum, 1);
         /* The token goes through the environment, not argv, so `ps` never
-         * shows it. */
+         * shows it; the clients' token is not the worker's business. */
+        unsetenv("REMAT_TOKEN");
         if (sv->token[0])
             setenv("REMAT_WORKER_TOKEN", sv->token, 1);
+        else
+            unsetenv("REMAT_WORKER_TOKEN");
         sigset_t none;
         sigemptyset(&none);
         sigprocmask(SIG_SETMASK, &none, NULL);
@@ -78,14 +217,23 @@ static void spawn(struct rematd_supervisor *sv, struct child *c)
               (char *)NULL);
         _exit(127);
     }
+    close(pfd[0]);
+    c->pipe_w = pfd[1];
+    char pidtxt[32];
+    int len = snprintf(pidtxt, sizeof pidtxt, "%d\n", (int)pid);
+    if (ftruncate(lk, 0) < 0 || pwrite(lk, pidtxt, (size_t)len, 0) != len)
+        rematd_log("warn", "cannot write a worker slot lock",
+                   json_pack("{s:s, s:s}", "path", lock_path, "detail", strerror(errno)));
+    close(lk);
     c->pid = pid;
-    c->started = rematd_mono();
+    c->started = now;
     rematd_log("info", "worker started",
                json_pack("{s:i, s:s, s:s, s:s}", "pid", (int)pid, "device", c->device, "worker_id",
                          c->id, "path", sv->path));
 }
 
-struct rematd_supervisor *rematd_supervisor_start(const struct rematd_config *cfg, unsigned port)
+struct rematd_supervisor *rematd_supervisor_start(const struct rematd_config *cfg,
+                                                  const char *server)
 {
     int n = cfg->workers;
     int gpus = 0;
@@ -104,38 +252,25 @@ struct rematd_supervisor *rematd_supervisor_start(const struct rematd_config *cf
         return NULL;
     }
     sv->n = n;
-    snprintf(sv->server, sizeof sv->server, "http://127.0.0.1:%u", port);
+    snprintf(sv->server, sizeof sv->server, "%s", server);
     snprintf(sv->path, sizeof sv->path, "%s", cfg->worker_path);
-    if (access(sv->path, X_OK) != 0) {
-        /* Not installed: in a build tree the worker sits in ../worker/
-         * beside api/rematd, so `./api/rematd --workers 1` works there. */
-        char self[900];
-        ssize_t len = readlink("/proc/self/exe", self, sizeof self - 1);
-        if (len > 0) {
-            self[len] = '\0';
-            char *slash = strrchr(self, '/');
-            if (slash) {
-                *slash = '\0';
-                char alt[1024];
-                snprintf(alt, sizeof alt, "%s/../worker/remat-worker", self);
-                if (access(alt, X_OK) == 0)
-                    snprintf(sv->path, sizeof sv->path, "%s", alt);
-            }
-        }
-    }
-    snprintf(sv->token, sizeof sv->token, "%s",
-             cfg->worker_token[0] ? cfg->worker_token : cfg->token);
+    snprintf(sv->token, sizeof sv->token, "%s", cfg->worker_token);
+    snprintf(sv->slots, sizeof sv->slots, "%s/workers", cfg->data_dir);
+    if (mkdir(sv->slots, 0700) < 0 && errno != EEXIST)
+        rematd_log("error", "cannot create the worker slot directory",
+                   json_pack("{s:s, s:s}", "path", sv->slots, "detail", strerror(errno)));
     char host[64] = "local";
     gethostname(host, sizeof host - 1);
     for (int i = 0; i < n; i++) {
         struct child *c = &sv->kids[i];
+        c->pipe_w = -1;
         if (gpus > 0)
             snprintf(c->device, sizeof c->device, "cuda:%d", i);
         else
             snprintf(c->device, sizeof c->device, "cpu");
         snprintf(c->id, sizeof c->id, "%.40s-%d-w%d", host, (int)getpid(), i);
         c->backoff = 1;
-        spawn(sv, c);
+        spawn(sv, c, i);
     }
     return sv;
 }
@@ -155,18 +290,48 @@ void rematd_supervisor_tick(struct rematd_supervisor *sv)
             double lived = now - c->started;
             if (lived > 60)
                 c->backoff = 1;
-            rematd_log("warn", "worker exited",
-                       json_pack("{s:i, s:i, s:i, s:f, s:f}", "pid", (int)c->pid, "exit",
-                                 WIFEXITED(status) ? WEXITSTATUS(status) : -1, "signal",
-                                 WIFSIGNALED(status) ? WTERMSIG(status) : 0, "lived_s", lived,
-                                 "restart_in_s", c->backoff));
+            c->quick_failures = lived < 1 ? c->quick_failures + 1 : 0;
+            close(c->pipe_w);
+            c->pipe_w = -1;
+            int code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+            /* A program that cannot run (exec failed: 127, 126) or dies at
+             * once every time is not restarted forever. */
+            c->given_up = c->quick_failures >= 5 || code == 126 || code == 127;
+            rematd_log(c->given_up ? "error" : "warn",
+                       c->given_up ? "worker exited, not restarted" : "worker exited",
+                       json_pack("{s:i, s:i, s:i, s:f, s:f}", "pid", (int)c->pid, "exit", code,
+                                 "signal", WIFSIGNALED(status) ? WTERMSIG(status) : 0, "lived_s",
+                                 lived, "restart_in_s", c->given_up ? -1.0 : c->backoff));
             c->pid = 0;
             c->next_start = now + c->backoff;
             c->backoff = c->backoff * 2 > 30 ? 30 : c->backoff * 2;
-        } else if (now >= c->next_start) {
-            spawn(sv, c);
+        } else if (!c->given_up && now >= c->next_start) {
+            spawn(sv, c, i);
         }
     }
+}
+
+void rematd_supervisor_term(struct rematd_supervisor *sv)
+{
+    if (!sv)
+        return;
+    for (int i = 0; i < sv->n; i++) {
+        sv->kids[i].given_up = 1; /* no restart from here on */
+        if (sv->kids[i].pid > 0)
+            kill(sv->kids[i].pid, SIGTERM);
+    }
+}
+
+int rematd_supervisor_alive(struct rematd_supervisor *sv)
+{
+    int alive = 0;
+    for (int i = 0; sv && i < sv->n; i++) {
+        struct child *c = &sv->kids[i];
+        if (c->pid > 0 && waitpid(c->pid, NULL, WNOHANG) == c->pid)
+            c->pid = 0;
+        alive += c->pid > 0;
+    }
+    return alive;
 }
 
 void rematd_supervisor_stop(struct rematd_supervisor *sv, double grace)
@@ -202,6 +367,9 @@ void rematd_supervisor_stop(struct rematd_supervisor *sv, double grace)
         struct timespec ts = {0, 20 * 1000 * 1000};
         nanosleep(&ts, NULL);
     }
+    for (int i = 0; i < sv->n; i++)
+        if (sv->kids[i].pipe_w >= 0)
+            close(sv->kids[i].pipe_w);
     rematd_log("info", "workers stopped", json_pack("{s:i}", "workers", sv->n));
     free(sv->kids);
     free(sv);

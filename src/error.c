@@ -37,6 +37,8 @@ const char *remat_strerror(int code)
         return "no schedule fits the budget";
     case REMAT_EUNSUPPORTED:
         return "not supported";
+    case REMAT_ECANCELED:
+        return "canceled";
     default:
         return "unknown error";
     }

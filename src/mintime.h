@@ -42,6 +42,10 @@ struct remat__mt; /* one filled table; opaque */
  * REMAT_EINFEASIBLE. */
 int remat__mt_fill(const struct remat_profile *p, int64_t budget_bytes, size_t slots, int prune,
                    struct remat__mt **out, struct remat_error *err);
+/* The same, checking cancel (may be NULL) once per cell: REMAT_ECANCELED. */
+int remat__mt_fill_cancel(const struct remat_profile *p, int64_t budget_bytes, size_t slots,
+                          int prune, const struct remat__cancel *cancel, struct remat__mt **out,
+                          struct remat_error *err);
 void remat__mt_free(struct remat__mt *t);
 
 /* The top index of the table (free units at the budget) and the unit. */
@@ -64,6 +68,9 @@ int remat__mt_schedule(const struct remat__mt *t, size_t m, struct remat_schedul
  * negative. */
 int remat__mt_min_peak(const struct remat_profile *p, int64_t *peak_bytes,
                        struct remat_schedule *sched, struct remat_error *err);
+int remat__mt_min_peak_cancel(const struct remat_profile *p, int64_t *peak_bytes,
+                              struct remat_schedule *sched, const struct remat__cancel *cancel,
+                              struct remat_error *err);
 
 /* Fills every field of a min-time plan from a schedule, which it takes over
  * (schedule is left empty): simulates it, finds whether it is single-level

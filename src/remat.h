@@ -40,11 +40,12 @@ extern "C" {
 
 enum remat_code {
     REMAT_OK = 0,
-    REMAT_EINVAL = -1,      /* bad input: error.pointer names the field */
-    REMAT_ENOMEM = -2,      /* an allocation failed */
-    REMAT_ELIMIT = -3,      /* a size or count is over its limit */
-    REMAT_EINFEASIBLE = -4, /* no schedule fits the budget (see remat_plan.min_budget_bytes) */
-    REMAT_EUNSUPPORTED = -5 /* the request is valid but this model or solver cannot answer it */
+    REMAT_EINVAL = -1,       /* bad input: error.pointer names the field */
+    REMAT_ENOMEM = -2,       /* an allocation failed */
+    REMAT_ELIMIT = -3,       /* a size or count is over its limit */
+    REMAT_EINFEASIBLE = -4,  /* no schedule fits the budget (see remat_plan.min_budget_bytes) */
+    REMAT_EUNSUPPORTED = -5, /* the request is valid but this model or solver cannot answer it */
+    REMAT_ECANCELED = -6     /* remat_options.cancel asked the solve to stop */
 };
 
 struct remat_error {
@@ -289,6 +290,14 @@ struct remat_options {
     size_t segments;      /* uniform: K; 0 = unset */
     int64_t budget_bytes; /* min-time: the traced peak allowed, weights included; 0 = unset */
     size_t mem_slots;     /* min-time: memory discretisation; 0 = the default (500) */
+    /* Cancellation, for deadlines and callers that went away: when not
+     * NULL, the solvers whose work grows faster than n log n (acg,
+     * paper-cubic, min-time) call cancel(cancel_arg) between units of work
+     * of at most a few milliseconds, and remat_solve calls it once before
+     * solving; a nonzero answer stops the solve with REMAT_ECANCELED.  It
+     * runs on the solving thread, never after remat_solve returns. */
+    int (*cancel)(void *cancel_arg);
+    void *cancel_arg;
 };
 
 void remat_options_init(struct remat_options *o); /* min-peak, no budget */
@@ -317,6 +326,15 @@ int remat_solve(const struct remat_profile *profile, const struct remat_options 
                 struct remat_plan *plan, struct remat_error *err);
 
 void remat_plan_clear(struct remat_plan *plan);
+
+/* An upper bound, in bytes, on the memory remat_solve takes for this
+ * profile and these options beyond the profile itself, computed in O(1)
+ * without allocating: what a service checks against its memory before
+ * solving (min-time's table dominates: up to n(n+1)/2 cells of
+ * mem_slots + 1 doubles, at most 512 MiB).  Returns REMAT_OK with *bytes
+ * set, or a negative code with err filled (opts or profile invalid). */
+int remat_solve_memory_bound(const struct remat_profile *profile, const struct remat_options *opts,
+                             int64_t *bytes, struct remat_error *err);
 
 /* The plan as `remat plan` prints it: algorithm, checkpoints, segments,
  * objective {model, value}, peak_bytes, store_all_peak_bytes, recompute_ms,

@@ -66,6 +66,17 @@ double remat__recompute_ms(const struct remat_profile *p, size_t last);
 int remat__tie_cmp(const struct remat_profile *p, const size_t *a, size_t na, const size_t *b,
                    size_t nb);
 
+/* A solve's cancellation hook (remat_options.cancel), handed to the slow
+ * solvers; NULL or a NULL fn never cancels. */
+struct remat__cancel {
+    int (*fn)(void *arg);
+    void *arg;
+};
+static inline int remat__cancelled(const struct remat__cancel *c)
+{
+    return c != NULL && c->fn != NULL && c->fn(c->arg) != 0;
+}
+
 /* The solvers of one checkpoint set.  Each fills plan->checkpoints,
  * plan->n_checkpoints and plan->objective_value (in its own model) and
  * nothing else; solve.c completes the plan.  REMAT_OK or negative. */
@@ -100,6 +111,9 @@ int remat__prefix_ref(const struct remat_profile *p, struct remat_plan *plan,
  * the tests can reach it quickly. */
 int remat__solve_sum_steps(const struct remat_profile *p, struct remat_plan *plan, int cubic,
                            size_t max_steps, struct remat_error *err);
+/* acg or paper-cubic, cancellable between candidate bounds. */
+int remat__solve_sum_cancel(const struct remat_profile *p, struct remat_plan *plan, int cubic,
+                            const struct remat__cancel *cancel, struct remat_error *err);
 
 /* Copies a checkpoint list into plan (allocating it).  REMAT_OK or ENOMEM. */
 int remat__plan_set_checkpoints(struct remat_plan *plan, const size_t *ck, size_t m,

@@ -83,9 +83,11 @@ static int run_solver(const struct remat_profile *p, const struct remat_options 
                                 "uniform needs the number of segments");
         return remat__solve_uniform(p, opts->segments, plan, err);
     case REMAT_ALG_ACG:
-        return remat__solve_acg(p, plan, err);
-    case REMAT_ALG_PAPER_CUBIC:
-        return remat__solve_paper_cubic(p, plan, err);
+    case REMAT_ALG_PAPER_CUBIC: {
+        struct remat__cancel cancel = {opts->cancel, opts->cancel_arg};
+        return remat__solve_sum_cancel(p, plan, opts->algorithm == REMAT_ALG_PAPER_CUBIC, &cancel,
+                                       err);
+    }
     case REMAT_ALG_PAPER_LINEAR:
         return remat__solve_paper_linear(p, plan, err);
     case REMAT_ALG_MIN_PEAK:
@@ -115,6 +117,9 @@ int remat_solve(const struct remat_profile *profile, const struct remat_options 
         return remat__error(err, REMAT_EINVAL, "/model", "unknown model %d", (int)opts->model);
     plan->algorithm = opts->algorithm;
     plan->n_stages = profile->n_stages;
+    struct remat__cancel cancel = {opts->cancel, opts->cancel_arg};
+    if (remat__cancelled(&cancel))
+        return remat__error(err, REMAT_ECANCELED, "", "the solve was canceled");
     if (opts->algorithm == REMAT_ALG_MIN_TIME) {
         rc = remat__solve_min_time(profile, opts, plan, err);
         if (rc < 0) {
@@ -170,4 +175,43 @@ int remat_solve(const struct remat_profile *profile, const struct remat_options 
 fail:
     remat_plan_clear(plan);
     return rc;
+}
+
+int remat_solve_memory_bound(const struct remat_profile *profile, const struct remat_options *opts,
+                             int64_t *bytes, struct remat_error *err)
+{
+    struct remat_options defaults;
+    if (opts == NULL) {
+        remat_options_init(&defaults);
+        opts = &defaults;
+    }
+    if (profile == NULL || profile->n_stages == 0 || profile->n_stages > REMAT_MAX_STAGES)
+        return remat__error(err, REMAT_EINVAL, "/stages", "the profile has no stages");
+    int64_t n = (int64_t)profile->n_stages;
+    /* Every plan: its schedule (at most 3n + 1 ops of 8 bytes), the
+     * simulations (a byte per stage and a timeline) and the checkpoint
+     * lists; min-peak's segment tree (about 80 bytes a leaf, leaves a power
+     * of two) and its per-stage arrays.  512 bytes a stage covers them all. */
+    int64_t b = 512 * n + 4096;
+    if (opts->algorithm == REMAT_ALG_ACG || opts->algorithm == REMAT_ALG_PAPER_CUBIC) {
+        /* The candidate bounds: one per pair of stages at worst. */
+        b += 8 * n * (n + 1) / 2;
+    } else if (opts->algorithm == REMAT_ALG_MIN_TIME) {
+        if (n > REMAT_MT_MAX_STAGES)
+            return remat__error(err, REMAT_ELIMIT, "/stages", "min-time takes at most %d stages",
+                                REMAT_MT_MAX_STAGES);
+        size_t slots = opts->mem_slots ? opts->mem_slots : REMAT__MT_DEFAULT_SLOTS;
+        if (slots > REMAT_MT_MAX_SLOTS)
+            return remat__error(err, REMAT_ELIMIT, "/mem_slots", "mem_slots is over %d",
+                                REMAT_MT_MAX_SLOTS);
+        int64_t ncell = (n + 2) * (n + 1);
+        /* The least-peak pass (need, time, choice) and the table's per-cell
+         * arrays (lo, hi, sat, cv, ca, off), then the values: at most
+         * (slots + 1) per stored cell, at most REMAT_MT_MAX_TABLE_BYTES. */
+        b += ncell * (8 + 8 + 4) + ncell * (3 * 4 + 2 * 8 + 8);
+        int64_t vals = n * (n + 1) / 2 * ((int64_t)slots + 1) * 8;
+        b += vals < REMAT_MT_MAX_TABLE_BYTES ? vals : REMAT_MT_MAX_TABLE_BYTES;
+    }
+    *bytes = b;
+    return REMAT_OK;
 }

@@ -50,7 +50,17 @@ struct remat__mt {
     size_t *off;
     double *tab;
     size_t tab_len;
+    const struct remat__cancel *cancel; /* checked once per cell; may be NULL */
+    int canceled;
 };
+
+/* Whether the fill is to stop (once told, it stays stopped). */
+static int stop(struct remat__mt *t)
+{
+    if (!t->canceled && remat__cancelled(t->cancel))
+        t->canceled = 1;
+    return t->canceled;
+}
 
 static size_t cell(const struct remat__mt *t, size_t i, size_t l)
 {
@@ -207,6 +217,8 @@ static void floors(struct remat__mt *t)
         size_t pc = cell(t, l + 1, l);
         t->lo[pc] = t->sat[pc] = l == n ? up(t, t->x[n]) : 0;
         t->ca[pc] = 0;
+        if (stop(t))
+            return;
         for (size_t i = l; i >= 1; i--) {
             size_t c = cell(t, i, l), q = cell(t, i + 1, l);
             int32_t a = up(t, t->xb[i]);
@@ -290,6 +302,8 @@ static void fill_pruned(struct remat__mt *t)
         t->hi[pc] = t->lo[pc];
         t->cv[pc] = t->lo[pc] > S ? HUGE_VAL : 0.0;
         for (size_t i = l; i >= 1; i--) {
+            if (stop(t))
+                return;
             size_t c = cell(t, i, l), q = cell(t, i + 1, l);
             int32_t lo = t->lo[c], hi = t->hi[c];
             double *T = t->tab + t->off[c];
@@ -424,6 +438,8 @@ static void fill_full(struct remat__mt *t)
         t->hi[pc] = t->lo[pc];
         t->cv[pc] = t->lo[pc] > S ? HUGE_VAL : 0.0;
         for (size_t i = l; i >= 1; i--) {
+            if (stop(t))
+                return;
             size_t c = cell(t, i, l);
             double *T = t->tab + t->off[c];
             for (int32_t m = 0; m <= S; m++)
@@ -435,6 +451,13 @@ static void fill_full(struct remat__mt *t)
 
 int remat__mt_fill(const struct remat_profile *p, int64_t budget_bytes, size_t slots, int prune,
                    struct remat__mt **out, struct remat_error *err)
+{
+    return remat__mt_fill_cancel(p, budget_bytes, slots, prune, NULL, out, err);
+}
+
+int remat__mt_fill_cancel(const struct remat_profile *p, int64_t budget_bytes, size_t slots,
+                          int prune, const struct remat__cancel *cancel, struct remat__mt **out,
+                          struct remat_error *err)
 {
     *out = NULL;
     if (slots == 0)
@@ -448,6 +471,7 @@ int remat__mt_fill(const struct remat_profile *p, int64_t budget_bytes, size_t s
     struct remat__mt *t = calloc(1, sizeof *t);
     if (t == NULL)
         return remat__error(err, REMAT_ENOMEM, "", "out of memory");
+    t->cancel = cancel;
     int rc = load_stages(t, p, err);
     if (rc != REMAT_OK) {
         remat__mt_free(t);
@@ -478,6 +502,10 @@ int remat__mt_fill(const struct remat_profile *p, int64_t budget_bytes, size_t s
         return remat__error(err, REMAT_ENOMEM, "", "out of memory");
     }
     floors(t);
+    if (t->canceled) {
+        remat__mt_free(t);
+        return remat__error(err, REMAT_ECANCELED, "", "the solve was canceled");
+    }
     /* Lay out the stored ranges. */
     size_t len = 0;
     for (size_t l = 1; l <= n; l++) {
@@ -510,6 +538,10 @@ int remat__mt_fill(const struct remat_profile *p, int64_t budget_bytes, size_t s
         fill_pruned(t); /* with prune == 2 every range is [0, S] */
     else
         fill_full(t);
+    if (t->canceled) {
+        remat__mt_free(t);
+        return remat__error(err, REMAT_ECANCELED, "", "the solve was canceled");
+    }
     *out = t;
     return REMAT_OK;
 }
@@ -644,12 +676,20 @@ static int need_rebuild(const struct need_dp *d, size_t i, size_t l, struct rema
 int remat__mt_min_peak(const struct remat_profile *p, int64_t *peak_bytes,
                        struct remat_schedule *sched, struct remat_error *err)
 {
+    return remat__mt_min_peak_cancel(p, peak_bytes, sched, NULL, err);
+}
+
+int remat__mt_min_peak_cancel(const struct remat_profile *p, int64_t *peak_bytes,
+                              struct remat_schedule *sched, const struct remat__cancel *cancel,
+                              struct remat_error *err)
+{
     if (p->n_stages > REMAT_MT_MAX_STAGES)
         return remat__error(err, REMAT_ELIMIT, "/stages", "min-time takes at most %d stages",
                             REMAT_MT_MAX_STAGES);
     struct need_dp d;
     memset(&d, 0, sizeof d);
     struct remat__mt *t = &d.t;
+    t->cancel = cancel;
     int rc = load_stages(t, p, err);
     size_t n = p->n_stages, ncell = (n + 2) * (n + 1);
     if (rc == REMAT_OK) {
@@ -664,6 +704,8 @@ int remat__mt_min_peak(const struct remat_profile *p, int64_t *peak_bytes,
             size_t pc = cell(t, l + 1, l);
             d.need[pc] = l == n ? t->x[n] : 0;
             d.time[pc] = 0;
+            if (stop(t))
+                break;
             for (size_t i = l; i >= 1; i--) {
                 size_t c = cell(t, i, l), q = cell(t, i + 1, l);
                 int64_t best = t->xb[i] + t->ft[i];
@@ -701,6 +743,10 @@ int remat__mt_min_peak(const struct remat_profile *p, int64_t *peak_bytes,
                 d.choice[c] = bc;
             }
         }
+    }
+    if (rc == REMAT_OK && t->canceled)
+        rc = remat__error(err, REMAT_ECANCELED, "", "the solve was canceled");
+    if (rc == REMAT_OK) {
         int64_t top = d.need[cell(t, 1, n)];
         *peak_bytes = t->pp[n] + t->x[0] + p->optimizer.state_bytes + top;
         /* The optimizer step after the backward is a floor under any peak. */
@@ -860,7 +906,8 @@ int remat__solve_min_time(const struct remat_profile *p, const struct remat_opti
     remat_schedule_init(&least);
     remat_schedule_init(&best);
     int64_t least_peak = 0;
-    int rc = remat__mt_min_peak(p, &least_peak, &least, err);
+    struct remat__cancel cancel = {opts->cancel, opts->cancel_arg};
+    int rc = remat__mt_min_peak_cancel(p, &least_peak, &least, &cancel, err);
     if (rc != REMAT_OK)
         goto out;
     if (budget != 0 && budget < least_peak) {
@@ -884,7 +931,7 @@ int remat__solve_min_time(const struct remat_profile *p, const struct remat_opti
     if (budget != 0 && budget < sa_peak) {
         remat_schedule_clear(&best);
         struct remat__mt *t = NULL;
-        rc = remat__mt_fill(p, budget, opts->mem_slots, 1, &t, err);
+        rc = remat__mt_fill_cancel(p, budget, opts->mem_slots, 1, &cancel, &t, err);
         if (rc != REMAT_OK)
             goto out;
         size_t top = remat__mt_top(t);

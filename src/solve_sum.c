@@ -142,7 +142,7 @@ static int cmp_i64(const void *a, const void *b)
 }
 
 static int solve_sum(const struct remat_profile *p, struct remat_plan *plan, int use_deque,
-                     size_t max_steps, struct remat_error *err)
+                     size_t max_steps, const struct remat__cancel *cancel, struct remat_error *err)
 {
     size_t n = p->n_stages;
     size_t max_n = use_deque ? REMAT__CUBIC_MAX_STAGES : REMAT__ACG_MAX_STAGES;
@@ -220,6 +220,11 @@ static int solve_sum(const struct remat_profile *p, struct remat_plan *plan, int
                               use_deque ? "paper-cubic" : "acg", steps);
             goto out;
         }
+        /* One bound's path is O(n^2) steps at most: milliseconds. */
+        if (remat__cancelled(cancel)) {
+            rc = remat__error(err, REMAT_ECANCELED, "", "the solve was canceled");
+            goto out;
+        }
         steps += use_deque ? path_deque(&dp, B) : path_edges(&dp, B);
         int64_t total = remat__d(p, 0) + dp.cost[0] + B;
         if (total > best)
@@ -252,17 +257,23 @@ out:
 int remat__solve_paper_cubic(const struct remat_profile *p, struct remat_plan *plan,
                              struct remat_error *err)
 {
-    return solve_sum(p, plan, 1, REMAT__SUM_MAX_STEPS, err);
+    return solve_sum(p, plan, 1, REMAT__SUM_MAX_STEPS, NULL, err);
 }
 
 int remat__solve_acg(const struct remat_profile *p, struct remat_plan *plan,
                      struct remat_error *err)
 {
-    return solve_sum(p, plan, 0, REMAT__SUM_MAX_STEPS, err);
+    return solve_sum(p, plan, 0, REMAT__SUM_MAX_STEPS, NULL, err);
 }
 
 int remat__solve_sum_steps(const struct remat_profile *p, struct remat_plan *plan, int cubic,
                            size_t max_steps, struct remat_error *err)
 {
-    return solve_sum(p, plan, cubic, max_steps, err);
+    return solve_sum(p, plan, cubic, max_steps, NULL, err);
+}
+
+int remat__solve_sum_cancel(const struct remat_profile *p, struct remat_plan *plan, int cubic,
+                            const struct remat__cancel *cancel, struct remat_error *err)
+{
+    return solve_sum(p, plan, cubic, REMAT__SUM_MAX_STEPS, cancel, err);
 }

@@ -6,7 +6,7 @@ API_TESTS = \
 	tests/api/endpoints.sh tests/api/hostile.sh tests/api/jobs.sh \
 	tests/api/durability.sh tests/api/supervise.sh tests/api/fastpath.sh \
 	tests/api/upgrade.sh tests/api/liveness.sh tests/api/models.sh tests/api/fits.sh \
-	tests/api/reuse.sh
+	tests/api/reuse.sh tests/api/ops.sh tests/api/faults.sh tests/api/solve-limits.sh
 dist_check_SCRIPTS += $(API_TESTS)
 TESTS += $(API_TESTS)
 EXTRA_DIST += tests/api/lib.sh tests/api/check_schema.py tests/api/fake-worker.sh

@@ -12,6 +12,7 @@
 
 #include "exhaustive.h"
 #include "randchain.h"
+#include "mintime.h"
 #include "remat_private.h"
 
 /* A profile whose d = [d_0, ..., d_n], the rest at the defaults. */
@@ -414,6 +415,88 @@ static void test_names_and_models(void **state)
     remat_profile_free(p);
 }
 
+/* The cancellation hook: a callback that says stop after `left` calls. */
+struct countdown {
+    int left, calls;
+};
+
+static int count_down(void *arg)
+{
+    struct countdown *c = arg;
+    c->calls++;
+    return c->left-- <= 0;
+}
+
+/* Each slow solver stops with REMAT_ECANCELED once its hook says so (after
+ * 0 calls and after a few), leaves the plan empty, and solves as before
+ * when the hook never does; remat_solve_memory_bound bounds min-time's
+ * table by mem_slots and is refused past min-time's limits. */
+static void test_cancel_and_memory_bound(void **state)
+{
+    (void)state;
+    struct remat_profile *p = randchain_profile(11, 120, RANDCHAIN_POOLING, 0);
+    assert_non_null(p);
+    enum remat_algorithm algs[] = {REMAT_ALG_ACG, REMAT_ALG_PAPER_CUBIC, REMAT_ALG_MIN_TIME};
+    for (size_t a = 0; a < sizeof algs / sizeof algs[0]; a++) {
+        struct remat_options o;
+        remat_options_init(&o);
+        o.algorithm = algs[a];
+        struct remat_plan base;
+        struct remat_error err;
+        if (algs[a] == REMAT_ALG_MIN_TIME) {
+            /* A budget under store-all, so that the table is filled. */
+            o.algorithm = REMAT_ALG_MIN_PEAK;
+            assert_int_equal(remat_solve(p, &o, &base, &err), REMAT_OK);
+            o.budget_bytes = base.peak_bytes + base.peak_bytes / 20;
+            o.algorithm = REMAT_ALG_MIN_TIME;
+            remat_plan_clear(&base);
+        }
+        assert_int_equal(remat_solve(p, &o, &base, &err), REMAT_OK);
+        for (int left = 0; left <= 3; left++) {
+            struct countdown c = {left, 0};
+            o.cancel = count_down;
+            o.cancel_arg = &c;
+            struct remat_plan plan;
+            assert_int_equal(remat_solve(p, &o, &plan, &err), REMAT_ECANCELED);
+            assert_int_equal(c.calls, left + 1);
+            assert_null(plan.checkpoints);
+            assert_int_equal(plan.schedule.n_ops, 0);
+        }
+        struct countdown never = {1 << 30, 0};
+        o.cancel_arg = &never;
+        struct remat_plan plan;
+        assert_int_equal(remat_solve(p, &o, &plan, &err), REMAT_OK);
+        assert_true(never.calls > 3);
+        assert_int_equal(plan.peak_bytes, base.peak_bytes);
+        assert_int_equal(plan.n_checkpoints, base.n_checkpoints);
+        remat_plan_clear(&plan);
+        remat_plan_clear(&base);
+    }
+    assert_string_equal(remat_strerror(REMAT_ECANCELED), "canceled");
+
+    struct remat_options o;
+    remat_options_init(&o);
+    int64_t small = 0, big = 0, peak = 0;
+    struct remat_error err;
+    assert_int_equal(remat_solve_memory_bound(p, &o, &peak, &err), REMAT_OK);
+    o.algorithm = REMAT_ALG_MIN_TIME;
+    o.mem_slots = 100;
+    assert_int_equal(remat_solve_memory_bound(p, &o, &small, &err), REMAT_OK);
+    o.mem_slots = 100000;
+    assert_int_equal(remat_solve_memory_bound(p, &o, &big, &err), REMAT_OK);
+    assert_true(peak > 0 && peak < small && small < big);
+    /* 120 stages: 7260 cells of up to 100001 values, over the table cap. */
+    assert_true(big >= REMAT_MT_MAX_TABLE_BYTES && big < REMAT_MT_MAX_TABLE_BYTES + (64 << 20));
+    o.mem_slots = REMAT_MT_MAX_SLOTS + 1;
+    assert_int_equal(remat_solve_memory_bound(p, &o, &big, &err), REMAT_ELIMIT);
+    remat_profile_free(p);
+    struct remat_profile *long_chain = randchain_profile(3, REMAT_MT_MAX_STAGES + 1, 0, 0);
+    assert_non_null(long_chain);
+    o.mem_slots = 0;
+    assert_int_equal(remat_solve_memory_bound(long_chain, &o, &big, &err), REMAT_ELIMIT);
+    remat_profile_free(long_chain);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -424,6 +507,7 @@ int main(void)
         cmocka_unit_test(test_every_solver_resimulates),
         cmocka_unit_test(test_names_and_models),
         cmocka_unit_test(test_sum_limits),
+        cmocka_unit_test(test_cancel_and_memory_bound),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

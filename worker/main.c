@@ -25,6 +25,7 @@
 #include <pthread.h>
 #include <signal.h>
 #include <stdarg.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -368,6 +369,47 @@ static int serve(const struct worker *w, int once)
     return 0;
 }
 
+/* ---- the parent pipe ---- */
+
+/* Started by rematd --workers, the worker holds the read end of a pipe
+ * whose write end only rematd has (REMAT_PARENT_FD).  End of file there
+ * means rematd is gone, however it went: the worker exits at once, without
+ * releasing its job or leasing again, since whatever listens on the port
+ * next is not the rematd that gave it its token (docs/worker.md). */
+static void *parent_watch(void *arg)
+{
+    int fd = (int)(intptr_t)arg;
+    char b;
+    for (;;) {
+        ssize_t n = read(fd, &b, 1);
+        if (n == 0 || (n < 0 && errno != EINTR)) {
+            logf_("rematd is gone (parent pipe closed): exiting");
+            _exit(0);
+        }
+    }
+    return NULL;
+}
+
+static int watch_parent(void)
+{
+    const char *v = getenv("REMAT_PARENT_FD");
+    if (v == NULL || *v == '\0')
+        return 0;
+    char *end;
+    long fd = strtol(v, &end, 10);
+    if (*end != '\0' || fd < 0 || fd > 65535) {
+        fprintf(stderr, "remat-worker: REMAT_PARENT_FD: not a descriptor: %s\n", v);
+        return -1;
+    }
+    pthread_t t;
+    if (pthread_create(&t, NULL, parent_watch, (void *)(intptr_t)fd) != 0) {
+        fprintf(stderr, "remat-worker: cannot watch the parent pipe\n");
+        return -1;
+    }
+    pthread_detach(t);
+    return 0;
+}
+
 /* ---- local modes ---- */
 
 static json_t *load(const char *path)
@@ -514,6 +556,8 @@ int main(int argc, char **argv)
         json_decref(job);
         return rc;
     }
+    if (watch_parent() < 0)
+        return 1;
     if (curl_global_init(CURL_GLOBAL_DEFAULT) != 0) {
         fprintf(stderr, "remat-worker: curl_global_init failed\n");
         return 1;

@@ -16,5 +16,6 @@ trap 'echo "term $$" >>"$log"; exit 0' TERM
 code=$(curl -s -o /dev/null -w '%{http_code}' -H 'Content-Type: application/json' \
     -H "Authorization: Bearer ${REMAT_WORKER_TOKEN:-}" \
     --data-binary "{\"worker_id\":\"$id\",\"devices\":[\"$device\"]}" "$server/v1/worker/lease")
-echo "start $$ $device $id $server lease=$code" >>"$log"
+# Whether the clients' token reached the worker (it must not).
+echo "start $$ $device $id $server lease=$code client_token=${REMAT_TOKEN:+leaked}" >>"$log"
 while :; do sleep 0.1; done

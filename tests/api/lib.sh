@@ -17,7 +17,7 @@ N=0
 FAILS=0
 CHECKS=0
 PID=
-trap 'stop_rematd_kill; rm -rf "$T"' EXIT
+trap 'stop_rematd_kill; [ -n "${KEEP:-}" ] || rm -rf "$T"' EXIT
 trap 'exit 1' INT TERM
 
 fail() {

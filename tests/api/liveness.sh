@@ -11,7 +11,7 @@
 # as before, every probe would wait for the whole solve (with more polling
 # threads, the connections already kept alive on the busy one would).
 . "$(dirname "$0")/lib.sh"
-start_rematd --threads 1 --plan-threads 1
+start_rematd --threads 1 --plan-threads 1 --solve-timeout-ms 600000
 post /v1/plans "{\"algorithm\":\"sqrt\",\"profile\":$(profile 8)}" && expect 201 /v1/plans
 STORED=$(field id)
 profile 200 >"$T/big.json"

@@ -1,0 +1,142 @@
+#!/bin/sh
+# Storage faults fail loudly, and queues have bounds (issue 13, items 5
+# and 8): a removed data directory, a disk that refuses writes and a
+# damaged database each make rematd say so (503, /readyz 503, the real
+# SQLite error in the log, a refusal to start); the WAL is cut back after a
+# burst; the job queue and the Idempotency-Key records are bounded.
+. "$(dirname "$0")/lib.sh"
+
+plans() { # n: posts n plans, stops at the first non-201; sets CODE
+    k=0
+    while [ "$k" -lt "$1" ]; do
+        post /v1/plans "{\"profile\":$P,\"algorithm\":\"min-peak\"}"
+        [ "$CODE" = 201 ] || return 0
+        k=$((k + 1))
+    done
+}
+P=$(profile 64)
+
+# ---- the data directory removed under a running rematd ----
+start_rematd
+plans 1 && expect 201
+rm -rf "$T/data"
+post /v1/plans "{\"profile\":$P}"
+problem "plan after rm -rf" 503 unavailable
+post /v1/profiles '{"model":"alexnet","device":"cpu"}'
+problem "job after rm -rf" 503 unavailable
+req GET /readyz
+[ "$CODE" = 503 ] && ok || fail "/readyz after rm -rf: $CODE"
+grep -q '"msg":"data directory lost"' "$T/rematd.log" && ok || fail "no log line for the lost directory"
+kill -TERM "$PID"
+wait "$PID" && fail "exit 0 after losing the data directory" || ok
+PID=
+
+# ---- a disk that refuses writes (RLIMIT_FSIZE: write(2) fails) ----
+: >"$T/rematd.log"
+rm -f "$T/port"
+(
+    trap '' XFSZ
+    ulimit -S -f 1024 # 512 KiB in dash's 512-byte blocks (the soft limit, so it can be lifted)
+    exec "$REMATD" --listen 127.0.0.1:0 --data-dir "$T/data" --port-file "$T/port"
+) 2>>"$T/rematd.log" &
+PID=$!
+i=0
+while [ ! -s "$T/port" ] && [ $i -lt 200 ]; do sleep 0.05; i=$((i + 1)); done
+PORT=$(cat "$T/port")
+BASE="http://127.0.0.1:$PORT"
+plans 400
+problem "plan on a full disk" 503 unavailable
+req GET /readyz
+[ "$CODE" = 503 ] && ok || fail "/readyz with writes failing: $CODE"
+post /v1/profiles '{"model":"alexnet","device":"cpu"}'
+[ "$CODE" = 503 ] && ok || fail "a job accepted with writes failing: $CODE"
+grep -q '"msg":"store write failed"' "$T/rematd.log" && ok || fail "no store write failed line"
+grep -q 'cannot rollback\|cannot commit - no transaction' "$T/rematd.log" &&
+    fail "the log hides the real error: $(grep -m1 'cannot' "$T/rematd.log")" || ok
+grep '"msg":"store write failed"' "$T/rematd.log" | grep -q 'I/O\|full' && ok ||
+    fail "not SQLite's error: $(grep -m1 'store write failed' "$T/rematd.log")"
+# Space again: ready within a few seconds without a request to try.
+if command -v prlimit >/dev/null 2>&1; then
+    prlimit --pid "$PID" --fsize=unlimited:unlimited
+    i=0
+    while [ $i -lt 50 ]; do
+        req GET /readyz
+        [ "$CODE" = 200 ] && break
+        sleep 0.1
+        i=$((i + 1))
+    done
+    [ "$CODE" = 200 ] && ok || fail "/readyz stayed $CODE once writes worked again"
+    plans 1 && expect 201
+fi
+stop_rematd_kill
+
+# ---- a database damaged mid-file does not start ----
+rm -rf "$T/data"
+: >"$T/rematd.log"
+start_rematd
+plans 40
+stop_rematd
+size=$(wc -c <"$T/data/rematd.db")
+[ "$size" -gt 65536 ] && ok || fail "database too small to damage: $size"
+head -c 16384 /dev/urandom | dd of="$T/data/rematd.db" bs=16384 seek=2 conv=notrunc 2>/dev/null
+"$REMATD" --listen 127.0.0.1:0 --data-dir "$T/data" 2>"$T/damaged.log" &
+p=$!
+i=0
+while kill -0 "$p" 2>/dev/null && [ $i -lt 100 ]; do sleep 0.05; i=$((i + 1)); done
+if kill -0 "$p" 2>/dev/null; then
+    fail "rematd serves a damaged database"
+    kill -9 "$p"
+else
+    wait "$p" && fail "exit 0 on a damaged database" || ok
+    grep -q 'damaged (PRAGMA quick_check' "$T/damaged.log" && ok ||
+        fail "damage not reported: $(cat "$T/damaged.log")"
+fi
+
+# ---- the WAL is cut back after a burst ----
+rm -rf "$T/data"
+start_rematd --wal-limit-bytes 1048576
+j=0
+while [ $j -lt 8 ]; do
+    (
+        k=0
+        while [ $k -lt 40 ]; do
+            curl -s -o /dev/null -H 'Content-Type: application/json' \
+                --data-binary "{\"profile\":$P,\"algorithm\":\"min-peak\"}" "$BASE/v1/plans"
+            k=$((k + 1))
+        done
+    ) &
+    j=$((j + 1))
+done
+wait_children=$(jobs -p | grep -v "^$PID$")
+for c in $wait_children; do wait "$c"; done
+i=0
+while [ $i -lt 40 ]; do
+    w=$(wc -c <"$T/data/rematd.db-wal" 2>/dev/null || echo 0)
+    [ "$w" -le 1048576 ] && break
+    sleep 0.1
+    i=$((i + 1))
+done
+[ "$w" -le 1048576 ] && ok || fail "WAL still $w bytes after the burst (limit 1 MiB)"
+stop_rematd
+
+# ---- bounded queues ----
+rm -rf "$T/data"
+start_rematd --max-queued-jobs 3 --max-idempotency-keys 2
+for m in alexnet vgg11 vgg16; do
+    post /v1/profiles "{\"model\":\"$m\",\"device\":\"cpu\"}" && expect 202
+done
+post /v1/profiles '{"model":"vgg19","device":"cpu"}'
+problem "job past --max-queued-jobs" 503 queue-full
+[ -n "$(header Retry-After)" ] && ok || fail "queue full without Retry-After"
+post /v1/plans "{\"profile\":$P}" -H 'Idempotency-Key: k1' && expect 201
+post /v1/plans "{\"profile\":$P}" -H 'Idempotency-Key: k2' && expect 201
+post /v1/plans "{\"profile\":$P}" -H 'Idempotency-Key: k3'
+problem "a key past --max-idempotency-keys" 503 queue-full
+[ -n "$(header Retry-After)" ] && ok || fail "keys full without Retry-After"
+post /v1/plans "{\"profile\":$P}" -H 'Idempotency-Key: k1'
+[ "$CODE" = 201 ] && [ "$(header Idempotent-Replayed)" = true ] && ok ||
+    fail "a known key is not replayed when the records are full: $CODE"
+post /v1/plans "{\"profile\":$P}" && expect 201
+stop_rematd
+
+finish

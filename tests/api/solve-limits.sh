@@ -1,0 +1,88 @@
+#!/bin/sh
+# Solves have bounds (issue 13, item 4): a deadline (422 solve-deadline),
+# a memory bound checked before solving (422, or 503 while others hold
+# it), cancellation when the client hangs up, the planning queue bounded
+# (503 queue-full), and SIGTERM exits within the drain time whatever runs.
+# Before: min-time on 1,000 stages ran 47 s, four big tables took 1.75 GB,
+# clients that hung up still got full solves, SIGTERM waited for them.
+. "$(dirname "$0")/lib.sh"
+
+BIG=$(profile 1000)
+echo "{\"profile\":$BIG,\"algorithm\":\"min-peak\"}" >"$T/peak.json"
+start_rematd --solve-timeout-ms 400 --solve-memory-bytes 524288000 --drain-seconds 1
+req POST /v1/plans -H 'Content-Type: application/json' --data-binary @"$T/peak.json" && expect 201
+least=$(field peak_bytes)
+budget=$((least + least / 10))
+echo "{\"profile\":$BIG,\"algorithm\":\"min-time\",\"budget_bytes\":$budget,\"mem_slots\":100}" \
+    >"$T/slow.json"
+
+# ---- the deadline ----
+t0=$(date +%s)
+req POST /v1/plans -H 'Content-Type: application/json' --data-binary @"$T/slow.json"
+t1=$(date +%s)
+problem "min-time past its deadline" 422 solve-deadline
+[ $((t1 - t0)) -le 3 ] && ok || fail "the deadline answer took $((t1 - t0)) s"
+
+# ---- memory, checked before solving ----
+P=$(profile 100)
+post /v1/plans "{\"profile\":$P,\"algorithm\":\"min-time\",\"budget_bytes\":1,\"mem_slots\":100000}"
+problem "a table over --solve-memory-bytes" 422 solve-memory
+stop_rematd
+
+# Two big tables at once: the second waits for memory (503), the first
+# holds it while it solves.
+start_rematd --solve-timeout-ms 3000 --solve-memory-bytes 629145600 --drain-seconds 1
+curl -s -o "$T/first.body" -H 'Content-Type: application/json' --data-binary @"$T/slow.json" \
+    "$BASE/v1/plans" &
+first=$!
+sleep 0.5
+req POST /v1/plans -H 'Content-Type: application/json' --data-binary @"$T/slow.json"
+problem "a second big table while the first runs" 503 solve-memory
+[ -n "$(header Retry-After)" ] && ok || fail "503 solve-memory without Retry-After"
+wait "$first"
+grep -q solve-deadline "$T/first.body" && ok || fail "first: $(head -c 200 "$T/first.body")"
+
+# ---- the client hangs up: the solve stops ----
+curl -s -o /dev/null --max-time 0.3 -H 'Content-Type: application/json' \
+    --data-binary @"$T/slow.json" "$BASE/v1/plans"
+i=0
+while [ $i -lt 20 ] && ! grep -q '"msg":"solve canceled: the client went away"' "$T/rematd.log"; do
+    sleep 0.1
+    i=$((i + 1))
+done
+grep -q '"msg":"solve canceled: the client went away"' "$T/rematd.log" && ok ||
+    fail "the solve ran on after its client hung up"
+stop_rematd
+
+# ---- plans waiting for a planning thread are bounded ----
+start_rematd --plan-threads 1 --max-queued-plans 1 --solve-timeout-ms 2000
+curl -s -o /dev/null -H 'Content-Type: application/json' --data-binary @"$T/slow.json" \
+    "$BASE/v1/plans" &
+a=$!
+sleep 0.3
+curl -s -o /dev/null -H 'Content-Type: application/json' --data-binary @"$T/slow.json" \
+    "$BASE/v1/plans" &
+b=$!
+sleep 0.3
+req POST /v1/plans -H 'Content-Type: application/json' --data-binary @"$T/slow.json"
+problem "a plan past --max-queued-plans" 503 queue-full
+[ -n "$(header Retry-After)" ] && ok || fail "queue-full without Retry-After"
+wait "$a" "$b"
+stop_rematd
+
+# ---- SIGTERM during a long solve exits within the drain time ----
+start_rematd --solve-timeout-ms 60000 --drain-seconds 1
+curl -s -o "$T/term.body" -H 'Content-Type: application/json' --data-binary @"$T/slow.json" \
+    "$BASE/v1/plans" &
+c=$!
+sleep 0.5
+t0=$(date +%s)
+kill -TERM "$PID"
+if wait "$PID"; then ok; else fail "exit status $? after SIGTERM during a solve"; fi
+t1=$(date +%s)
+PID=
+[ $((t1 - t0)) -le 4 ] && ok || fail "SIGTERM took $((t1 - t0)) s with a solve running (drain 1 s)"
+wait "$c"
+grep -qs '"status":201' "$T/term.body" && fail "the canceled solve was stored" || ok
+
+finish

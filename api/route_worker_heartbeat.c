@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "worker_common.h"
+#include "rematx/real.h"
 
 static enum rematd_handled heartbeat(struct rematd_request *r)
 {
@@ -39,7 +40,7 @@ static enum rematd_handled heartbeat(struct rematd_request *r)
                                "phase is measuring, validating or building");
             return REMATD_HANDLED;
         }
-        text = json_dumps(pr, JSON_COMPACT);
+        text = rematx_json_dumps(pr, JSON_COMPACT);
     }
     double until = 0;
     enum rematd_store_result rc =

@@ -2,4 +2,5 @@
 bin_PROGRAMS += cli/remat
 cli_remat_SOURCES = cli/cli.h cli/main.c cli/cmd_plan.c cli/cmd_simulate.c cli/cmd_frontier.c
 cli_remat_CFLAGS = $(AM_CFLAGS) $(JANSSON_CFLAGS)
-cli_remat_LDADD = src/libremat.la $(JANSSON_LIBS)
+# rematx for the shortest text of reals, as rematd prints them.
+cli_remat_LDADD = src/libremat.la src/rematx/librematx.la $(JANSSON_LIBS)

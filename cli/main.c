@@ -4,6 +4,7 @@
 
 #include "cli.h"
 #include "config.h"
+#include "rematx/real.h"
 
 static const char usage[] =
     "usage: remat plan [--algorithm NAME] [--segments K] [--model sum|prefix|traced]\n"
@@ -70,7 +71,7 @@ int cli_print_json(json_t *v)
         fprintf(stderr, "remat: out of memory\n");
         return 1;
     }
-    int rc = json_dumpf(v, stdout, JSON_COMPACT) < 0 || fputc('\n', stdout) == EOF;
+    int rc = rematx_json_dumpf(v, stdout, JSON_COMPACT) < 0 || fputc('\n', stdout) == EOF;
     json_decref(v);
     if (rc || fflush(stdout) != 0) {
         fprintf(stderr, "remat: cannot write the output\n");

@@ -2,7 +2,7 @@
 # (src/rematx/rematx.h says what and why), built once and linked into each.
 noinst_LTLIBRARIES += src/rematx/librematx.la
 src_rematx_librematx_la_SOURCES = src/rematx/rematx.h src/rematx/dynbuf.h src/rematx/dynbuf.c \
-	src/rematx/zoo.h src/rematx/zoo.c
+	src/rematx/zoo.h src/rematx/zoo.c src/rematx/real.h src/rematx/real.c
 src_rematx_librematx_la_CFLAGS = $(AM_CFLAGS) $(JANSSON_CFLAGS)
 
 # libremat.  The convenience library holds everything, internals included,

@@ -45,6 +45,12 @@ tests_test_plan_dump_SOURCES = tests/test_plan_dump.c
 tests_test_plan_dump_CFLAGS = $(CORE_TEST_CFLAGS)
 tests_test_plan_dump_LDADD = $(CORE_TEST_LDADD)
 
+check_PROGRAMS += tests/test_real
+TESTS += tests/test_real
+tests_test_real_SOURCES = tests/test_real.c
+tests_test_real_CFLAGS = $(CORE_TEST_CFLAGS)
+tests_test_real_LDADD = $(CORE_TEST_LDADD)
+
 check_PROGRAMS += tests/test_plan_dump_reals
 TESTS += tests/test_plan_dump_reals
 tests_test_plan_dump_reals_SOURCES = tests/test_plan_dump_reals.c

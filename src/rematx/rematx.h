@@ -11,6 +11,7 @@
  *
  * The pieces:
  *  - dynbuf.h: the one bounded growable buffer.
+ *  - real.h: reals printed as the shortest text that reads back.
  *  - zoo.h: the built-in model zoo (GET /v1/models, the profile request's
  *    checks, and the layer lists remat-worker builds).
  */
@@ -19,6 +20,7 @@
 
 #include "remat.h"
 #include "rematx/dynbuf.h"
+#include "rematx/real.h"
 #include "rematx/zoo.h"
 
 #endif

@@ -504,8 +504,7 @@ int rematd_req_reject_unknown(struct rematd_request *r, json_t *obj, const char 
 {
     const char *k;
     json_t *v;
-    json_object_foreach(obj, k, v)
-    {
+    json_object_foreach (obj, k, v) {
         int ok = 0;
         for (size_t i = 0; allowed[i]; i++)
             if (strcmp(allowed[i], k) == 0)

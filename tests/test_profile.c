@@ -28,8 +28,11 @@ static char *read_file(const char *rel, size_t *len)
     for (;;) {
         if (*len + 4096 + 1 > cap) {
             cap = 2 * cap + 8192;
-            buf = realloc(buf, cap);
-            assert_non_null(buf);
+            char *bigger = realloc(buf, cap);
+            if (bigger == NULL)
+                free(buf);
+            assert_non_null(bigger);
+            buf = bigger;
         }
         size_t got = fread(buf + *len, 1, 4096, f);
         *len += got;

@@ -33,12 +33,34 @@ static void strip_zeros(struct digits *d)
 #ifdef __SIZEOF_INT128__
 typedef unsigned __int128 u128;
 
+/* 10^0 to 10^19, the powers of ten a uint64_t holds. */
+static const uint64_t pow10_u64[20] = {UINT64_C(1),
+                                       UINT64_C(10),
+                                       UINT64_C(100),
+                                       UINT64_C(1000),
+                                       UINT64_C(10000),
+                                       UINT64_C(100000),
+                                       UINT64_C(1000000),
+                                       UINT64_C(10000000),
+                                       UINT64_C(100000000),
+                                       UINT64_C(1000000000),
+                                       UINT64_C(10000000000),
+                                       UINT64_C(100000000000),
+                                       UINT64_C(1000000000000),
+                                       UINT64_C(10000000000000),
+                                       UINT64_C(100000000000000),
+                                       UINT64_C(1000000000000000),
+                                       UINT64_C(10000000000000000),
+                                       UINT64_C(100000000000000000),
+                                       UINT64_C(1000000000000000000),
+                                       UINT64_C(10000000000000000000)};
+
+/* 10^s for 0 <= s <= 38. */
 static u128 pow10_u128(int s)
 {
-    u128 t = 1;
-    while (s-- > 0)
-        t *= 10;
-    return t;
+    if (s < 20)
+        return pow10_u64[s];
+    return (u128)pow10_u64[19] * pow10_u64[s - 19];
 }
 
 /* The shortest digits of a (1e-5 <= a < 1e15), exactly.

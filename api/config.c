@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "rematd.h"
+#include "rematx/real.h"
 
 #ifndef REMATD_BINDIR
 #define REMATD_BINDIR "/usr/local/bin"
@@ -282,7 +283,7 @@ static void usage(const struct rematd_config *d)
     json_t *j = rematd_config_to_json(d);
     for (size_t i = 0; i < N_OPTS; i++) {
         json_t *v = json_object_get(j, opts[i].flag);
-        char *dv = json_dumps(v, JSON_ENCODE_ANY);
+        char *dv = rematx_json_dumps(v, JSON_ENCODE_ANY);
         printf("  --%-20s %s\n  %-22s env %s, default %s\n", opts[i].flag, opts[i].help, "",
                opts[i].env, dv ? dv : "?");
         free(dv);
@@ -349,7 +350,7 @@ int rematd_config_load(struct rematd_config *c, int argc, char **argv)
     }
     if (c->print_config) {
         json_t *j = rematd_config_to_json(c);
-        char *s = json_dumps(j, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
+        char *s = rematx_json_dumps(j, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
         printf("%s\n", s ? s : "{}");
         free(s);
         json_decref(j);

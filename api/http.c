@@ -24,6 +24,7 @@
 
 #include "rematd.h"
 #include "store.h"
+#include "rematx/real.h"
 
 extern const struct rematd_route rematd_route_healthz, rematd_route_readyz, rematd_route_openapi,
     rematd_route_metrics, rematd_route_models, rematd_route_plans_create, rematd_route_plans_get,
@@ -185,7 +186,7 @@ void rematd_req_text(struct rematd_request *r, int status, const char *content_t
 
 static void send_json(struct rematd_request *r, int status, json_t *body, const char *ctype)
 {
-    char *s = body ? json_dumps(body, JSON_COMPACT) : NULL;
+    char *s = body ? rematx_json_dumps(body, JSON_COMPACT) : NULL;
     json_decref(body);
     if (!s) {
         static char oom[] = "{\"type\":\"/problems/internal\",\"title\":\"Internal error\","
@@ -492,8 +493,7 @@ int rematd_req_reject_unknown(struct rematd_request *r, json_t *obj, const char 
 {
     const char *k;
     json_t *v;
-    json_object_foreach(obj, k, v)
-    {
+    json_object_foreach (obj, k, v) {
         int ok = 0;
         for (size_t i = 0; allowed[i]; i++)
             if (strcmp(allowed[i], k) == 0)

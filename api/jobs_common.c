@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "jobs_common.h"
+#include "rematx/real.h"
 
 int rematd_device_ok(const char *d)
 {
@@ -68,7 +69,7 @@ void rematd_queue_job(struct rematd_request *r, const char *kind, json_t *spec)
 void rematd_queue_job_keyed(struct rematd_request *r, const char *kind, json_t *spec,
                             const char *reuse_key)
 {
-    char *text = json_dumps(spec, JSON_COMPACT);
+    char *text = rematx_json_dumps(spec, JSON_COMPACT);
     const char *device = json_string_value(json_object_get(spec, "device"));
     /* The answer is the job as GET will show it now: made here, before the
      * job is stored, since with an Idempotency-Key it is stored with it. */
@@ -78,7 +79,7 @@ void rematd_queue_job_keyed(struct rematd_request *r, const char *kind, json_t *
     snprintf(j.status, sizeof j.status, "queued");
     j.created_at = j.updated_at = rematd_now();
     json_t *view = text ? rematd_job_view(&j) : NULL;
-    char *answer = view ? json_dumps(view, JSON_COMPACT) : NULL;
+    char *answer = view ? rematx_json_dumps(view, JSON_COMPACT) : NULL;
     json_decref(view);
     /* The uploaded model the job runs (a validation's is its profile's):
      * the store keeps it from being deleted while the job waits or runs. */

@@ -38,7 +38,9 @@ static inline void put_u(struct out *o, uint64_t v)
 
 static inline void put_s(struct out *o, int64_t v)
 {
-    put_u(o, ((uint64_t)v << 1) ^ (uint64_t)(v >> 63));
+    /* Zigzag: the sign spread over all bits, taken from the unsigned
+     * value, as v >> 63 of a negative v is implementation-defined. */
+    put_u(o, ((uint64_t)v << 1) ^ (0 - ((uint64_t)v >> 63)));
 }
 
 static const double pow10_tab[] = {1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9};

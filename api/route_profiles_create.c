@@ -60,8 +60,7 @@ static int check_layer(struct rematd_request *r, json_t *l, const char *ptr)
     }
     const char *key;
     json_t *v;
-    json_object_foreach(l, key, v)
-    {
+    json_object_foreach (l, key, v) {
         snprintf(p, sizeof p, "%.150s/%.60s", ptr, key);
         if (strcmp(key, "type") == 0)
             continue;
@@ -136,8 +135,7 @@ static int check_layers(struct rematd_request *r, json_t *layers, const char *pr
     }
     size_t i;
     json_t *l;
-    json_array_foreach(layers, i, l)
-    {
+    json_array_foreach (layers, i, l) {
         char p[180];
         snprintf(p, sizeof p, "%.150s/%zu", prefix, i);
         if (check_layer(r, l, p) < 0)
@@ -354,9 +352,9 @@ static json_t *normalise(struct rematd_request *r, json_t *body)
         size_t i;
         json_t *d;
         int ok = json_is_array(shape) && json_array_size(shape) >= 1 && json_array_size(shape) <= 4;
-        json_array_foreach(shape, i, d) ok = ok && json_is_integer(d) &&
-                                             json_integer_value(d) >= 1 &&
-                                             json_integer_value(d) <= (1 << 20);
+        json_array_foreach (shape, i, d)
+            ok = ok && json_is_integer(d) && json_integer_value(d) >= 1 &&
+                 json_integer_value(d) <= (1 << 20);
         if (!ok) {
             rematd_req_problem(r, 400, "validation", "/input_shape",
                                "input_shape is 1 to 4 positive integers, batch dimension excluded");

@@ -8,6 +8,7 @@
 
 #include "plan_common.h"
 #include "worker_common.h"
+#include "rematx/real.h"
 
 static enum rematd_handled complete(struct rematd_request *r)
 {
@@ -35,7 +36,7 @@ static enum rematd_handled complete(struct rematd_request *r)
         }
         remat_profile_free(p);
     }
-    char *text = json_dumps(res, JSON_COMPACT);
+    char *text = rematx_json_dumps(res, JSON_COMPACT);
     enum rematd_store_result rc =
         text ? rematd_store_complete_job(r->srv->store, r->id, lease_id, text) : REMATD_STORE_ERROR;
     free(text);

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "worker_common.h"
+#include "rematx/real.h"
 
 /* What the worker is doing: "activity", or "phase", its deprecated name
  * (workers of remat 0.1 send it; "phase" means an op index everywhere else
@@ -65,7 +66,7 @@ static enum rematd_handled heartbeat(struct rematd_request *r)
         }
         if (activity(r, pr) < 0)
             return REMATD_HANDLED;
-        text = json_dumps(pr, JSON_COMPACT);
+        text = rematx_json_dumps(pr, JSON_COMPACT);
     }
     double until = 0;
     enum rematd_store_result rc =

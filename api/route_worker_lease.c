@@ -19,8 +19,7 @@ static int string_list(struct rematd_request *r, json_t *v, const char *ptr, int
     }
     size_t i;
     json_t *s;
-    json_array_foreach(v, i, s)
-    {
+    json_array_foreach (v, i, s) {
         const char *t = json_string_value(s);
         int ok = t && (kinds ? strcmp(t, "profile") == 0 || strcmp(t, "validation") == 0
                              : strlen(t) < 32);

@@ -148,8 +148,7 @@ size_t rematd_json_depth(const json_t *v, size_t limit)
     if (json_is_object(v)) {
         const char *k;
         json_t *c;
-        json_object_foreach((json_t *)v, k, c)
-        {
+        json_object_foreach ((json_t *)v, k, c) {
             size_t d = rematd_json_depth(c, limit - 1);
             if (d > best)
                 best = d;
@@ -159,8 +158,7 @@ size_t rematd_json_depth(const json_t *v, size_t limit)
     } else {
         size_t i;
         json_t *c;
-        json_array_foreach(v, i, c)
-        {
+        json_array_foreach (v, i, c) {
             size_t d = rematd_json_depth(c, limit - 1);
             if (d > best)
                 best = d;
@@ -360,8 +358,7 @@ void rematd_log(const char *level, const char *msg, json_t *fields)
     const char *key;
     json_t *v;
     if (fields) {
-        json_object_foreach(fields, key, v)
-        {
+        json_object_foreach (fields, key, v) {
             if (strcmp(key, "ts") == 0 || strcmp(key, "level") == 0 || strcmp(key, "msg") == 0)
                 continue;
             lput(&l, ",", 1);

@@ -5,6 +5,7 @@
 #include "cli.h"
 #include "config.h"
 #include "rematx/dynbuf.h"
+#include "rematx/real.h"
 
 /* The largest profile file remat reads. */
 #define MAX_PROFILE_TEXT ((size_t)1 << 30)
@@ -93,7 +94,7 @@ int cli_print_json(json_t *v)
         fprintf(stderr, "remat: out of memory\n");
         return 1;
     }
-    int rc = json_dumpf(v, stdout, JSON_COMPACT) < 0 || fputc('\n', stdout) == EOF;
+    int rc = rematx_json_dumpf(v, stdout, JSON_COMPACT) < 0 || fputc('\n', stdout) == EOF;
     json_decref(v);
     if (rc || fflush(stdout) != 0) {
         fprintf(stderr, "remat: cannot write the output\n");

@@ -2,17 +2,17 @@
  *
  * The service answers thousands of plans a second; building the tree of
  * remat_plan_to_json and printing it cost more than solving.  This writes
- * the very bytes json_dumps(remat_plan_to_json(...), JSON_COMPACT) writes:
- * the same keys in the same order, integers in decimal, and reals as
- * jansson prints them ("%.17g", then ".0" when neither '.' nor 'e' is
- * there, then no '+' and no leading zeros in the exponent).  test_plan_dump
- * compares the two byte for byte.  Nested min-time plans describe their
- * segments with remat__nested_segments_json, printed by jansson: that tree
- * is small and only those plans have it. */
+ * the very bytes rematx_json_dumps(remat_plan_to_json(...), JSON_COMPACT)
+ * writes: the same keys in the same order, integers in decimal, and reals
+ * as rematx_real_text prints them (the shortest text that reads back, in
+ * jansson's layout).  test_plan_dump compares the two byte for byte.  Nested min-time plans
+ * describe their segments with remat__nested_segments_json, printed by jansson: that tree is small
+ * and only those plans have it. */
 #include <math.h>
 #include <stdio.h>
 
 #include "mintime.h"
+#include "rematx/real.h"
 
 /* curl's dynbuf rule: the buffer has a maximum.  A plan of REMAT_MAX_STAGES
  * stages is at most a few hundred megabytes of text. */
@@ -141,138 +141,12 @@ static void put_int(struct buf *b, int64_t v)
     raw_int(b, v);
 }
 
-/* "%.17g" of v written without printf, for the reals a plan usually
- * reports (times in milliseconds, printed without an exponent: 1e-4 <=
- * v < 1e17).  Returns the length written to out, or 0 for any other v,
- * which then goes to snprintf.
- *
- * %.17g is v's 17 significant decimal digits, correctly rounded (ties to
- * even, as glibc rounds in the default mode), then trailing zeros and a
- * bare point dropped.  With v = M * 2^E exactly (M < 2^53) and X the
- * decimal exponent of v, the digits are round(M * 10^(16-X) * 2^E): for
- * X >= -5 that product is at most 2^53 * 10^21 < 2^124, so it is exact in
- * 128 bits, and the shift by -E (at most 70 here) leaves the remainder
- * that decides the rounding.  tests/test_plan_dump_reals compares the two
- * on a million values, ties included. */
-static size_t fmt_17g(double v, char *out)
-{
-#ifndef __SIZEOF_INT128__
-    /* No 128-bit integers here: every real goes to snprintf. */
-    (void)v;
-    (void)out;
-    return 0;
-#else
-    if (!(v >= 1e-5 && v < 1e18))
-        return 0;
-    uint64_t bits;
-    memcpy(&bits, &v, sizeof bits);
-    uint64_t mant = (bits & (((uint64_t)1 << 52) - 1)) | ((uint64_t)1 << 52);
-    int e2 = (int)((bits >> 52) & 0x7FF) - 1075;
-    const uint64_t lo = UINT64_C(10000000000000000), hi = UINT64_C(100000000000000000);
-    /* X estimated from the binary exponent (log10(2) is 0.30103), then
-     * moved until the floor of the scaled value has 17 digits. */
-    int x = (int)((e2 + 52) * 30103L / 100000L) - ((e2 + 52) < 0);
-    unsigned __int128 q = 0, rem = 0, half = 0;
-    for (int tries = 0;; tries++) {
-        int s = 16 - x;
-        if (tries > 4 || s < 0 || s > 21)
-            return 0;
-        unsigned __int128 a = mant;
-        for (int k = 0; k < s; k++)
-            a *= 10;
-        if (e2 >= 0) {
-            q = a << e2;
-            rem = half = 0;
-        } else {
-            int sh = -e2;
-            q = a >> sh;
-            rem = a & ((((unsigned __int128)1) << sh) - 1);
-            half = ((unsigned __int128)1) << (sh - 1);
-        }
-        if (q >= hi)
-            x++;
-        else if (q < lo)
-            x--;
-        else
-            break;
-    }
-    uint64_t d = (uint64_t)q;
-    if (rem > half || (rem == half && half != 0 && (d & 1)))
-        d++;
-    if (d == hi) {
-        d = lo;
-        x++;
-    }
-    if (x < -4 || x > 16)
-        return 0;
-    char dig[17];
-    for (int k = 16; k >= 0; k--) {
-        dig[k] = (char)('0' + d % 10);
-        d /= 10;
-    }
-    int last = 16; /* the last digit kept: trailing zeros go */
-    while (last > 0 && dig[last] == '0')
-        last--;
-    size_t n = 0;
-    if (x >= 0) {
-        memcpy(out, dig, (size_t)x + 1);
-        n = (size_t)x + 1;
-        if (last > x) {
-            out[n++] = '.';
-            memcpy(out + n, dig + x + 1, (size_t)(last - x));
-            n += (size_t)(last - x);
-        }
-    } else {
-        out[n++] = '0';
-        out[n++] = '.';
-        for (int k = 0; k < -x - 1; k++)
-            out[n++] = '0';
-        memcpy(out + n, dig, (size_t)last + 1);
-        n += (size_t)last + 1;
-    }
-    return n;
-#endif
-}
-
-/* A real as jansson's jsonp_dtostr prints it at its default precision. */
+/* A real as rematx_real_text prints it: the shortest text that reads back
+ * to the same double, in jansson's layout. */
 static void put_real(struct buf *b, double v)
 {
-    char tmp[64];
-    size_t fast = fmt_17g(v, tmp);
-    if (fast > 0) {
-        /* No exponent here: only a missing point needs jansson's ".0". */
-        if (memchr(tmp, '.', fast) == NULL) {
-            tmp[fast++] = '.';
-            tmp[fast++] = '0';
-        }
-        put(b, tmp, fast);
-        return;
-    }
-    int n = snprintf(tmp, sizeof tmp, "%.17g", v);
-    if (n < 0 || (size_t)n >= sizeof tmp - 3) {
-        b->bad = 1;
-        return;
-    }
-    size_t len = (size_t)n;
-    if (strchr(tmp, '.') == NULL && strchr(tmp, 'e') == NULL) {
-        tmp[len++] = '.';
-        tmp[len++] = '0';
-        tmp[len] = '\0';
-    }
-    char *start = strchr(tmp, 'e');
-    if (start != NULL) {
-        start++;
-        char *end = start + 1;
-        if (*start == '-')
-            start++;
-        while (*end == '0')
-            end++;
-        if (end != start) {
-            memmove(start, end, len - (size_t)(end - tmp) + 1);
-            len -= (size_t)(end - start);
-        }
-    }
-    put(b, tmp, len);
+    char tmp[REMATX_REAL_MAX];
+    put(b, tmp, rematx_real_text(v, tmp));
 }
 
 /* "[x,y]", or "," then that. */
@@ -331,7 +205,7 @@ char *remat_plan_dumps(const struct remat_profile *profile, const struct remat_p
         PUT_LIT(&b, "]");
     } else {
         json_t *nested = remat__nested_segments_json(profile, plan);
-        char *text = nested != NULL ? json_dumps(nested, JSON_COMPACT) : NULL;
+        char *text = nested != NULL ? rematx_json_dumps(nested, JSON_COMPACT) : NULL;
         json_decref(nested);
         if (text == NULL) {
             free(b.s);

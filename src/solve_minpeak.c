@@ -746,7 +746,13 @@ static int least_recompute_set(const struct chain *c, const struct remat_profile
     if (!mem)
         return -1;
     int64_t *pl = mem;
+    /* One allocation carved into typed arrays, each at an offset aligned
+     * for its type (8-byte ones first), and each used only as that type:
+     * cppcheck's invalidPointerCast (reading one type's bits as another)
+     * does not happen here. */
+    /* cppcheck-suppress invalidPointerCast */
     double *fw = (double *)(pl + n);
+    /* cppcheck-suppress invalidPointerCast */
     uint32_t *cnt = (uint32_t *)(fw + n), *pred = cnt + n;
     uint8_t *reach = (uint8_t *)(pred + n);
 

@@ -43,6 +43,10 @@ static int work_alloc(const struct remat_profile *p, struct prefix_work *w, stru
         return remat__error(err, REMAT_ENOMEM, "", "out of memory for %zu stages", n);
     w->mem = mem;
     w->S = (int64_t *)mem;
+    /* The arrays are carved from one allocation at offsets aligned for
+     * their types and used only as those types: no value is read as
+     * another type, which is what cppcheck's invalidPointerCast is about. */
+    /* cppcheck-suppress invalidPointerCast */
     w->F = (double *)(mem + wide);
     w->V = (int64_t *)(mem + 2 * wide);
     w->last = (uint32_t *)(mem + 3 * wide);

@@ -50,6 +50,11 @@ TESTS += tests/test_exports
 tests_test_exports_SOURCES = tests/test_exports.c
 tests_test_exports_CFLAGS = $(CORE_TEST_CFLAGS)
 tests_test_exports_LDADD = $(CORE_TEST_LDADD)
+check_PROGRAMS += tests/test_real
+TESTS += tests/test_real
+tests_test_real_SOURCES = tests/test_real.c
+tests_test_real_CFLAGS = $(CORE_TEST_CFLAGS)
+tests_test_real_LDADD = $(CORE_TEST_LDADD)
 
 check_PROGRAMS += tests/test_plan_dump_reals
 TESTS += tests/test_plan_dump_reals
@@ -100,6 +105,7 @@ EXTRA_DIST += \
 	tests/data/profiles/good/t9.json
 
 dist_check_SCRIPTS += tests/cli.sh tests/check-exports.sh tests/check-format.sh
+EXTRA_DIST += tests/exports.txt tests/check-cppcheck.sh
 TESTS += tests/cli.sh tests/check-exports.sh tests/check-format.sh
 
 # The allocation-failure loop: the core's allocations are wrapped at link time.

@@ -14,13 +14,14 @@
 
 #include "randchain.h"
 #include "remat_private.h"
+#include "rematx/real.h"
 
 /* Both writers on one plan; returns 1 when the plan is nested. */
 static int same_text(const struct remat_profile *p, const struct remat_plan *plan, const char *what)
 {
     json_t *j = remat_plan_to_json(p, plan);
     assert_non_null(j);
-    char *want = json_dumps(j, JSON_COMPACT);
+    char *want = rematx_json_dumps(j, JSON_COMPACT);
     assert_non_null(want);
     json_decref(j);
     size_t len = 0;

@@ -18,6 +18,7 @@
 
 #include "randchain.h"
 #include "remat_private.h"
+#include "rematx/real.h"
 
 struct fixture {
     struct remat_profile *p;
@@ -32,7 +33,7 @@ static void same_text(struct fixture *f, double recompute_ms, double total_ms)
     f->plan.total_ms = total_ms;
     json_t *j = remat_plan_to_json(f->p, &f->plan);
     assert_non_null(j);
-    char *want = json_dumps(j, JSON_COMPACT);
+    char *want = rematx_json_dumps(j, JSON_COMPACT);
     json_decref(j);
     assert_non_null(want);
     size_t len = 0;

@@ -28,8 +28,11 @@ static char *read_file(const char *rel, size_t *len)
     for (;;) {
         if (*len + 4096 + 1 > cap) {
             cap = 2 * cap + 8192;
-            buf = realloc(buf, cap);
-            assert_non_null(buf);
+            char *bigger = realloc(buf, cap);
+            if (bigger == NULL)
+                free(buf);
+            assert_non_null(bigger);
+            buf = bigger;
         }
         size_t got = fread(buf + *len, 1, 4096, f);
         *len += got;
@@ -486,6 +489,23 @@ static void validate_by_hand(void **state)
     p->stages[0].param_bytes = REMAT_MAX_BYTES + 1;
     assert_int_equal(remat_profile_validate(p, &err), REMAT_ELIMIT);
     assert_string_equal(err.pointer, "/stages/0/param_bytes");
+    /* The parser's message for the same value: one set of rules. */
+    struct remat_error perr;
+    const char *over = "{\"input_bytes\":1,\"stages\":[{\"out_bytes\":1,"
+                       "\"param_bytes\":1152921504606846977}]}";
+    assert_null(remat_profile_parse(over, strlen(over), "", &perr));
+    assert_string_equal(perr.pointer, err.pointer);
+    assert_string_equal(perr.message, err.message);
+    p->stages[2].fwd_ms = -0.5;
+    p->stages[0].param_bytes = 0;
+    assert_int_equal(remat_profile_validate(p, &err), REMAT_EINVAL);
+    const char *neg = "{\"input_bytes\":1,\"stages\":[{\"out_bytes\":1},{\"out_bytes\":1},"
+                      "{\"out_bytes\":1,\"fwd_ms\":-0.5}]}";
+    assert_null(remat_profile_parse(neg, strlen(neg), "", &perr));
+    assert_string_equal(perr.pointer, err.pointer);
+    assert_string_equal(perr.message, err.message);
+    p->stages[2].fwd_ms = 1;
+    p->stages[0].param_bytes = REMAT_MAX_BYTES + 1;
     p->stages[0].param_bytes = REMAT_MAX_BYTES / 2;
     assert_int_equal(remat_profile_validate(p, &err), REMAT_ELIMIT);
     assert_string_equal(err.pointer, "/stages");

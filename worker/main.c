@@ -103,7 +103,7 @@ static long post(const struct worker *w, const char *path, const json_t *body, j
 {
     if (reply != NULL)
         *reply = NULL;
-    char *text = json_dumps(body, JSON_COMPACT);
+    char *text = rematx_json_dumps(body, JSON_COMPACT);
     if (text == NULL)
         return -1;
     char url[1024];
@@ -427,7 +427,7 @@ static int print_or_fail(json_t *result, const struct rw_failure *why)
         fprintf(stderr, "remat-worker: %s\n", why->reason);
         return 1;
     }
-    json_dumpf(result, stdout, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
+    rematx_json_dumpf(result, stdout, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
     fputc('\n', stdout);
     json_decref(result);
     return 0;

@@ -11,6 +11,7 @@
  *
  * The pieces:
  *  - dynbuf.h: the one bounded growable buffer.
+ *  - real.h: reals printed as the shortest text that reads back.
  *  - zoo.h: the built-in model zoo (GET /v1/models, the profile request's
  *    checks, and the layer lists remat-worker builds).
  *  - core.h: the two functions of libremat's core that rematd calls (the
@@ -25,6 +26,7 @@
 #include "remat.h"
 #include "rematx/core.h"
 #include "rematx/dynbuf.h"
+#include "rematx/real.h"
 #include "rematx/sha256.h"
 #include "rematx/zoo.h"
 

@@ -164,8 +164,7 @@ int rematx_zoo_options(const struct rematx_zoo_model *m, const json_t *model_opt
      * first problem a client sees does not depend on the table's order. */
     const char *key;
     json_t *v;
-    json_object_foreach((json_t *)model_options, key, v)
-    {
+    json_object_foreach ((json_t *)model_options, key, v) {
         size_t k = 0;
         while (k < n && strcmp(m->options[k].name, key) != 0)
             k++;
@@ -175,8 +174,7 @@ int rematx_zoo_options(const struct rematx_zoo_model *m, const json_t *model_opt
             return invalid(err, ptr, "unknown field '%.100s'", key);
         }
     }
-    json_object_foreach((json_t *)model_options, key, v)
-    {
+    json_object_foreach ((json_t *)model_options, key, v) {
         size_t k = 0;
         while (strcmp(m->options[k].name, key) != 0)
             k++;

@@ -104,8 +104,7 @@ static int get_profiles(struct rematd_request *r, json_t *body, struct fits_req 
     }
     size_t i;
     json_t *v;
-    json_array_foreach(arr, i, v)
-    {
+    json_array_foreach (arr, i, v) {
         char p[64];
         snprintf(p, sizeof p, "%s/%zu", name, i);
         if (ids) {
@@ -144,8 +143,7 @@ static int get_memory(struct rematd_request *r, json_t *body, struct fits_req *f
     }
     size_t i;
     json_t *v;
-    json_array_foreach(m, i, v)
-    {
+    json_array_foreach (m, i, v) {
         char p[32];
         snprintf(p, sizeof p, "/memory/%zu", i);
         if (json_is_integer(v) && json_integer_value(v) >= 1 &&

@@ -17,7 +17,7 @@
 
 static const char *const fields[] = {
     "model",  "layers",  "model_options", "batch_size", "input_shape", "dtype", "device",
-    "warmup", "repeats", "model_id",      "input",      "stages",      "reuse",       NULL};
+    "warmup", "repeats", "model_id",      "input",      "stages",      "reuse", NULL};
 
 /* Fields each layer type may carry, besides "type" and "name". */
 static const struct {
@@ -219,8 +219,9 @@ static int normalise_uploaded(struct rematd_request *r, json_t *body, json_t *sp
     size_t i;
     json_t *d;
     int ok = json_is_array(shape) && json_array_size(shape) >= 1 && json_array_size(shape) <= 6;
-    json_array_foreach(shape, i, d) ok = ok && json_is_integer(d) && json_integer_value(d) >= 1 &&
-                                         json_integer_value(d) <= (1 << 20);
+    json_array_foreach (shape, i, d)
+        ok = ok && json_is_integer(d) && json_integer_value(d) >= 1 &&
+             json_integer_value(d) <= (1 << 20);
     if (!ok) {
         rematd_req_problem(r, 400, "validation", "/input/shape",
                            "shape is 1 to 6 positive integers, batch dimension excluded");
@@ -270,8 +271,7 @@ static int normalise_uploaded(struct rematd_request *r, json_t *body, json_t *sp
                                "stages is a list of 1 to %zu submodule names", max);
             return -1;
         }
-        json_array_foreach(stages, i, d)
-        {
+        json_array_foreach (stages, i, d) {
             const char *n = json_string_value(d);
             size_t len = n ? strlen(n) : 0;
             int good = len > 0 && len < REMAT_MAX_NAME && n[0] != '.' && n[len - 1] != '.';

@@ -19,10 +19,9 @@ static int activity(struct rematd_request *r, json_t *pr)
     json_t *v = a ? a : ph;
     const char *s = v ? json_string_value(v) : "measuring";
     if (!s || (strcmp(s, "measuring") && strcmp(s, "validating") && strcmp(s, "building") &&
-                strcmp(s, "fetching"))) {
+               strcmp(s, "fetching"))) {
         rematd_req_problem(r, 400, "validation", which,
-                           "%s is measuring, validating, building or fetching",
-                           which + 10);
+                           "%s is measuring, validating, building or fetching", which + 10);
         return -1;
     }
     if (a && ph && !json_equal(a, ph)) {

@@ -336,6 +336,12 @@ static int fast_prepare(struct rematd_request *r, struct prepared *out)
  * filled; -1: a problem was answered. */
 static int prepare(struct rematd_request *r, struct prepared *out)
 {
+    /* A NUL byte is refused by the plain path (rematd_req_body_json); the
+     * fast path's envelope must not take it either. */
+    if (r->body_len > 0 && memchr(r->body, 0, r->body_len)) {
+        rematd_req_body_json(r);
+        return -1;
+    }
     int rc = fast_prepare(r, out);
     if (rc != 0)
         return rc;

@@ -6,9 +6,13 @@ API_TESTS = \
 	tests/api/endpoints.sh tests/api/hostile.sh tests/api/jobs.sh \
 	tests/api/durability.sh tests/api/supervise.sh tests/api/fastpath.sh \
 	tests/api/upgrade.sh tests/api/liveness.sh
+# Issue 13: worker results against their job, HTTP framing, connection
+# slots and deadlines (raw sockets through rawhttp.py).
+API_TESTS += tests/api/results.sh tests/api/framing.sh tests/api/connections.sh
 dist_check_SCRIPTS += $(API_TESTS)
 TESTS += $(API_TESTS)
-EXTRA_DIST += tests/api/lib.sh tests/api/check_schema.py tests/api/fake-worker.sh
+EXTRA_DIST += tests/api/lib.sh tests/api/check_schema.py tests/api/fake-worker.sh \
+	tests/api/rawhttp.py
 
 # Unit tests of rematd's pure helpers (cmocka).
 check_PROGRAMS += tests/api/test_util

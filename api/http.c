@@ -881,7 +881,7 @@ static size_t raw_path(void *cls, struct MHD_Connection *c, char *s)
 }
 
 /* libmicrohttpd's memory per connection: request line and headers must
- * fit in it with the read buffer, about 15.5 KiB of headers (docs/api.md;
+ * fit in it with the read buffer, about 16,100 bytes of them (docs/api.md;
  * tests/api/framing.sh measures it).  Kept small: it is zeroed for every
  * request. */
 #define CONNECTION_MEMORY (16 * 1024)

@@ -366,33 +366,47 @@ static void escape_into(char *out, size_t cap, const char *s)
     out[o] = '\0';
 }
 
-/* RFC 9110's token characters (a method is a token). */
-static int is_token(const char *s)
+/* Whether the n bytes at s are an RFC 9110 token (a method, a header
+ * name). */
+static int is_token_n(const char *s, size_t n)
 {
-    if (!*s)
+    if (n == 0)
         return 0;
-    for (; *s; s++) {
-        unsigned char c = (unsigned char)*s;
+    for (size_t i = 0; i < n; i++) {
+        unsigned char c = (unsigned char)s[i];
         if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-              strchr("!#$%&'*+-.^_`|~", c)))
+              (c && strchr("!#$%&'*+-.^_`|~", c))))
             return 0;
     }
     return 1;
 }
 
 struct framing {
-    int n_length, lengths_differ, bad_length, n_coding;
+    int n_length, lengths_differ, bad_length, n_coding, n_host, bad_name, bad_value;
     char length[32], coding[64];
 };
 
 static enum MHD_Result framing_header(void *cls, enum MHD_ValueKind kind, const char *key,
-                                      const char *value)
+                                      size_t key_size, const char *value, size_t value_size)
 {
     struct framing *f = cls;
     (void)kind;
-    if (!key || !value)
+    if (!key)
         return MHD_YES;
-    if (strcasecmp(key, MHD_HTTP_HEADER_CONTENT_LENGTH) == 0) {
+    /* "Content-Length : 5" is no Content-Length to rematd but may be one
+     * to a proxy (RFC 9112 5.1: whitespace before the colon is a 400). */
+    if (!is_token_n(key, key_size))
+        f->bad_name = 1;
+    /* CR or LF inside a value (RFC 9110 5.5); libmicrohttpd ends a value
+     * at a NUL byte itself, so value_size never shows one. */
+    for (size_t i = 0; value && i < value_size; i++)
+        if (value[i] == '\0' || value[i] == '\r' || value[i] == '\n')
+            f->bad_value = 1;
+    if (!value)
+        return MHD_YES;
+    if (strcasecmp(key, MHD_HTTP_HEADER_HOST) == 0) {
+        f->n_host++;
+    } else if (strcasecmp(key, MHD_HTTP_HEADER_CONTENT_LENGTH) == 0) {
         /* 1*DIGIT only (RFC 9112 6.3): no sign, no list, no spaces inside. */
         size_t n = strlen(value);
         int digits = n > 0 && n < sizeof f->length && strspn(value, "0123456789") == n;
@@ -410,14 +424,16 @@ static enum MHD_Result framing_header(void *cls, enum MHD_ValueKind kind, const 
     return MHD_YES;
 }
 
-/* RFC 9112 section 6: how the body is framed must be unambiguous, or a
- * proxy in front and rematd could each see a different request in the
- * same bytes (request smuggling).  Answers and returns 1 when the request
- * is refused; the connection is closed after the answer, since where the
- * next request would begin is unknown. */
-static int refuse_framing(struct rematd_request *r, const char *url, const char *method)
+/* RFC 9112 section 6 (and 3.2, 5.1): how the body is framed and which
+ * resource is meant must be unambiguous, or a proxy in front and rematd
+ * could each see a different request in the same bytes (request
+ * smuggling).  Answers and returns 1 when the request is refused; the
+ * connection is closed after the answer, since where the next request
+ * would begin is unknown. */
+static int refuse_framing(struct rematd_request *r, const char *url, const char *method,
+                          const char *version)
 {
-    if (!is_token(method) || strlen(method) >= sizeof r->method) {
+    if (!is_token_n(method, strlen(method)) || strlen(method) >= sizeof r->method) {
         escape_into(r->method, sizeof r->method, method);
         rematd_req_header(r, MHD_HTTP_HEADER_CONNECTION, "close");
         rematd_req_problem(r, 400, "bad-request", NULL, "the method is not an HTTP token");
@@ -435,10 +451,16 @@ static int refuse_framing(struct rematd_request *r, const char *url, const char 
     }
     struct framing f;
     memset(&f, 0, sizeof f);
-    MHD_get_connection_values(r->conn, MHD_HEADER_KIND, framing_header, &f);
+    MHD_get_connection_values_n(r->conn, MHD_HEADER_KIND, framing_header, &f);
     const char *why = NULL;
     int status = 400;
-    if (f.n_coding && f.n_length)
+    if (f.bad_name)
+        why = "a header name is not a token (whitespace before the colon?)";
+    else if (f.bad_value)
+        why = "a header value holds NUL, CR or LF";
+    else if (f.n_host > 1 || (f.n_host == 0 && version && strcmp(version, "HTTP/1.1") == 0))
+        why = "an HTTP/1.1 request has exactly one Host header";
+    else if (f.n_coding && f.n_length)
         why = "Content-Length and Transfer-Encoding together";
     else if (f.bad_length)
         why = "Content-Length is not a decimal number";
@@ -458,12 +480,12 @@ static int refuse_framing(struct rematd_request *r, const char *url, const char 
 
 /* The first call: framing, route, auth, limits and content type.  Returns
  * 1 when it has answered. */
-static int begin(struct rematd_request *r, const char *url, const char *method)
+static int begin(struct rematd_request *r, const char *url, const char *method, const char *version)
 {
     struct rematd_server *srv = r->srv;
     snprintf(r->method, sizeof r->method, "%s", method);
     snprintf(r->path, sizeof r->path, "%.200s", url);
-    if (refuse_framing(r, url, method))
+    if (refuse_framing(r, url, method, version))
         return 1;
     if (strlen(url) >= sizeof r->path) {
         snprintf(r->path, sizeof r->path, "%.200s...", url);
@@ -995,8 +1017,9 @@ void rematd_connection(void *cls, struct MHD_Connection *c, void **socket_contex
 }
 
 static enum MHD_Result access_call(struct rematd_server *srv, struct MHD_Connection *c,
-                                   const char *url, const char *method, const char *upload_data,
-                                   size_t *upload_data_size, void **req_cls)
+                                   const char *url, const char *method, const char *version,
+                                   const char *upload_data, size_t *upload_data_size,
+                                   void **req_cls)
 {
     struct rematd_request *r = *req_cls;
     if (!r) {
@@ -1018,7 +1041,7 @@ static enum MHD_Result access_call(struct rematd_server *srv, struct MHD_Connect
         set_request_id(r);
         r->health_only = cs && cs->reserved;
         /* Answered at once: nothing more is read, the deadline is off. */
-        if (begin(r, url, method))
+        if (begin(r, url, method, version))
             set_deadline(srv, cs, 0);
         return MHD_YES;
     }
@@ -1062,7 +1085,6 @@ enum MHD_Result rematd_access(void *cls, struct MHD_Connection *c, const char *u
                               size_t *upload_data_size, void **req_cls)
 {
     struct rematd_server *srv = cls;
-    (void)version;
     /* Counted, then checked (both sequentially consistent): shutdown sets
      * closing, then waits for in_access to reach zero, so either this call
      * sees closing, or shutdown waits until it has returned.  After that no
@@ -1070,7 +1092,7 @@ enum MHD_Result rematd_access(void *cls, struct MHD_Connection *c, const char *u
     atomic_fetch_add(&srv->in_access, 1);
     enum MHD_Result res = MHD_NO;
     if (!atomic_load(&srv->closing))
-        res = access_call(srv, c, url, method, upload_data, upload_data_size, req_cls);
+        res = access_call(srv, c, url, method, version, upload_data, upload_data_size, req_cls);
     atomic_fetch_sub(&srv->in_access, 1);
     return res;
 }

@@ -6,6 +6,8 @@
 # request smuggling behind a proxy); a transfer coding other than chunked
 # is 501 at once, not a hang until the timeout; a path that is not UTF-8
 # or a method that is not a token is 400 (was a 500 "out of memory"), and
+# so are a header name with whitespace before its colon and an HTTP/1.1
+# request without exactly one Host (RFC 9112 3.2, 5.1);
 # every log line stays valid UTF-8; the header limit is the one
 # docs/api.md gives; paths are routed as sent, not percent-decoded; a NUL
 # byte in a JSON body is refused.
@@ -73,6 +75,17 @@ check("headers of 15,000 bytes", b"GET /healthz HTTP/1.1\r\nHost: t\r\nX-A: " + 
       b"\r\n\r\n", 200)
 check("headers of 17,000 bytes", b"GET /healthz HTTP/1.1\r\nHost: t\r\nX-A: " + b"a" * 17000 +
       b"\r\n\r\n", 431, closed=True)
+check("whitespace before the colon of Content-Length",
+      post + b"Content-Length : %d\r\n\r\n" % n + body, 400, closed=True,
+      text=b"not a token")
+check("whitespace before the colon of Transfer-Encoding",
+      post + b"Content-Length: %d\r\nTransfer-Encoding : chunked\r\n\r\n" % n + body, 400,
+      closed=True)
+check("HTTP/1.1 without Host", b"GET /healthz HTTP/1.1\r\n\r\n", 400, closed=True,
+      text=b"exactly one Host")
+check("two Host headers", b"GET /healthz HTTP/1.1\r\nHost: a\r\nHost: b\r\n\r\n", 400,
+      closed=True)
+check("HTTP/1.0 without Host", b"GET /healthz HTTP/1.0\r\n\r\n", 200)
 nul = b'{"algorithm":"sqrt","mem_slots":5\x00,"profile":{"input_bytes":1,"stages":[{"out_bytes":1}]}}'
 check("a NUL byte in the JSON body", post + b"Content-Length: %d\r\n\r\n" % len(nul) + nul, 400,
       text=b"NUL byte")

@@ -152,6 +152,21 @@ static enum rematd_handled create(struct rematd_request *r)
                            "give plan_id or checkpoints, not both");
         return REMATD_HANDLED;
     }
+    if (plan_id || cks) {
+        /* Solver options beside a plan that is already made would be
+         * silently ignored: the request says two different things. */
+        static const char *const solver[] = {"algorithm", "segments", "budget_bytes", "model",
+                                             "mem_slots"};
+        for (size_t i = 0; i < sizeof solver / sizeof solver[0]; i++)
+            if (json_object_get(body, solver[i])) {
+                char ptr[32];
+                snprintf(ptr, sizeof ptr, "/%s", solver[i]);
+                rematd_req_problem(r, 400, "validation", ptr,
+                                   "%s solves a plan; with %s the plan is given already", solver[i],
+                                   plan_id ? "plan_id" : "checkpoints");
+                return REMATD_HANDLED;
+            }
+    }
     const char *id = json_string_value(pid);
     if (!rematd_is_id(id)) {
         rematd_req_problem(r, 400, "validation", "/profile_id",

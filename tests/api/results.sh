@@ -84,6 +84,12 @@ complete "$VJ" "$LEASE" "$(good 100 "$PEAK" ',"model":"alexnet","batch_size":2,"
 req GET "/v1/validations/$VJ" && expect 200 '/v1/validations/{id}'
 [ "$(field status)" = done ] && [ "$(field measured_peak_bytes)" = 100 ] && ok || fail "validation: $(head -c 300 "$BODY")"
 
+# A plan given and solver options beside it: which one was meant?
+post /v1/validations "{\"profile_id\":\"$PJ\",\"plan_id\":\"$PLAN\",\"algorithm\":\"min-peak\"}" &&
+    problem "plan_id with an algorithm" 400 validation /algorithm
+post /v1/validations "{\"profile_id\":\"$PJ\",\"checkpoints\":[3],\"segments\":4}" &&
+    problem "checkpoints with segments" 400 validation /segments
+
 # A stored plan of another profile (the cuda job's, or an inline one) is
 # not validated against this profile.
 post /v1/plans "{\"algorithm\":\"sqrt\",\"profile_id\":\"$CJ\"}" && expect 201 /v1/plans

@@ -60,11 +60,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     struct remat_profile *pt = root ? remat_profile_from_json(root, prefix, &et) : NULL;
     json_decref(root);
     struct remat_profile *ps = remat_profile_parse(text, size, prefix, &es);
-    if (memchr(text, 0, size) && pt != NULL && ps == NULL) {
+    if (memchr(text, 0, size) && root != NULL && ps == NULL) {
         /* jansson skips a NUL byte right after a number or a literal
          * ("[1\0]" loads), which is not JSON: the streaming reader is
-         * right to refuse it, and rematd refuses such bodies before
-         * either reader sees them (http.c). */
+         * right to refuse it (whatever the tree path then makes of the
+         * rest), and rematd refuses such bodies before either reader sees
+         * them (http.c). */
         remat_profile_free(pt);
         return 0;
     }

@@ -88,6 +88,14 @@ static const struct opt opts[] = {
      (1ULL << 40), "size the SQLite WAL file is cut back to after a burst of writes"},
     {"drain-seconds", "REMAT_DRAIN_SECONDS", O_UINT, OFF(drain_seconds), 0, 1, 3600,
      "on SIGTERM, how long requests in flight get to finish before they are cut off"},
+    /* Connection defences (http.c, docs/api.md "Limits"). */
+    {"request-timeout", "REMAT_REQUEST_TIMEOUT", O_UINT, OFF(request_timeout), 0, 1, 3600,
+     "seconds a client has to send a whole request (headers and body), however it trickles"},
+    {"max-connections-per-ip", "REMAT_MAX_CONNECTIONS_PER_IP", O_UINT, OFF(max_connections_per_ip),
+     0, 0, 60000,
+     "concurrent connections from one client address (0: no limit, e.g. behind a proxy)"},
+    {"health-connections", "REMAT_HEALTH_CONNECTIONS", O_UINT, OFF(health_connections), 0, 1, 1000,
+     "connections kept beyond --max-connections for /healthz and /readyz only"},
 };
 #define N_OPTS (sizeof opts / sizeof opts[0])
 
@@ -111,6 +119,9 @@ static void defaults(struct rematd_config *c)
     c->max_stages = 100000;
     c->max_connections = 1024;
     c->connection_timeout = 60;
+    c->request_timeout = 30;
+    c->max_connections_per_ip = 64;
+    c->health_connections = 16;
     c->threads = 2;
     c->lease_seconds = 30;
     c->max_attempts = 3;

@@ -16,11 +16,16 @@
  */
 #include "config.h"
 
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
 
 #include "rematd.h"
 #include "store.h"
@@ -78,6 +83,9 @@ static const struct {
     {"solve-memory", "Solve needs too much memory"},
     {"shutting-down", "Shutting down"},
     {"canceled", "Canceled"},
+    {"plan-profile-mismatch", "Plan made for another profile"},
+    {"bad-request", "Malformed request"},
+    {"not-implemented", "Not implemented"},
     {"internal", "Internal error"},
 };
 
@@ -339,12 +347,150 @@ static void set_request_id(struct rematd_request *r)
     r->request_id[16] = '\0';
 }
 
-/* The first call: route, auth, limits and content type.  Returns 1 when it
- * has answered. */
-static int begin(struct rematd_request *r, const char *url, const char *method)
+/* s as printable text for the log and the problem's instance: a byte that
+ * is not valid UTF-8, or a control character, as \xNN. */
+static void escape_into(char *out, size_t cap, const char *s)
+{
+    size_t o = 0, n = strlen(s);
+    for (size_t i = 0; i < n && o + 5 < cap;) {
+        unsigned char c = (unsigned char)s[i];
+        size_t k = rematd_utf8_seq((const unsigned char *)s + i, n - i);
+        if (k == 0 || c < 0x20 || c == 0x7f) {
+            snprintf(out + o, cap - o, "\\x%02X", c);
+            o += 4;
+            i++;
+            continue;
+        }
+        if (o + k >= cap)
+            break;
+        memcpy(out + o, s + i, k);
+        o += k;
+        i += k;
+    }
+    out[o] = '\0';
+}
+
+/* Whether the n bytes at s are an RFC 9110 token (a method, a header
+ * name). */
+static int is_token_n(const char *s, size_t n)
+{
+    if (n == 0)
+        return 0;
+    for (size_t i = 0; i < n; i++) {
+        unsigned char c = (unsigned char)s[i];
+        if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+              (c && strchr("!#$%&'*+-.^_`|~", c))))
+            return 0;
+    }
+    return 1;
+}
+
+struct framing {
+    int n_length, lengths_differ, bad_length, n_coding, n_host, bad_name, bad_value;
+    char length[32], coding[64];
+};
+
+static enum MHD_Result framing_header(void *cls, enum MHD_ValueKind kind, const char *key,
+                                      size_t key_size, const char *value, size_t value_size)
+{
+    struct framing *f = cls;
+    (void)kind;
+    if (!key)
+        return MHD_YES;
+    /* "Content-Length : 5" is no Content-Length to rematd but may be one
+     * to a proxy (RFC 9112 5.1: whitespace before the colon is a 400). */
+    if (!is_token_n(key, key_size))
+        f->bad_name = 1;
+    /* CR or LF inside a value (RFC 9110 5.5); libmicrohttpd ends a value
+     * at a NUL byte itself, so value_size never shows one. */
+    for (size_t i = 0; value && i < value_size; i++)
+        if (value[i] == '\0' || value[i] == '\r' || value[i] == '\n')
+            f->bad_value = 1;
+    if (!value)
+        return MHD_YES;
+    if (strcasecmp(key, MHD_HTTP_HEADER_HOST) == 0) {
+        f->n_host++;
+    } else if (strcasecmp(key, MHD_HTTP_HEADER_CONTENT_LENGTH) == 0) {
+        /* 1*DIGIT only (RFC 9112 6.3): no sign, no list, no spaces inside. */
+        size_t n = strlen(value);
+        int digits = n > 0 && n < sizeof f->length && strspn(value, "0123456789") == n;
+        if (!digits)
+            f->bad_length = 1;
+        else if (f->n_length > 0 && strcmp(f->length, value) != 0)
+            f->lengths_differ = 1;
+        else
+            snprintf(f->length, sizeof f->length, "%s", value);
+        f->n_length++;
+    } else if (strcasecmp(key, MHD_HTTP_HEADER_TRANSFER_ENCODING) == 0) {
+        if (f->n_coding++ == 0)
+            snprintf(f->coding, sizeof f->coding, "%s", value);
+    }
+    return MHD_YES;
+}
+
+/* RFC 9112 section 6 (and 3.2, 5.1): how the body is framed and which
+ * resource is meant must be unambiguous, or a proxy in front and rematd
+ * could each see a different request in the same bytes (request
+ * smuggling).  Answers and returns 1 when the request is refused; the
+ * connection is closed after the answer, since where the next request
+ * would begin is unknown. */
+static int refuse_framing(struct rematd_request *r, const char *url, const char *method,
+                          const char *version)
+{
+    if (!is_token_n(method, strlen(method)) || strlen(method) >= sizeof r->method) {
+        escape_into(r->method, sizeof r->method, method);
+        rematd_req_header(r, MHD_HTTP_HEADER_CONNECTION, "close");
+        rematd_req_problem(r, 400, "bad-request", NULL, "the method is not an HTTP token");
+        return 1;
+    }
+    int path_ok = rematd_utf8_valid(url, strlen(url));
+    for (const char *p = url; path_ok && *p; p++)
+        path_ok = (unsigned char)*p > 0x20 && *p != 0x7f;
+    if (!path_ok) {
+        escape_into(r->path, sizeof r->path, url);
+        rematd_req_header(r, MHD_HTTP_HEADER_CONNECTION, "close");
+        rematd_req_problem(r, 400, "bad-request", NULL,
+                           "the path is not valid UTF-8 or holds control characters");
+        return 1;
+    }
+    struct framing f;
+    memset(&f, 0, sizeof f);
+    MHD_get_connection_values_n(r->conn, MHD_HEADER_KIND, framing_header, &f);
+    const char *why = NULL;
+    int status = 400;
+    if (f.bad_name)
+        why = "a header name is not a token (whitespace before the colon?)";
+    else if (f.bad_value)
+        why = "a header value holds NUL, CR or LF";
+    else if (f.n_host > 1 || (f.n_host == 0 && version && strcmp(version, "HTTP/1.1") == 0))
+        why = "an HTTP/1.1 request has exactly one Host header";
+    else if (f.n_coding && f.n_length)
+        why = "Content-Length and Transfer-Encoding together";
+    else if (f.bad_length)
+        why = "Content-Length is not a decimal number";
+    else if (f.lengths_differ)
+        why = "Content-Length given twice with different values";
+    else if (f.n_coding > 1 || (f.n_coding && strcasecmp(f.coding, "chunked") != 0)) {
+        why = "the only transfer coding accepted is chunked";
+        status = 501;
+    }
+    if (!why)
+        return 0;
+    rematd_req_header(r, MHD_HTTP_HEADER_CONNECTION, "close");
+    rematd_req_problem(r, status, status == 501 ? "not-implemented" : "bad-request", NULL, "%s",
+                       why);
+    return 1;
+}
+
+/* The first call: framing, route, auth, limits and content type.  Returns
+ * 1 when it has answered. */
+static int begin(struct rematd_request *r, const char *url, const char *method, const char *version)
 {
     struct rematd_server *srv = r->srv;
     snprintf(r->method, sizeof r->method, "%s", method);
+    snprintf(r->path, sizeof r->path, "%.200s", url);
+    if (refuse_framing(r, url, method, version))
+        return 1;
     if (strlen(url) >= sizeof r->path) {
         snprintf(r->path, sizeof r->path, "%.200s...", url);
         rematd_req_problem(r, 404, "not-found", NULL, "no resource at this path");
@@ -395,6 +541,15 @@ static int begin(struct rematd_request *r, const char *url, const char *method)
         return 1;
     }
     const struct rematd_route *rt = r->route;
+    if (r->health_only && rt != &rematd_route_healthz && rt != &rematd_route_readyz) {
+        /* A health slot: the connections are all taken. */
+        rematd_req_header(r, MHD_HTTP_HEADER_CONNECTION, "close");
+        rematd_req_header(r, MHD_HTTP_HEADER_RETRY_AFTER, "1");
+        rematd_req_problem(r, 503, "unavailable", NULL,
+                           "every connection is taken (--max-connections %u); retry",
+                           srv->cfg.max_connections);
+        return 1;
+    }
     if (rt->auth != REMATD_AUTH_NONE) {
         const char *tok = srv->cfg.token;
         if (rt->auth == REMATD_AUTH_WORKER && srv->cfg.worker_token[0])
@@ -454,6 +609,14 @@ json_t *rematd_req_body_json(struct rematd_request *r)
     if (rematx_dyn_len(&r->body) == 0) {
         rematd_req_problem(r, 400, "invalid-json", NULL,
                            "the body is empty; a JSON object is expected");
+        return NULL;
+    }
+    /* jansson skips a NUL byte right after a number or literal ("[1\0]"
+     * loads); JSON has no such byte outside an escape, and libremat's
+     * streaming reader refuses it, so every path refuses it here. */
+    if (memchr(r->body, 0, r->body_len)) {
+        rematd_req_problem(r, 400, "invalid-json", NULL,
+                           "the body holds a NUL byte (write it as \\u0000 inside a string)");
         return NULL;
     }
     json_error_t e;
@@ -584,27 +747,258 @@ static void dispatch(struct rematd_request *r)
         rematd_req_problem(r, 500, "internal", NULL, "the handler gave no answer");
 }
 
-/* Per connection (MHD's socket context): whether its first request has
- * begun. */
+/*
+ * Connections.  Three defences keep idle and slow clients from holding the
+ * slots that others need (docs/api.md, "Connections"):
+ *
+ * - A deadline for the whole request: from the start of the connection, or
+ *   from the end of the previous request on it, the request's headers and
+ *   body must have arrived within --request-timeout, however slowly they
+ *   trickle (libmicrohttpd's own timeout counts from the last byte read, so
+ *   a byte every few seconds would hold a slot forever).  A thread of this
+ *   file (the reaper) answers 408 and shuts down the socket of a connection
+ *   past its deadline; libmicrohttpd sees the end of the stream and closes
+ *   it on its own thread.  The deadline is off while a request is handled
+ *   or answered.
+ * - --max-connections-per-ip (libmicrohttpd refuses more at accept).
+ * - --health-connections slots past --max-connections: a connection that
+ *   arrives when the others are all taken is served only /healthz and
+ *   /readyz (what a kubelet probes), with a short deadline, so that a full
+ *   pool does not make a healthy rematd look dead.  The limit is logged
+ *   when reached.
+ *
+ * The reaper and libmicrohttpd's threads share the list of connections
+ * under one mutex; a connection leaves it in NOTIFY_CLOSED, which
+ * libmicrohttpd calls before it closes the socket, so the reaper never
+ * shuts down a descriptor that has been reused.
+ */
 struct conn_state {
-    int fresh;
+    int fresh;    /* its first request has not begun */
+    int reserved; /* a health slot */
+    int fd;
+    double deadline; /* monotonic seconds; 0 = none */
+    char client[48];
+    struct conn_state *prev, *next;
 };
+
+struct rematd_http {
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    pthread_t reaper;
+    int reaper_started, stop;
+    struct conn_state *head;
+    long n_conns;
+    double last_full_log, last_cut_log;
+    long cut_unlogged, full_unlogged;
+    struct MHD_OptionItem options[8];
+};
+
+/* Seconds a health slot waits for its request: a probe asks at once. */
+#define HEALTH_SLOT_DEADLINE 2.0
+
+static void set_deadline(struct rematd_server *srv, struct conn_state *cs, double deadline)
+{
+    if (!cs || !srv->http)
+        return;
+    pthread_mutex_lock(&srv->http->mu);
+    cs->deadline = deadline;
+    pthread_mutex_unlock(&srv->http->mu);
+}
+
+static double request_deadline(struct rematd_server *srv, const struct conn_state *cs)
+{
+    double t = srv->cfg.request_timeout ? srv->cfg.request_timeout : 30;
+    if (cs && cs->reserved && t > HEALTH_SLOT_DEADLINE)
+        t = HEALTH_SLOT_DEADLINE;
+    return rematd_mono() + t;
+}
+
+static struct conn_state *conn_of(struct MHD_Connection *c)
+{
+    const union MHD_ConnectionInfo *ci =
+        MHD_get_connection_info(c, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+    return ci ? ci->socket_context : NULL;
+}
+
+static void client_address(struct MHD_Connection *c, char *out, size_t cap)
+{
+    const union MHD_ConnectionInfo *ci =
+        MHD_get_connection_info(c, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
+    snprintf(out, cap, "?");
+    if (!ci || !ci->client_addr)
+        return;
+    const struct sockaddr *sa = ci->client_addr;
+    if (sa->sa_family == AF_INET)
+        inet_ntop(AF_INET, &((const struct sockaddr_in *)(const void *)sa)->sin_addr, out,
+                  (socklen_t)cap);
+    else if (sa->sa_family == AF_INET6)
+        inet_ntop(AF_INET6, &((const struct sockaddr_in6 *)(const void *)sa)->sin6_addr, out,
+                  (socklen_t)cap);
+}
+
+static void *reaper(void *arg)
+{
+    struct rematd_server *srv = arg;
+    struct rematd_http *h = srv->http;
+    static const char timeout_answer[] =
+        "HTTP/1.1 408 Request Timeout\r\nConnection: close\r\nContent-Length: 0\r\n\r\n";
+    pthread_mutex_lock(&h->mu);
+    while (!h->stop) {
+        struct timespec ts;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        ts.tv_nsec += 200 * 1000 * 1000;
+        if (ts.tv_nsec >= 1000000000L) {
+            ts.tv_sec++;
+            ts.tv_nsec -= 1000000000L;
+        }
+        pthread_cond_timedwait(&h->cv, &h->mu, &ts);
+        double now = rematd_mono();
+        char client[48] = "";
+        for (struct conn_state *cs = h->head; cs; cs = cs->next) {
+            if (cs->deadline == 0 || now < cs->deadline || cs->fd < 0)
+                continue;
+            cs->deadline = 0;
+            /* Nothing is being written on a connection whose request has
+             * not been read, so this answer cannot interleave with one. */
+            ssize_t w = send(cs->fd, timeout_answer, sizeof timeout_answer - 1,
+                             MSG_NOSIGNAL | MSG_DONTWAIT);
+            (void)w;
+            shutdown(cs->fd, SHUT_RDWR);
+            h->cut_unlogged++;
+            memcpy(client, cs->client, sizeof client);
+        }
+        if (h->cut_unlogged && now - h->last_cut_log >= 1.0) {
+            long n = h->cut_unlogged;
+            h->cut_unlogged = 0;
+            h->last_cut_log = now;
+            pthread_mutex_unlock(&h->mu);
+            rematd_log("warn", "request deadline passed: connection closed",
+                       json_pack("{s:i, s:i, s:s}", "connections", (int)n, "request_timeout",
+                                 (int)srv->cfg.request_timeout, "client", client));
+            pthread_mutex_lock(&h->mu);
+        }
+    }
+    pthread_mutex_unlock(&h->mu);
+    return NULL;
+}
+
+/* The no-op unescaper: routes match the path as sent, so that
+ * /v1/plans%2F<id> is not /v1/plans/<id> (no route reads a query). */
+static size_t raw_path(void *cls, struct MHD_Connection *c, char *s)
+{
+    (void)cls;
+    (void)c;
+    return strlen(s);
+}
+
+/* libmicrohttpd's memory per connection: request line and headers must
+ * fit in it with the read buffer, about 16,100 bytes of them (docs/api.md;
+ * tests/api/framing.sh measures it).  Kept small: it is zeroed for every
+ * request. */
+#define CONNECTION_MEMORY (16 * 1024)
+
+const struct MHD_OptionItem *rematd_http_setup(struct rematd_server *srv)
+{
+    struct rematd_http *h = calloc(1, sizeof *h);
+    if (!h)
+        return NULL;
+    pthread_mutex_init(&h->mu, NULL);
+    pthread_cond_init(&h->cv, NULL);
+    srv->http = h;
+    if (pthread_create(&h->reaper, NULL, reaper, srv) == 0)
+        h->reaper_started = 1;
+    else
+        rematd_log("error", "cannot start the request deadline thread", NULL);
+    unsigned limit = srv->cfg.max_connections + srv->cfg.health_connections;
+    struct MHD_OptionItem items[] = {
+        {MHD_OPTION_CONNECTION_LIMIT, (intptr_t)limit, NULL},
+        {MHD_OPTION_PER_IP_CONNECTION_LIMIT, (intptr_t)srv->cfg.max_connections_per_ip, NULL},
+        {MHD_OPTION_CONNECTION_MEMORY_LIMIT, (intptr_t)CONNECTION_MEMORY, NULL},
+        {MHD_OPTION_UNESCAPE_CALLBACK, (intptr_t)(void *)&raw_path, NULL},
+        {MHD_OPTION_END, 0, NULL},
+    };
+    memcpy(h->options, items, sizeof items);
+    return h->options;
+}
+
+void rematd_http_teardown(struct rematd_server *srv)
+{
+    struct rematd_http *h = srv->http;
+    if (!h)
+        return;
+    pthread_mutex_lock(&h->mu);
+    h->stop = 1;
+    pthread_cond_signal(&h->cv);
+    pthread_mutex_unlock(&h->mu);
+    if (h->reaper_started)
+        pthread_join(h->reaper, NULL);
+    pthread_cond_destroy(&h->cv);
+    pthread_mutex_destroy(&h->mu);
+    srv->http = NULL;
+    free(h);
+}
 
 void rematd_connection(void *cls, struct MHD_Connection *c, void **socket_context,
                        enum MHD_ConnectionNotificationCode toe)
 {
     struct rematd_server *srv = cls;
-    (void)c;
+    struct rematd_http *h = srv->http;
     if (toe == MHD_CONNECTION_NOTIFY_STARTED) {
         struct conn_state *cs = calloc(1, sizeof *cs);
         if (cs) {
             cs->fresh = 1;
             atomic_fetch_add(&srv->fresh, 1);
+            const union MHD_ConnectionInfo *ci =
+                MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
+            cs->fd = ci ? ci->connect_fd : -1;
+            client_address(c, cs->client, sizeof cs->client);
         }
         *socket_context = cs;
+        if (!h)
+            return;
+        int log_full = 0;
+        long n;
+        pthread_mutex_lock(&h->mu);
+        n = ++h->n_conns;
+        if (cs) {
+            cs->reserved = n > (long)srv->cfg.max_connections;
+            cs->deadline = request_deadline(srv, cs);
+            cs->next = h->head;
+            if (h->head)
+                h->head->prev = cs;
+            h->head = cs;
+        }
+        if (n > (long)srv->cfg.max_connections) {
+            h->full_unlogged++;
+            double now = rematd_mono();
+            if (now - h->last_full_log >= 1.0) {
+                log_full = (int)h->full_unlogged;
+                h->full_unlogged = 0;
+                h->last_full_log = now;
+            }
+        }
+        pthread_mutex_unlock(&h->mu);
+        if (log_full)
+            rematd_log("warn", "connection limit reached: serving health probes only",
+                       json_pack("{s:i, s:i, s:i, s:s}", "connections", (int)n, "max_connections",
+                                 (int)srv->cfg.max_connections, "over_limit", log_full, "client",
+                                 cs ? cs->client : "?"));
         return;
     }
     struct conn_state *cs = *socket_context;
+    if (h) {
+        pthread_mutex_lock(&h->mu);
+        h->n_conns--;
+        if (cs) {
+            if (cs->prev)
+                cs->prev->next = cs->next;
+            else if (h->head == cs)
+                h->head = cs->next;
+            if (cs->next)
+                cs->next->prev = cs->prev;
+        }
+        pthread_mutex_unlock(&h->mu);
+    }
     if (cs && cs->fresh)
         atomic_fetch_sub(&srv->fresh, 1);
     free(cs);
@@ -612,8 +1006,9 @@ void rematd_connection(void *cls, struct MHD_Connection *c, void **socket_contex
 }
 
 static enum MHD_Result access_call(struct rematd_server *srv, struct MHD_Connection *c,
-                                   const char *url, const char *method, const char *upload_data,
-                                   size_t *upload_data_size, void **req_cls)
+                                   const char *url, const char *method, const char *version,
+                                   const char *upload_data, size_t *upload_data_size,
+                                   void **req_cls)
 {
     struct rematd_request *r = *req_cls;
     if (!r) {
@@ -627,15 +1022,16 @@ static enum MHD_Result access_call(struct rematd_server *srv, struct MHD_Connect
         /* in_flight before fresh: shutdown reads fresh first, so when it
          * sees this connection no longer fresh it also sees the request. */
         atomic_fetch_add(&srv->in_flight, 1);
-        const union MHD_ConnectionInfo *ci =
-            MHD_get_connection_info(c, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
-        struct conn_state *cs = ci ? ci->socket_context : NULL;
+        struct conn_state *cs = conn_of(c);
         if (cs && cs->fresh) {
             cs->fresh = 0;
             atomic_fetch_sub(&srv->fresh, 1);
         }
         set_request_id(r);
-        begin(r, url, method);
+        r->health_only = cs && cs->reserved;
+        /* Answered at once: nothing more is read, the deadline is off. */
+        if (begin(r, url, method, version))
+            set_deadline(srv, cs, 0);
         return MHD_YES;
     }
     if (r->responded) {
@@ -678,6 +1074,8 @@ static enum MHD_Result access_call(struct rematd_server *srv, struct MHD_Connect
             rematd_req_problem(r, 500, "internal", NULL, "the handler gave no answer");
         return MHD_YES;
     }
+    /* The whole request is in: from here it is handled, not read. */
+    set_deadline(srv, conn_of(c), 0);
     dispatch(r);
     return MHD_YES;
 }
@@ -687,7 +1085,6 @@ enum MHD_Result rematd_access(void *cls, struct MHD_Connection *c, const char *u
                               size_t *upload_data_size, void **req_cls)
 {
     struct rematd_server *srv = cls;
-    (void)version;
     /* Counted, then checked (both sequentially consistent): shutdown sets
      * closing, then waits for in_access to reach zero, so either this call
      * sees closing, or shutdown waits until it has returned.  After that no
@@ -695,7 +1092,7 @@ enum MHD_Result rematd_access(void *cls, struct MHD_Connection *c, const char *u
     atomic_fetch_add(&srv->in_access, 1);
     enum MHD_Result res = MHD_NO;
     if (!atomic_load(&srv->closing))
-        res = access_call(srv, c, url, method, upload_data, upload_data_size, req_cls);
+        res = access_call(srv, c, url, method, version, upload_data, upload_data_size, req_cls);
     atomic_fetch_sub(&srv->in_access, 1);
     return res;
 }
@@ -722,6 +1119,9 @@ void rematd_completed(void *cls, struct MHD_Connection *c, void **req_cls,
         .id = r->id,
     };
     rematd_log_request(status >= 500 || status == 0 ? "error" : "info", &f);
+    /* A kept-alive connection: its next request has the same deadline. */
+    struct conn_state *cs = conn_of(c);
+    set_deadline(r->srv, cs, request_deadline(r->srv, cs));
     atomic_fetch_sub(&r->srv->in_flight, 1);
     rematd_req_free(r);
 }

@@ -10,7 +10,7 @@ api_rematd_SOURCES = \
 	api/metrics.c api/svg.c api/supervise.c api/pool.c \
 	api/plan_common.h api/plan_common.c api/plan_request.h api/plan_request.c \
 	api/plan_cache.h api/plan_cache.c api/plan_codec.h api/plan_codec.c api/jobs_common.h api/jobs_common.c \
-	api/worker_common.h api/worker_common.c \
+	api/worker_common.h api/worker_common.c api/worker_check.h api/worker_check.c \
 	api/route_healthz.c api/route_readyz.c api/route_openapi.c api/route_metrics.c \
 	api/route_models.c api/route_plans_create.c api/route_plans_get.c \
 	api/route_plans_timeline.c api/route_profiles_create.c api/route_profiles_get.c \

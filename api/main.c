@@ -213,13 +213,18 @@ int main(int argc, char **argv)
     }
     unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_ALLOW_SUSPEND_RESUME |
                      MHD_USE_ERROR_LOG | (v6 ? MHD_USE_IPv6 : 0);
-    srv.daemon = MHD_start_daemon(
-        flags, 0, NULL, NULL, rematd_access, &srv, MHD_OPTION_EXTERNAL_LOGGER, mhd_log, NULL,
-        MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&addr, MHD_OPTION_THREAD_POOL_SIZE, cfg->threads,
-        MHD_OPTION_CONNECTION_LIMIT, cfg->max_connections, MHD_OPTION_CONNECTION_TIMEOUT,
-        cfg->connection_timeout, MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)16 * 1024,
-        MHD_OPTION_LISTEN_BACKLOG_SIZE, 1024u, MHD_OPTION_NOTIFY_COMPLETED, rematd_completed, &srv,
-        MHD_OPTION_NOTIFY_CONNECTION, rematd_connection, &srv, MHD_OPTION_END);
+    /* Connection limits, health slots and the request deadline: http.c. */
+    const struct MHD_OptionItem *http_options = rematd_http_setup(&srv);
+    srv.daemon =
+        !http_options
+            ? NULL
+            : MHD_start_daemon(
+                  flags, 0, NULL, NULL, rematd_access, &srv, MHD_OPTION_EXTERNAL_LOGGER, mhd_log,
+                  NULL, MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&addr, MHD_OPTION_THREAD_POOL_SIZE,
+                  cfg->threads, MHD_OPTION_CONNECTION_TIMEOUT, cfg->connection_timeout,
+                  MHD_OPTION_LISTEN_BACKLOG_SIZE, 1024u, MHD_OPTION_NOTIFY_COMPLETED,
+                  rematd_completed, &srv, MHD_OPTION_NOTIFY_CONNECTION, rematd_connection, &srv,
+                  MHD_OPTION_ARRAY, http_options, MHD_OPTION_END);
     if (!srv.daemon) {
         rematd_log("error", "cannot listen",
                    json_pack("{s:s, s:s}", "listen", cfg->listen, "detail", strerror(errno)));
@@ -332,6 +337,7 @@ int main(int argc, char **argv)
     while (atomic_load(&srv.in_access) > 0 || atomic_load(&srv.suspended) > 0)
         nanosleep(&tick, NULL);
     MHD_stop_daemon(srv.daemon);
+    rematd_http_teardown(&srv);
     rematd_pool_stop(srv.pool);
     /* A store that lost its directory or cannot write is not a clean
      * stop: the exit status says so (a supervisor then looks). */

@@ -222,9 +222,12 @@ int rematd_plan_decode(const unsigned char *buf, size_t len, struct remat_profil
         struct remat_stage *s = &p->stages[i];
         s->out_bytes = get_size(&in);
         int64_t extra = get_s(&in);
-        if (extra < 0 || extra > REMAT_MAX_BYTES - s->out_bytes)
+        /* Checked before the sum: a damaged count must not overflow it. */
+        if (extra < 0 || s->out_bytes < 0 || s->out_bytes > REMAT_MAX_BYTES ||
+            extra > REMAT_MAX_BYTES - s->out_bytes)
             in.bad = 1;
-        s->saved_bytes = s->out_bytes + extra;
+        else
+            s->saved_bytes = s->out_bytes + extra;
         s->fwd_tmp_bytes = get_size(&in);
         s->bwd_tmp_bytes = get_size(&in);
         s->param_bytes = get_size(&in);

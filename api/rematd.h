@@ -55,6 +55,10 @@ struct rematd_config {
     size_t wal_limit_bytes;     /* the WAL file is cut back to this */
     int worker_token_generated; /* made at start for supervised workers (main.c) */
     int print_config;
+    /* Connection defences (http.c). */
+    unsigned request_timeout;        /* seconds for a whole request, headers and body */
+    unsigned max_connections_per_ip; /* MHD_OPTION_PER_IP_CONNECTION_LIMIT; 0 = none */
+    unsigned health_connections;     /* slots past max_connections, health probes only */
 };
 
 /* Fills cfg from defaults, the environment and argv.  Returns 0 to run,
@@ -93,8 +97,12 @@ void rematd_new_id(char out[REMATD_ID_LEN + 1]);
 /* 48 bits of milliseconds, then 80 random bits: ids that sort by time. */
 void rematd_new_ordered_id(char out[REMATD_ID_LEN + 1]);
 int rematd_is_id(const char *s); /* exactly 32 lowercase hex characters */
-double rematd_now(void);         /* seconds since the epoch, wall clock */
-double rematd_mono(void);        /* seconds, monotonic */
+/* The length of the valid UTF-8 sequence at s (n bytes left), 0 when the
+ * bytes there are not one (overlong, surrogate, cut, past U+10FFFF). */
+size_t rematd_utf8_seq(const unsigned char *s, size_t n);
+int rematd_utf8_valid(const char *s, size_t n); /* 1 when all of s is valid UTF-8 */
+double rematd_now(void);                        /* seconds since the epoch, wall clock */
+double rematd_mono(void);                       /* seconds, monotonic */
 void rematd_rfc3339(double t, char out[32]);
 /* SHA-256 of data as 64 lowercase hex characters. */
 void rematd_sha256_hex(const void *data, size_t len, char out[65]);
@@ -142,6 +150,7 @@ struct rematd_route {
     void (*body_chunk)(struct rematd_request *r, const char *data, size_t n);
 };
 
+struct rematd_http;
 struct rematd_server {
     struct rematd_config cfg;
     struct rematd_store *store;
@@ -163,6 +172,7 @@ struct rematd_server {
     atomic_llong solve_memory;
     const char *openapi;
     size_t openapi_len;
+    struct rematd_http *http; /* connection defences (http.c) */
 };
 
 #define REMATD_REQ_MAX_HEADERS 6
@@ -207,6 +217,7 @@ struct rematd_request {
     int deferred;
     struct MHD_Response *pending;
     int pending_status;
+    int health_only; /* arrived on a health slot: only /healthz and /readyz */
 };
 
 extern const struct rematd_route *const rematd_routes[];
@@ -219,6 +230,13 @@ void rematd_completed(void *cls, struct MHD_Connection *c, void **req_cls,
                       enum MHD_RequestTerminationCode toe);
 void rematd_connection(void *cls, struct MHD_Connection *c, void **socket_context,
                        enum MHD_ConnectionNotificationCode toe);
+/* The connection defences (http.c): starts the request deadline thread and
+ * returns the options to give MHD_start_daemon with MHD_OPTION_ARRAY
+ * (connection limit with the health slots, per-IP limit, memory per
+ * connection, routing on the raw path); NULL when out of memory.
+ * rematd_http_teardown stops the thread, after MHD_stop_daemon. */
+const struct MHD_OptionItem *rematd_http_setup(struct rematd_server *srv);
+void rematd_http_teardown(struct rematd_server *srv);
 
 /* Responses: each queues one response and marks the request answered. */
 void rematd_req_json(struct rematd_request *r, int status, json_t *body); /* steals body */

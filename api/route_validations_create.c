@@ -81,6 +81,50 @@ static json_t *plan_of_checkpoints(struct rematd_request *r, const struct remat_
     return j;
 }
 
+/* Whether the stored plan plan_id was made for this profile: made from the
+ * same profile job, or from a profile with the same sizes and times stage
+ * by stage (what the stored record keeps).  A plan of another model would
+ * be run on this one and its prediction compared with the wrong thing.
+ * Returns 1, or 0 after answering. */
+static int plan_fits_profile(struct rematd_request *r, const char *plan_id, const char *profile_id,
+                             const struct remat_profile *profile)
+{
+    struct rematd_stored_plan sp;
+    memset(&sp, 0, sizeof sp);
+    enum rematd_store_result got = rematd_store_get_plan(r->srv->store, plan_id, &sp);
+    if (got != REMATD_STORE_OK) {
+        if (got == REMATD_STORE_NOT_FOUND)
+            rematd_req_problem(r, 404, "not-found", "/plan_id", "no plan with this id");
+        else
+            rematd_req_problem(r, 503, "unavailable", "/plan_id", "the store did not answer");
+        return 0;
+    }
+    int fits = 0;
+    if (sp.profile_id[0]) {
+        fits = strcmp(sp.profile_id, profile_id) == 0;
+    } else if (sp.record) {
+        struct remat_profile *p = NULL;
+        struct remat_plan plan;
+        if (rematd_plan_decode(sp.record, sp.record_len, &p, &plan) == 0) {
+            fits = p->n_stages == profile->n_stages && p->input_bytes == profile->input_bytes;
+            for (size_t i = 0; fits && i < p->n_stages; i++) {
+                const struct remat_stage *a = &p->stages[i], *b = &profile->stages[i];
+                fits = a->out_bytes == b->out_bytes && a->saved_bytes == b->saved_bytes &&
+                       a->fwd_tmp_bytes == b->fwd_tmp_bytes &&
+                       a->bwd_tmp_bytes == b->bwd_tmp_bytes && a->param_bytes == b->param_bytes &&
+                       a->fwd_ms == b->fwd_ms && a->bwd_ms == b->bwd_ms;
+            }
+            remat_profile_free(p);
+            remat_plan_clear(&plan);
+        }
+    }
+    rematd_stored_plan_clear(&sp);
+    if (!fits)
+        rematd_req_problem(r, 422, "plan-profile-mismatch", "/plan_id",
+                           "plan %s was not made for profile %s", plan_id, profile_id);
+    return fits;
+}
+
 static enum rematd_handled create(struct rematd_request *r)
 {
     json_t *body = rematd_req_body_json(r);
@@ -108,6 +152,21 @@ static enum rematd_handled create(struct rematd_request *r)
                            "give plan_id or checkpoints, not both");
         return REMATD_HANDLED;
     }
+    if (plan_id || cks) {
+        /* Solver options beside a plan that is already made would be
+         * silently ignored: the request says two different things. */
+        static const char *const solver[] = {"algorithm", "segments", "budget_bytes", "model",
+                                             "mem_slots"};
+        for (size_t i = 0; i < sizeof solver / sizeof solver[0]; i++)
+            if (json_object_get(body, solver[i])) {
+                char ptr[32];
+                snprintf(ptr, sizeof ptr, "/%s", solver[i]);
+                rematd_req_problem(r, 400, "validation", ptr,
+                                   "%s solves a plan; with %s the plan is given already", solver[i],
+                                   plan_id ? "plan_id" : "checkpoints");
+                return REMATD_HANDLED;
+            }
+    }
     const char *id = json_string_value(pid);
     if (!rematd_is_id(id)) {
         rematd_req_problem(r, 400, "validation", "/profile_id",
@@ -131,9 +190,14 @@ static enum rematd_handled create(struct rematd_request *r)
     json_t *plan = NULL;
     if (plan_id) {
         char *pbody = NULL;
-        int got = json_is_string(plan_id) && rematd_is_id(json_string_value(plan_id))
-                      ? rematd_plan_load(r, json_string_value(plan_id), &pbody)
-                      : 0;
+        int ok_id = json_is_string(plan_id) && rematd_is_id(json_string_value(plan_id));
+        if (ok_id && !plan_fits_profile(r, json_string_value(plan_id), id, profile)) {
+            remat_profile_free(profile);
+            json_decref(model_spec);
+            json_decref(result);
+            return REMATD_HANDLED;
+        }
+        int got = ok_id ? rematd_plan_load(r, json_string_value(plan_id), &pbody) : 0;
         if (got == 0)
             rematd_req_problem(r, 404, "not-found", "/plan_id", "no plan with this id");
         else if (got < 0)

@@ -1,12 +1,16 @@
-/* POST /v1/worker/jobs/{id}/complete: store the result once per lease.  A
- * profile job's result must be a valid remat.profile/v1, checked here so a
- * broken measurement never becomes a done job. */
+/* POST /v1/worker/jobs/{id}/complete: store the result once per lease.  The
+ * result is checked against the job it answers (worker_check.h): a profile
+ * for another model, batch, dtype, device or stage count, or a validation
+ * result that is malformed or measures another plan, is refused (400) and
+ * the job stays leased, so a broken or forged measurement never becomes a
+ * done job. */
 #include "config.h"
 
 #include <stdlib.h>
 #include <string.h>
 
 #include "plan_common.h"
+#include "worker_check.h"
 #include "worker_common.h"
 #include "rematx/real.h"
 
@@ -21,20 +25,31 @@ static enum rematd_handled complete(struct rematd_request *r)
         rematd_req_problem(r, 400, "validation", "/result", "result is an object");
         return REMATD_HANDLED;
     }
-    char kind[16];
-    enum rematd_store_result got = rematd_store_job_kind(r->srv->store, r->id, kind);
+    /* The lease first: only its holder's result is read at all, and a
+     * worker whose lease is gone is told to abandon the job (409) whatever
+     * it sends.  Renewing is the check (a completing worker is alive). */
+    double until;
+    enum rematd_store_result got =
+        rematd_store_renew_lease(r->srv->store, r->id, lease_id, NULL, &until);
     if (got != REMATD_STORE_OK) {
         rematd_worker_answer(r, got, NULL);
         return REMATD_HANDLED;
     }
-    if (strcmp(kind, "profile") == 0) {
-        struct remat_error err = {0};
-        struct remat_profile *p = remat_profile_from_json(res, "/result", &err);
-        if (!p) {
-            rematd_answer_remat_error(r, err.code ? err.code : REMAT_EINVAL, &err, NULL);
-            return REMATD_HANDLED;
-        }
-        remat_profile_free(p);
+    struct rematd_job job = {0};
+    got = rematd_store_get_job(r->srv->store, r->id, &job);
+    if (got != REMATD_STORE_OK) {
+        rematd_job_clear(&job);
+        rematd_worker_answer(r, got, NULL);
+        return REMATD_HANDLED;
+    }
+    json_t *spec = job.spec ? json_loads(job.spec, 0, NULL) : NULL;
+    struct remat_error err = {0};
+    int checked = rematd_check_result(job.kind, spec, res, &err);
+    json_decref(spec);
+    rematd_job_clear(&job);
+    if (checked != REMAT_OK) {
+        rematd_answer_remat_error(r, checked, &err, NULL);
+        return REMATD_HANDLED;
     }
     char *text = rematx_json_dumps(res, JSON_COMPACT);
     enum rematd_store_result rc =

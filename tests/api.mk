@@ -7,9 +7,13 @@ API_TESTS = \
 	tests/api/durability.sh tests/api/supervise.sh tests/api/fastpath.sh \
 	tests/api/upgrade.sh tests/api/liveness.sh tests/api/models.sh tests/api/fits.sh \
 	tests/api/reuse.sh tests/api/ops.sh tests/api/faults.sh tests/api/solve-limits.sh
+# Issue 13: worker results against their job, HTTP framing, connection
+# slots and deadlines (raw sockets through rawhttp.py).
+API_TESTS += tests/api/results.sh tests/api/framing.sh tests/api/connections.sh
 dist_check_SCRIPTS += $(API_TESTS)
 TESTS += $(API_TESTS)
-EXTRA_DIST += tests/api/lib.sh tests/api/check_schema.py tests/api/fake-worker.sh
+EXTRA_DIST += tests/api/lib.sh tests/api/check_schema.py tests/api/fake-worker.sh \
+	tests/api/rawhttp.py
 
 # rematd, the CLI and the worker use remat.h and src/rematx/ only, never
 # libremat's private headers or remat__ functions.

@@ -117,7 +117,7 @@ req GET "/v1/profiles/$PJ" && expect 200 '/v1/profiles/{id}'
 grep -q '"progress":{"stage":5,"stages":8,"activity":"measuring","phase":"measuring"}' "$BODY" && ok ||
     fail "progress from a heartbeat with both names: $(cat "$BODY")"
 post /v1/worker/lease '{"worker_id":"test-2","devices":["cpu"]}' && expect 204 /v1/worker/lease
-post "/v1/worker/jobs/$PJ/complete" "{\"lease_id\":\"$LEASE\",\"result\":$P8}" &&
+post "/v1/worker/jobs/$PJ/complete" "{\"lease_id\":\"$LEASE\",\"result\":$(job_profile 10 resnet18 8 fp32 cpu)}" &&
     expect 200 '/v1/worker/jobs/{id}/complete'
 req GET "/v1/profiles/$PJ" && expect 200 '/v1/profiles/{id}'
 [ "$(field status)" = done ] && grep -q '"profile":{' "$BODY" && ok || fail "done profile job: $(head -c 300 "$BODY")"
@@ -141,10 +141,14 @@ post /v1/worker/lease '{"worker_id":"test-1","kinds":["validation"],"devices":["
     expect 200 /v1/worker/lease
 [ "$(field job_id)" = "$VJ" ] && ok || fail "leased validation $(field job_id), not $VJ (oldest first)"
 LEASE=$(field lease_id)
-post "/v1/worker/jobs/$VJ/complete" "{\"lease_id\":\"$LEASE\",\"result\":{\"measured_peak_bytes\":100,\"predicted_peak_bytes\":98,\"relative_error\":0.02,\"step_ms\":5.5,\"device\":\"cpu\"}}" &&
+# The result must be this job's: its plan's predicted peak, its device.
+PEAK=$(field peak_bytes)
+MEASURED=$((PEAK + PEAK / 50))
+REL=$(awk "BEGIN { printf \"%.17g\", ($PEAK - $MEASURED) / $MEASURED }")
+post "/v1/worker/jobs/$VJ/complete" "{\"lease_id\":\"$LEASE\",\"result\":{\"measured_peak_bytes\":$MEASURED,\"predicted_peak_bytes\":$PEAK,\"relative_error\":$REL,\"step_ms\":5.5,\"device\":\"cpu\"}}" &&
     expect 200 '/v1/worker/jobs/{id}/complete'
 req GET "/v1/validations/$VJ" && expect 200 '/v1/validations/{id}'
-[ "$(field status)" = done ] && grep -q '"result":{"measured_peak_bytes":100' "$BODY" && ok ||
+[ "$(field status)" = done ] && grep -q "\"result\":{\"measured_peak_bytes\":$MEASURED" "$BODY" && ok ||
     fail "done validation: $(head -c 300 "$BODY")"
 # A job for any CUDA device is not handed to a CPU-only worker, but to cuda:1.
 post /v1/profiles '{"model":"gpt","model_options":{"layers":4,"seq_len":128},"batch_size":2,"device":"cuda"}' &&

@@ -36,7 +36,7 @@ req GET "/v1/profiles/$J1" && expect 200 '/v1/profiles/{id}'
 [ "$(field status)" = queued ] && [ "$(field attempts)" = 1 ] && ok ||
     fail "after expiry: status $(field status), attempts $(field attempts)"
 post "/v1/worker/jobs/$J1/heartbeat" "{\"lease_id\":\"$OLD\"}" && problem "heartbeat after expiry" 409 lease-conflict
-post "/v1/worker/jobs/$J1/complete" "{\"lease_id\":\"$OLD\",\"result\":$(profile 3)}" &&
+post "/v1/worker/jobs/$J1/complete" "{\"lease_id\":\"$OLD\",\"result\":$(job_profile 29 vgg11 1 fp32 cpu)}" &&
     problem "complete after expiry" 409 lease-conflict
 # Two more expiries: failed with the reason.
 lease
@@ -83,10 +83,10 @@ req GET "/v1/profiles/$J3"
 post /v1/profiles '{"model":"alexnet","device":"cpu"}'
 J4=$(field id)
 lease
-post "/v1/worker/jobs/$J4/complete" "{\"lease_id\":\"$LEASE\",\"result\":$(profile 5)}" && expect 200 '/v1/worker/jobs/{id}/complete'
-post "/v1/worker/jobs/$J4/complete" "{\"lease_id\":\"$LEASE\",\"result\":$(profile 6)}" && problem "second completion" 409 lease-conflict
+post "/v1/worker/jobs/$J4/complete" "{\"lease_id\":\"$LEASE\",\"result\":$(job_profile 21 alexnet 1 fp32 cpu)}" && expect 200 '/v1/worker/jobs/{id}/complete'
+post "/v1/worker/jobs/$J4/complete" "{\"lease_id\":\"$LEASE\",\"result\":$(job_profile 21 alexnet 1 fp32 cpu | sed 's/"s21"/"second"/')}" && problem "second completion" 409 lease-conflict
 req GET "/v1/profiles/$J4"
-[ "$(field status)" = done ] && grep -q '"name":"s5"' "$BODY" && ! grep -q '"name":"s6"' "$BODY" && ok ||
+[ "$(field status)" = done ] && grep -q '"name":"s21"' "$BODY" && ! grep -q '"name":"second"' "$BODY" && ok ||
     fail "the first completion must stand"
 
 # Idempotency-Key: same key and body → the first answer, no second job.

@@ -1,0 +1,279 @@
+/* worker_check.c - a worker's result against its job (worker_check.h). */
+#include "config.h"
+
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "rematx/rematx.h"
+#include "worker_check.h"
+
+static int refuse(struct remat_error *err, const char *pointer, const char *fmt, ...)
+{
+    if (err) {
+        err->code = REMAT_EINVAL;
+        snprintf(err->pointer, sizeof err->pointer, "%s", pointer);
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(err->message, sizeof err->message, fmt, ap);
+        va_end(ap);
+    }
+    return REMAT_EINVAL;
+}
+
+/* Whether a measured device name fits the job's device: a cpu job is
+ * measured on "cpu"; a cuda job on anything else (workers report the
+ * card's name), and on "cuda:M" only when the job names that index. */
+static int device_fits(const char *want, const char *got)
+{
+    if (!want || !got || !got[0] || strlen(got) >= REMATD_RESULT_MAX_STRING)
+        return 0;
+    if (strcmp(want, "cpu") == 0)
+        return strcmp(got, "cpu") == 0;
+    if (strcmp(got, "cpu") == 0)
+        return 0;
+    if (strncmp(got, "cuda", 4) == 0 && strncmp(want, "cuda:", 5) == 0)
+        return strcmp(got, want) == 0 || strcmp(got, "cuda") == 0;
+    if (strncmp(got, "cuda:", 5) == 0)
+        return strcmp(want, "cuda") == 0;
+    return 1;
+}
+
+/* The number of stages the job's model has: one per layer of its list. */
+static int expected_stages(const json_t *spec, size_t *n)
+{
+    const json_t *layers = json_object_get(spec, "layers");
+    if (layers) {
+        *n = json_array_size(layers);
+        return *n > 0 ? 0 : -1;
+    }
+    const struct rematx_zoo_model *zm =
+        rematx_zoo_find(json_string_value(json_object_get(spec, "model")));
+    if (!zm)
+        return -1;
+    json_int_t values[REMATX_ZOO_MAX_OPTIONS];
+    if (rematx_zoo_options(zm, json_object_get(spec, "model_options"), values, NULL) != REMAT_OK)
+        return -1;
+    json_t *list = rematx_zoo_layers(zm, values);
+    if (!list)
+        return -1;
+    *n = json_array_size(list);
+    json_decref(list);
+    return 0;
+}
+
+static int same(const char *a, const char *b)
+{
+    return a && b && strcmp(a, b) == 0;
+}
+
+static int check_profile(const json_t *spec, const json_t *result, struct remat_error *err)
+{
+    struct remat_profile *p = remat_profile_from_json(result, "/result", err);
+    if (!p)
+        return err && err->code ? err->code : REMAT_EINVAL;
+    const json_t *zoo = json_object_get(spec, "model");
+    const char *model = json_is_string(zoo) ? json_string_value(zoo) : "layers";
+    const char *dtype = json_string_value(json_object_get(spec, "dtype"));
+    const char *device = json_string_value(json_object_get(spec, "device"));
+    json_int_t batch = json_integer_value(json_object_get(spec, "batch_size"));
+    size_t n = 0;
+    int rc = REMAT_OK;
+    if (!same(p->model, model))
+        rc = refuse(err, "/result/model", "the job is for model %s; the profile is for %.100s",
+                    model, p->model ? p->model : "no model");
+    else if (p->batch_size != batch)
+        rc = refuse(err, "/result/batch_size",
+                    "the job is for batch_size %lld; the profile is for %lld", (long long)batch,
+                    (long long)p->batch_size);
+    else if (!same(p->dtype, dtype))
+        rc = refuse(err, "/result/dtype", "the job is for dtype %s; the profile is for %.100s",
+                    dtype ? dtype : "?", p->dtype ? p->dtype : "no dtype");
+    else if (!device_fits(device, p->device))
+        rc = refuse(err, "/result/device",
+                    "the job is for device %s; the profile was measured on %.100s",
+                    device ? device : "?", p->device ? p->device : "no device");
+    else if (expected_stages(spec, &n) < 0)
+        rc = refuse(err, "/result", "the job's model cannot be expanded to check the profile");
+    else if (p->n_stages != n)
+        rc = refuse(err, "/result/stages", "the job's model has %zu stages; the profile has %zu", n,
+                    p->n_stages);
+    remat_profile_free(p);
+    return rc;
+}
+
+enum field_type { F_BYTES, F_COUNT, F_MS, F_REAL, F_STRING, F_TIMELINE };
+
+static const struct {
+    const char *name;
+    enum field_type type;
+    int required;
+} validation_fields[] = {
+    {"measured_peak_bytes", F_BYTES, 1},
+    {"predicted_peak_bytes", F_BYTES, 1},
+    {"relative_error", F_REAL, 0},
+    {"step_ms", F_MS, 0},
+    {"store_all_step_ms", F_MS, 0},
+    {"store_all_measured_peak_bytes", F_BYTES, 0},
+    {"max_grad_diff", F_MS, 0},
+    {"device", F_STRING, 1},
+    {"model", F_STRING, 0},
+    {"batch_size", F_COUNT, 0},
+    {"dtype", F_STRING, 0},
+    {"n_ops", F_COUNT, 0},
+    {"driver", F_STRING, 0},
+    {"libtorch", F_STRING, 0},
+    {"timeline", F_TIMELINE, 0},
+};
+#define N_VALIDATION_FIELDS (sizeof validation_fields / sizeof validation_fields[0])
+
+static int check_field(const char *name, enum field_type t, const json_t *v,
+                       struct remat_error *err)
+{
+    char ptr[96];
+    snprintf(ptr, sizeof ptr, "/result/%s", name);
+    switch (t) {
+    case F_BYTES:
+        if (!json_is_integer(v) || json_integer_value(v) < 0 ||
+            json_integer_value(v) > REMAT_MAX_BYTES)
+            return refuse(err, ptr, "%s is an integer in 0..2^60", name);
+        return REMAT_OK;
+    case F_COUNT:
+        if (!json_is_integer(v) || json_integer_value(v) < 0 ||
+            json_integer_value(v) > REMAT_MAX_STAGES * (json_int_t)16)
+            return refuse(err, ptr, "%s is a non-negative integer", name);
+        return REMAT_OK;
+    case F_MS:
+        if (!json_is_number(v) || !isfinite(json_number_value(v)) || json_number_value(v) < 0)
+            return refuse(err, ptr, "%s is a finite number >= 0", name);
+        return REMAT_OK;
+    case F_REAL:
+        if (!json_is_number(v) || !isfinite(json_number_value(v)))
+            return refuse(err, ptr, "%s is a finite number", name);
+        return REMAT_OK;
+    case F_STRING:
+        if (!json_is_string(v) || json_string_length(v) == 0 ||
+            json_string_length(v) >= REMATD_RESULT_MAX_STRING ||
+            strlen(json_string_value(v)) != json_string_length(v))
+            return refuse(err, ptr, "%s is a string of 1..%d bytes", name,
+                          REMATD_RESULT_MAX_STRING - 1);
+        return REMAT_OK;
+    case F_TIMELINE:
+        if (!json_is_array(v))
+            return refuse(err, ptr, "%s is an array", name);
+        return REMAT_OK;
+    }
+    return REMAT_OK;
+}
+
+static int check_timeline(const json_t *spec, const json_t *tl, struct remat_error *err)
+{
+    if (!json_is_true(json_object_get(spec, "timeline")))
+        return refuse(err, "/result/timeline", "the job did not ask for a timeline");
+    const json_t *prof = json_object_get(spec, "profile");
+    size_t n = json_array_size(json_object_get(prof, "stages"));
+    /* An op per forward, recomputation and backward: never more than
+     * n + 1 + n * (n + 1) / 2 + n for a chain of n; the cap is looser. */
+    if (json_array_size(tl) > 4 * (n + 1) * (n + 1))
+        return refuse(err, "/result/timeline", "more ops than any plan of %zu stages has", n);
+    size_t i;
+    const json_t *e;
+    json_array_foreach(tl, i, e)
+    {
+        char ptr[64];
+        snprintf(ptr, sizeof ptr, "/result/timeline/%zu", i);
+        enum remat_op_kind k;
+        const json_t *st = json_object_get(e, "stage"), *pk = json_object_get(e, "peak_bytes"),
+                     *af = json_object_get(e, "after_bytes");
+        if (!json_is_object(e) || json_object_size(e) != 4 ||
+            remat_op_parse(json_string_value(json_object_get(e, "op")), &k) != REMAT_OK ||
+            !json_is_integer(st) || json_integer_value(st) < 0 ||
+            json_integer_value(st) > (json_int_t)n || !json_is_integer(pk) ||
+            json_integer_value(pk) < 0 || !json_is_integer(af) || json_integer_value(af) < 0)
+            return refuse(err, ptr,
+                          "a timeline entry is {op, stage (0..%zu), peak_bytes, after_bytes}", n);
+    }
+    return REMAT_OK;
+}
+
+static int check_validation(const json_t *spec, const json_t *result, struct remat_error *err)
+{
+    const char *k;
+    const json_t *v;
+    json_object_foreach((json_t *)result, k, v)
+    {
+        size_t i;
+        for (i = 0; i < N_VALIDATION_FIELDS; i++)
+            if (strcmp(validation_fields[i].name, k) == 0)
+                break;
+        if (i == N_VALIDATION_FIELDS) {
+            char ptr[128];
+            snprintf(ptr, sizeof ptr, "/result/%.100s", k);
+            return refuse(err, ptr, "unknown field '%.100s' in a validation result", k);
+        }
+        int rc = check_field(k, validation_fields[i].type, v, err);
+        if (rc != REMAT_OK)
+            return rc;
+    }
+    for (size_t i = 0; i < N_VALIDATION_FIELDS; i++)
+        if (validation_fields[i].required && !json_object_get(result, validation_fields[i].name)) {
+            char ptr[96];
+            snprintf(ptr, sizeof ptr, "/result/%s", validation_fields[i].name);
+            return refuse(err, ptr, "%s is required", validation_fields[i].name);
+        }
+    /* It must be this job's measurement. */
+    const json_t *plan = json_object_get(spec, "plan"), *prof = json_object_get(spec, "profile");
+    json_int_t predicted = json_integer_value(json_object_get(result, "predicted_peak_bytes"));
+    json_int_t measured = json_integer_value(json_object_get(result, "measured_peak_bytes"));
+    const json_t *want_peak = json_object_get(plan, "peak_bytes");
+    if (!json_is_integer(want_peak) || json_integer_value(want_peak) != predicted)
+        return refuse(err, "/result/predicted_peak_bytes",
+                      "the job's plan predicts %lld bytes, not %lld",
+                      (long long)json_integer_value(want_peak), (long long)predicted);
+    static const char *const same_as_profile[] = {"model", "dtype"};
+    for (size_t i = 0; i < 2; i++) {
+        const json_t *got = json_object_get(result, same_as_profile[i]);
+        const char *want = json_string_value(json_object_get(prof, same_as_profile[i]));
+        if (got && !same(json_string_value(got), want)) {
+            char ptr[64];
+            snprintf(ptr, sizeof ptr, "/result/%s", same_as_profile[i]);
+            return refuse(err, ptr, "the job's profile has %s %s", same_as_profile[i],
+                          want ? want : "(none)");
+        }
+    }
+    const json_t *bs = json_object_get(result, "batch_size");
+    if (bs && json_integer_value(bs) != json_integer_value(json_object_get(prof, "batch_size")))
+        return refuse(err, "/result/batch_size", "the job's profile has batch_size %lld",
+                      (long long)json_integer_value(json_object_get(prof, "batch_size")));
+    const char *device = json_string_value(json_object_get(spec, "device"));
+    if (!device_fits(device, json_string_value(json_object_get(result, "device"))))
+        return refuse(err, "/result/device", "the job is for device %s", device ? device : "?");
+    const json_t *re = json_object_get(result, "relative_error");
+    if (re && measured > 0) {
+        double want = (double)(predicted - measured) / (double)measured;
+        if (fabs(json_number_value(re) - want) > 1e-6 * (1 + fabs(want)))
+            return refuse(err, "/result/relative_error",
+                          "relative_error is (predicted - measured) / measured: %.9g", want);
+    }
+    const json_t *tl = json_object_get(result, "timeline");
+    if (tl)
+        return check_timeline(spec, tl, err);
+    return REMAT_OK;
+}
+
+int rematd_check_result(const char *kind, const json_t *spec, const json_t *result,
+                        struct remat_error *err)
+{
+    if (err)
+        memset(err, 0, sizeof *err);
+    if (!json_is_object(result))
+        return refuse(err, "/result", "result is an object");
+    if (!json_is_object(spec))
+        return refuse(err, "/result", "the job's spec cannot be read");
+    if (kind && strcmp(kind, "profile") == 0)
+        return check_profile(spec, result, err);
+    if (kind && strcmp(kind, "validation") == 0)
+        return check_validation(spec, result, err);
+    return refuse(err, "/result", "unknown job kind");
+}

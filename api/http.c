@@ -614,7 +614,7 @@ json_t *rematd_req_body_json(struct rematd_request *r)
     /* jansson skips a NUL byte right after a number or literal ("[1\0]"
      * loads); JSON has no such byte outside an escape, and libremat's
      * streaming reader refuses it, so every path refuses it here. */
-    if (memchr(r->body, 0, r->body_len)) {
+    if (memchr(rematx_dyn_ptr(&r->body), 0, rematx_dyn_len(&r->body))) {
         rematd_req_problem(r, 400, "invalid-json", NULL,
                            "the body holds a NUL byte (write it as \\u0000 inside a string)");
         return NULL;

@@ -179,8 +179,7 @@ static int check_timeline(const json_t *spec, const json_t *tl, struct remat_err
         return refuse(err, "/result/timeline", "more ops than any plan of %zu stages has", n);
     size_t i;
     const json_t *e;
-    json_array_foreach(tl, i, e)
-    {
+    json_array_foreach (tl, i, e) {
         char ptr[64];
         snprintf(ptr, sizeof ptr, "/result/timeline/%zu", i);
         enum remat_op_kind k;
@@ -201,8 +200,7 @@ static int check_validation(const json_t *spec, const json_t *result, struct rem
 {
     const char *k;
     const json_t *v;
-    json_object_foreach((json_t *)result, k, v)
-    {
+    json_object_foreach ((json_t *)result, k, v) {
         size_t i;
         for (i = 0; i < N_VALIDATION_FIELDS; i++)
             if (strcmp(validation_fields[i].name, k) == 0)

@@ -12,61 +12,28 @@
 #include <stdio.h>
 
 #include "mintime.h"
+#include "rematx/dynbuf.h"
 #include "rematx/real.h"
 
 /* curl's dynbuf rule: the buffer has a maximum.  A plan of REMAT_MAX_STAGES
  * stages is at most a few hundred megabytes of text. */
 #define MAX_TEXT ((size_t)1 << 31)
 
-struct buf {
-    char *s;
-    size_t len, cap;
-    int bad; /* out of memory or over MAX_TEXT: the text is abandoned */
-};
-
-/* Makes room for `more` bytes and the final NUL past b->len: the slow
- * part of reserve(). */
-static int grow(struct buf *b, size_t more)
+/* The text is built in rematx's one bounded buffer (curl's dynbuf rule):
+ * after a failure (out of memory, over MAX_TEXT) it is abandoned, so what
+ * is written to room that was there anyway does not matter. */
+/* Room for `more` bytes and the final NUL: nearly always there, checked
+ * inline. */
+static inline int reserve(struct rematx_dynbuf *b, size_t more)
 {
-    if (b->bad)
-        return -1;
-    if (b->len + more + 1 <= b->cap)
-        return 0;
-    size_t cap = b->cap ? b->cap : 1024;
-    while (cap < b->len + more + 1)
-        cap *= 2;
-    if (cap > MAX_TEXT) {
-        if (b->len + more + 1 > MAX_TEXT) {
-            b->bad = 1;
-            return -1;
-        }
-        cap = MAX_TEXT;
-    }
-    char *s = realloc(b->s, cap);
-    if (s == NULL) {
-        b->bad = 1;
-        return -1;
-    }
-    b->s = s;
-    b->cap = cap;
-    return 0;
+    return rematx_dyn_room(b, more) ? 0 : -1;
 }
 
-/* Room for `more` bytes: nearly always there, checked inline.  After a
- * failure the text is abandoned (b->bad), so what is written to room that
- * was there anyway does not matter. */
-static inline int reserve(struct buf *b, size_t more)
-{
-    if (b->len + more + 1 <= b->cap)
-        return 0;
-    return grow(b, more);
-}
-
-static void put(struct buf *b, const char *s, size_t n)
+static void put(struct rematx_dynbuf *b, const char *s, size_t n)
 {
     if (reserve(b, n) < 0)
         return;
-    memcpy(b->s + b->len, s, n);
+    memcpy(b->buf + b->len, s, n);
     b->len += n;
 }
 
@@ -74,9 +41,9 @@ static void put(struct buf *b, const char *s, size_t n)
 
 /* Appends without a check: the caller reserved the room. */
 #define RAW_LIT(b, lit)                                                                            \
-    (memcpy((b)->s + (b)->len, (lit), sizeof(lit) - 1), (b)->len += sizeof(lit) - 1)
+    (memcpy((b)->buf + (b)->len, (lit), sizeof(lit) - 1), (b)->len += sizeof(lit) - 1)
 
-static void put_str(struct buf *b, const char *s)
+static void put_str(struct rematx_dynbuf *b, const char *s)
 {
     put(b, s, strlen(s));
 }
@@ -125,16 +92,16 @@ static inline char *write_int(char *q, int64_t v)
     return end;
 }
 
-static inline void raw_int(struct buf *b, int64_t v)
+static inline void raw_int(struct rematx_dynbuf *b, int64_t v)
 {
-    b->len = (size_t)(write_int(b->s + b->len, v) - b->s);
+    b->len = (size_t)(write_int(b->buf + b->len, v) - b->buf);
 }
 
 /* An integer as json_dumps prints a json_int_t ("%lld").  It asks for
  * room for the longest one (20 bytes): the text's one limit, MAX_TEXT, is
  * then met or missed exactly where it always was, and so are the reserves
  * below, which ask for the same room as the puts they stand for. */
-static void put_int(struct buf *b, int64_t v)
+static void put_int(struct rematx_dynbuf *b, int64_t v)
 {
     if (reserve(b, 20) < 0)
         return;
@@ -143,14 +110,14 @@ static void put_int(struct buf *b, int64_t v)
 
 /* A real as rematx_real_text prints it: the shortest text that reads back
  * to the same double, in jansson's layout. */
-static void put_real(struct buf *b, double v)
+static void put_real(struct rematx_dynbuf *b, double v)
 {
     char tmp[REMATX_REAL_MAX];
     put(b, tmp, rematx_real_text(v, tmp));
 }
 
 /* "[x,y]", or "," then that. */
-static void put_pair(struct buf *b, int comma, int64_t x, int64_t y)
+static void put_pair(struct rematx_dynbuf *b, int comma, int64_t x, int64_t y)
 {
     if (reserve(b, (size_t)comma + 2 + int_len(x) + 20) < 0)
         return;
@@ -169,7 +136,8 @@ char *remat_plan_dumps(const struct remat_profile *profile, const struct remat_p
     /* json_real refuses what JSON cannot say, so remat_plan_to_json fails. */
     if (!isfinite(plan->recompute_ms) || !isfinite(plan->total_ms))
         return NULL;
-    struct buf b = {NULL, 0, 0, 0};
+    struct rematx_dynbuf b;
+    rematx_dyn_init(&b, MAX_TEXT);
     size_t guess = 512 + 40 * plan->schedule.n_ops + 48 * (plan->n_checkpoints + 1);
     if (reserve(&b, guess < MAX_TEXT / 2 ? guess : MAX_TEXT / 2) < 0)
         return NULL;
@@ -208,7 +176,7 @@ char *remat_plan_dumps(const struct remat_profile *profile, const struct remat_p
         char *text = nested != NULL ? rematx_json_dumps(nested, JSON_COMPACT) : NULL;
         json_decref(nested);
         if (text == NULL) {
-            free(b.s);
+            rematx_dyn_free(&b);
             return NULL;
         }
         PUT_LIT(&b, ",\"nested_segments\":");
@@ -250,7 +218,7 @@ char *remat_plan_dumps(const struct remat_profile *profile, const struct remat_p
     size_t k = 0;
     if (s->n_ops < MAX_TEXT / per_op && b.len + s->n_ops * per_op + 1 <= MAX_TEXT &&
         reserve(&b, s->n_ops * per_op) == 0) {
-        char *q = b.s + b.len;
+        char *q = b.buf + b.len;
         for (; k < s->n_ops; k++) {
             uint8_t kind = s->ops[k].kind < REMAT__N_OP_KINDS ? s->ops[k].kind : REMAT__N_OP_KINDS;
             if (k > 0)
@@ -259,39 +227,37 @@ char *remat_plan_dumps(const struct remat_profile *profile, const struct remat_p
             q = write_int(q + ops[kind].len, (int64_t)s->ops[k].stage);
             *q++ = '}';
         }
-        b.len = (size_t)(q - b.s);
+        b.len = (size_t)(q - b.buf);
     }
     for (; k < s->n_ops; k++) {
         uint8_t kind = s->ops[k].kind < REMAT__N_OP_KINDS ? s->ops[k].kind : REMAT__N_OP_KINDS;
         size_t len = ops[kind].len;
         if (reserve(&b, (k > 0) + len + 20) < 0)
             break;
-        char *q = b.s + b.len;
+        char *q = b.buf + b.len;
         if (k > 0)
             *q++ = ',';
         memcpy(q, ops[kind].text, sizeof ops[kind].text);
         q = write_int(q + len, (int64_t)s->ops[k].stage);
         *q++ = '}';
-        b.len = (size_t)(q - b.s);
+        b.len = (size_t)(q - b.buf);
     }
     /* The exports: a small object, printed by jansson like nested_segments. */
     json_t *ex = remat__plan_exports_json(profile, plan);
-    char *ex_text = ex != NULL ? json_dumps(ex, JSON_COMPACT) : NULL;
+    char *ex_text = ex != NULL ? rematx_json_dumps(ex, JSON_COMPACT) : NULL;
     json_decref(ex);
     if (ex_text == NULL) {
-        free(b.s);
+        rematx_dyn_free(&b);
         return NULL;
     }
     PUT_LIT(&b, "],\"exports\":");
     put_str(&b, ex_text);
     free(ex_text);
     PUT_LIT(&b, "}");
-    if (b.bad) {
-        free(b.s);
+    if (rematx_dyn_error(&b)) {
+        rematx_dyn_free(&b);
         return NULL;
     }
-    b.s[b.len] = '\0';
-    if (len_out != NULL)
-        *len_out = b.len;
-    return b.s;
+    rematx_dyn_setlen(&b, b.len);
+    return rematx_dyn_take(&b, len_out);
 }

@@ -18,7 +18,7 @@ J2=$(field id)
 post /v1/worker/lease "$W" && expect 200 /v1/worker/lease
 JOB=$(field job_id)
 LEASE=$(field lease_id)
-post "/v1/worker/jobs/$JOB/complete" "{\"lease_id\":\"$LEASE\",\"result\":$(profile 3)}" &&
+post "/v1/worker/jobs/$JOB/complete" "{\"lease_id\":\"$LEASE\",\"result\":$(job_profile 29 vgg11 4 fp32 cpu)}" &&
     expect 200 '/v1/worker/jobs/{id}/complete'
 
 # The same spec, defaults spelled out and members in another order.

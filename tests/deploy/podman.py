@@ -123,8 +123,11 @@ def image_bytes(img):
     return int(podman("image", "inspect", "--format", "{{.Size}}", img).stdout.strip())
 
 
-HEALTH = ("exec 3<>/dev/tcp/127.0.0.1/8080 && printf 'GET /healthz HTTP/1.0\\r\\n\\r\\n' >&3 "
-          "&& head -n 1 <&3 | grep -q ' 200 '")
+# podman 4.3 does not read --health-cmd as a JSON exec array (it splits it
+# on blanks); a plain string is CMD-SHELL, run by /bin/sh (dash, no
+# /dev/tcp), hence bash -c around a script without single quotes.
+HEALTH = ('bash -c \'exec 3<>/dev/tcp/127.0.0.1/8080 && printf "GET /healthz HTTP/1.0\\r\\n\\r\\n" >&3 '
+          '&& head -n 1 <&3 | grep -q " 200 "\'')
 
 
 def run_rematd(name):
@@ -132,7 +135,7 @@ def run_rematd(name):
            "-p", "127.0.0.1::8080", "-v", NAME + ":/var/lib/remat",
            "--read-only", "--cap-drop", "ALL", "--security-opt", "no-new-privileges",
            "-e", "REMAT_TOKEN=" + TOKEN, "-e", "REMAT_WORKER_TOKEN=" + WORKER_TOKEN,
-           "--health-cmd", json.dumps(["CMD", "bash", "-c", HEALTH]), "--health-interval", "disable",
+           "--health-cmd", HEALTH, "--health-interval", "disable",
            RMATD_IMG, "--lease-seconds", "10")
     out = podman("port", name, "8080/tcp").stdout.strip().splitlines()[0]
     return int(out.rsplit(":", 1)[1])

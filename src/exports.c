@@ -6,10 +6,14 @@
  * is derived from the schedule and the profile's sizes, never from stage
  * names, so that rematd renders a stored plan (which keeps no names) to the
  * same bytes.  docs/python.md says what each knob runs. */
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "remat_private.h"
+#include "rematx/dynbuf.h"
+#include "rematx/real.h"
 
 /* Forward kind of each stage (index 1..n) when the ops before the loss are
  * exactly one forward per stage in order; 0 when they are not. */
@@ -58,22 +62,32 @@ static int per_module_schedule(const struct remat_schedule *s, size_t n, const u
     return k == s->n_ops;
 }
 
-static json_t *absent(const char *reason)
+/* The text is written once, here, in jansson's compact layout with reals
+ * printed shortest (rematx_real_text): remat_plan_dumps appends it as is,
+ * and the tree (remat_plan_to_json) is that text read back, so the two
+ * renderings cannot drift apart and the plan's fast writer builds no tree.
+ * The reasons are plain ASCII that JSON needs no escape for. */
+static void lit(struct rematx_dynbuf *b, const char *s)
 {
-    return json_pack("{s:b, s:s}", "available", 0, "reason", reason);
+    rematx_dyn_addn(b, s, strlen(s));
 }
 
-json_t *remat__plan_exports_json(const struct remat_profile *p, const struct remat_plan *plan)
+static void absent(struct rematx_dynbuf *b, const char *key, const char *reason)
+{
+    rematx_dyn_addf(b, "\"%s\":{\"available\":false,\"reason\":\"%s\"}", key, reason);
+}
+
+int remat__plan_exports_text(const struct remat_profile *p, const struct remat_plan *plan,
+                             struct rematx_dynbuf *b)
 {
     size_t n = p->n_stages;
     const struct remat_schedule *s = &plan->schedule;
     uint8_t *fk = calloc(n + 1, 1);
     size_t *ck = calloc(n > 0 ? n : 1, sizeof *ck);
-    json_t *root = json_object();
-    json_t *mods = json_array();
+    size_t *mods = calloc(n > 0 ? n : 1, sizeof *mods);
     struct remat_schedule single;
     remat_schedule_init(&single);
-    int bad = fk == NULL || ck == NULL || root == NULL || mods == NULL;
+    int bad = fk == NULL || ck == NULL || mods == NULL;
     int chain = !bad && n > 0 && forward_kinds(s, n, fk);
     size_t m = 0, wrapped = 0, lead = 0;
     int is_single = 0, is_per_module = 0;
@@ -89,16 +103,16 @@ json_t *remat__plan_exports_json(const struct remat_profile *p, const struct rem
             bad = 1;
         is_single = rc == REMAT_OK && same_ops(s, &single);
         is_per_module = per_module_schedule(s, n, fk);
-        for (size_t i = 1; !bad && i <= n; i++)
+        for (size_t i = 1; i <= n; i++)
             if (fk[i] == REMAT_OP_F_CK) {
-                bad |= json_array_append_new(mods, json_integer((json_int_t)i - 1)) < 0;
-                wrapped++;
+                mods[wrapped++] = i - 1;
                 if (lead == i - 1)
                     lead = i;
             }
     }
     remat_schedule_clear(&single);
     const char *not_chain = "the schedule is not one forward per stage before the loss";
+    lit(b, "{");
 
     /* checkpoint_sequential(functions, K): modules in K runs of n // K, all
      * but the last checkpointed, the last run plainly (what remat's
@@ -107,84 +121,100 @@ json_t *remat__plan_exports_json(const struct remat_profile *p, const struct rem
     int seq_ok = is_single && len >= 1;
     for (size_t j = 0; seq_ok && j < m; j++)
         seq_ok = ck[j] == len * (j + 1);
-    bad |= json_object_set_new(
-               root, "checkpoint_sequential",
-               seq_ok ? json_pack("{s:b, s:I}", "available", 1, "segments", (json_int_t)K)
-                      : absent(!chain ? not_chain
-                               : !is_single
-                                   ? "a multi-level schedule: checkpoint_sequential is single-level"
-                                   : "the checkpoints are not every n // K modules, "
-                                     "where checkpoint_sequential puts them")) < 0;
+    if (seq_ok)
+        rematx_dyn_addf(b, "\"checkpoint_sequential\":{\"available\":true,\"segments\":%zu}", K);
+    else
+        absent(b, "checkpoint_sequential",
+               !chain       ? not_chain
+               : !is_single ? "a multi-level schedule: checkpoint_sequential is single-level"
+                            : "the checkpoints are not every n // K modules, "
+                              "where checkpoint_sequential puts them");
 
     /* One torch.utils.checkpoint per module (apply_activation_checkpointing's
      * check_fn, Hugging Face's per-layer gradient checkpointing). */
+    lit(b, ",");
     if (is_per_module) {
-        bad |= json_object_set_new(root, "per_module",
-                                   json_pack("{s:b, s:O}", "available", 1, "modules", mods)) < 0;
+        lit(b, "\"per_module\":{\"available\":true,\"modules\":[");
+        for (size_t k = 0; k < wrapped; k++)
+            rematx_dyn_addf(b, k ? ",%zu" : "%zu", mods[k]);
+        lit(b, "]}");
     } else {
-        bad |= json_object_set_new(
-                   root, "per_module",
-                   absent(!chain ? not_chain
-                                 : "a recomputed segment spans several modules: wrapping "
-                                   "modules one by one recomputes each alone")) < 0;
+        absent(b, "per_module",
+               !chain ? not_chain
+                      : "a recomputed segment spans several modules: wrapping "
+                        "modules one by one recomputes each alone");
     }
 
     /* Megatron-LM: --recompute-method block checkpoints each of the first N
      * layers alone; uniform checkpoints every chunk, the last one included,
      * which no remat plan recomputes. */
+    lit(b, ",");
     if (is_per_module && wrapped == lead && lead < n) {
-        char num[24];
-        snprintf(num, sizeof num, "%zu", lead);
-        json_t *args =
-            lead == 0 ? json_array()
-                      : json_pack("[s,s,s,s,s,s]", "--recompute-granularity", "full",
-                                  "--recompute-method", "block", "--recompute-num-layers", num);
-        bad |= json_object_set_new(root, "megatron",
-                                   json_pack("{s:b, s:o}", "available", 1, "args", args)) < 0;
+        if (lead == 0)
+            lit(b, "\"megatron\":{\"available\":true,\"args\":[]}");
+        else
+            rematx_dyn_addf(
+                b,
+                "\"megatron\":{\"available\":true,\"args\":[\"--recompute-granularity\","
+                "\"full\",\"--recompute-method\",\"block\",\"--recompute-num-layers\","
+                "\"%zu\"]}",
+                lead);
     } else {
-        bad |= json_object_set_new(
-                   root, "megatron",
-                   absent(!chain ? not_chain
-                                 : "not the first N layers each recomputed alone (block); "
-                                   "uniform also recomputes the last chunk, which this plan "
-                                   "does not")) < 0;
+        absent(b, "megatron",
+               !chain ? not_chain
+                      : "not the first N layers each recomputed alone (block); "
+                        "uniform also recomputes the last chunk, which this plan "
+                        "does not");
     }
 
     /* DeepSpeed activation checkpointing: one checkpoint call per recomputed
      * segment, number_checkpoints of them kept. */
-    bad |=
-        json_object_set_new(
-            root, "deepspeed",
-            is_single ? json_pack("{s:b, s:I}", "available", 1, "number_checkpoints", (json_int_t)m)
-                      : absent(!chain ? not_chain
-                                      : "a multi-level schedule: DeepSpeed's checkpointing "
-                                        "is single-level")) < 0;
+    lit(b, ",");
+    if (is_single)
+        rematx_dyn_addf(b, "\"deepspeed\":{\"available\":true,\"number_checkpoints\":%zu}", m);
+    else
+        absent(b, "deepspeed",
+               !chain ? not_chain
+                      : "a multi-level schedule: DeepSpeed's checkpointing "
+                        "is single-level");
 
     /* torch.compile's activation_memory_budget: the plan's activation bytes
      * (peak above weights and input) over store-all's.  A ratio for another
      * partitioner's choices, so only approximate. */
-    int64_t base = p->input_bytes, a = 0, b = 0;
+    int64_t base = p->input_bytes, a = 0, bb = 0;
     int ovf = 0;
     for (size_t i = 0; i < n; i++)
         ovf |= __builtin_add_overflow(base, p->stages[i].param_bytes, &base);
     ovf |= __builtin_sub_overflow(plan->peak_bytes, base, &a);
-    ovf |= __builtin_sub_overflow(plan->store_all_peak_bytes, base, &b);
-    if (!ovf && b > 0 && a >= 0) {
-        bad |= json_object_set_new(
-                   root, "torch_compile",
-                   json_pack("{s:b, s:b, s:f, s:I, s:I}", "available", 1, "approximate", 1,
-                             "activation_memory_budget", (double)a / (double)b, "activation_bytes",
-                             (json_int_t)a, "store_all_activation_bytes", (json_int_t)b)) < 0;
+    ovf |= __builtin_sub_overflow(plan->store_all_peak_bytes, base, &bb);
+    lit(b, ",");
+    if (!ovf && bb > 0 && a >= 0) {
+        char r[REMATX_REAL_MAX];
+        rematx_real_text((double)a / (double)bb, r);
+        rematx_dyn_addf(b,
+                        "\"torch_compile\":{\"available\":true,\"approximate\":true,"
+                        "\"activation_memory_budget\":%s,\"activation_bytes\":%" PRId64
+                        ",\"store_all_activation_bytes\":%" PRId64 "}",
+                        r, a, bb);
     } else {
-        bad |= json_object_set_new(root, "torch_compile",
-                                   absent("store-all keeps no activations above the weights")) < 0;
+        absent(b, "torch_compile", "store-all keeps no activations above the weights");
     }
-    json_decref(mods);
+    lit(b, "}");
     free(fk);
     free(ck);
-    if (bad) {
-        json_decref(root);
-        return NULL;
-    }
-    return root;
+    free(mods);
+    if (bad)
+        return REMAT_ENOMEM;
+    return rematx_dyn_error(b) ? rematx_dyn_error(b) : REMAT_OK;
+}
+
+json_t *remat__plan_exports_json(const struct remat_profile *p, const struct remat_plan *plan)
+{
+    struct rematx_dynbuf b;
+    rematx_dyn_init(&b, (size_t)1 << 30);
+    json_t *j = NULL;
+    if (remat__plan_exports_text(p, plan, &b) == REMAT_OK)
+        j = json_loadb(rematx_dyn_ptr(&b), rematx_dyn_len(&b), 0, NULL);
+    rematx_dyn_free(&b);
+    return j;
 }

@@ -242,17 +242,12 @@ char *remat_plan_dumps(const struct remat_profile *profile, const struct remat_p
         *q++ = '}';
         b.len = (size_t)(q - b.buf);
     }
-    /* The exports: a small object, printed by jansson like nested_segments. */
-    json_t *ex = remat__plan_exports_json(profile, plan);
-    char *ex_text = ex != NULL ? rematx_json_dumps(ex, JSON_COMPACT) : NULL;
-    json_decref(ex);
-    if (ex_text == NULL) {
+    /* The exports: their one writer appends the object's text. */
+    PUT_LIT(&b, "],\"exports\":");
+    if (remat__plan_exports_text(profile, plan, &b) != REMAT_OK) {
         rematx_dyn_free(&b);
         return NULL;
     }
-    PUT_LIT(&b, "],\"exports\":");
-    put_str(&b, ex_text);
-    free(ex_text);
     PUT_LIT(&b, "}");
     if (rematx_dyn_error(&b)) {
         rematx_dyn_free(&b);

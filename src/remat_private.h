@@ -35,6 +35,11 @@ int remat__schedule_reserve(struct remat_schedule *s, size_t more);
  * present only when it runs exactly the schedule.  Derived from the schedule
  * and sizes only.  New reference, or NULL when out of memory. */
 json_t *remat__plan_exports_json(const struct remat_profile *p, const struct remat_plan *plan);
+/* The same object's text appended to b (remat_plan_dumps' fast writer).
+ * REMAT_OK, or ENOMEM / ELIMIT (b's sticky error). */
+struct rematx_dynbuf;
+int remat__plan_exports_text(const struct remat_profile *p, const struct remat_plan *plan,
+                             struct rematx_dynbuf *b);
 
 /* Sum of the byte fields of a profile: validate() bounds it by
  * REMAT_MAX_BYTES, which is what keeps every sum the simulator and the

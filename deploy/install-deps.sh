@@ -15,5 +15,13 @@ if [ "${REMAT_NO_TORCH:-0}" != 1 ]; then
     $SUDO apt-get install -y -qq libtorch-dev
     # The uploaded-model tests script real modules (tests/worker/models-e2e.py)
     # with the PyTorch of the worker's libtorch (1.13).
-    $SUDO apt-get install -y -qq --no-install-recommends python3-torch python3-torchvision
+    # python/'s tests (tests/python.sh) run pytest against the same torch.
+    $SUDO apt-get install -y -qq --no-install-recommends python3-torch python3-torchvision \
+        python3-pytest
+fi
+# REMAT_CONTAINERS=1 adds what tests/deploy/podman.py builds and runs the
+# images with (rootful podman, runc, mmdebstrap for the local Debian base);
+# without them tests/run-all says "containers: skipped".
+if [ "${REMAT_CONTAINERS:-0}" = 1 ]; then
+    $SUDO apt-get install -y -qq --no-install-recommends podman runc mmdebstrap uidmap
 fi

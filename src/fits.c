@@ -137,7 +137,7 @@ static size_t segment(const struct bmodel *md, const int64_t *b, size_t m, int64
 static int64_t predict_i(const struct bmodel *md, const struct remat_profile *const *ps,
                          const int64_t *b, size_t m, size_t i, int f, int64_t x)
 {
-    int64_t v[REMAT_FITS_MAX_PROFILES];
+    int64_t v[REMAT_FITS_MAX_PROFILES] = {0}; /* m >= 1 of them are set */
     for (size_t k = 0; k < m; k++) {
         v[k] = field_i(ps[k], i, f);
         if (k > 0 && v[k] < v[k - 1])
@@ -156,7 +156,7 @@ static int64_t predict_i(const struct bmodel *md, const struct remat_profile *co
 static double predict_d(const struct bmodel *md, const struct remat_profile *const *ps,
                         const int64_t *b, size_t m, size_t i, int f, int64_t x)
 {
-    double v[REMAT_FITS_MAX_PROFILES];
+    double v[REMAT_FITS_MAX_PROFILES] = {0}; /* m >= 1 of them are set */
     for (size_t k = 0; k < m; k++) {
         v[k] = field_d(ps[k], i, f);
         if (k > 0 && v[k] < v[k - 1])
@@ -249,8 +249,9 @@ int remat_batch_fit_check(const struct remat_profile *const *profiles, size_t n_
     if (rc < 0)
         return rc;
     for (size_t left = 1; left + 1 < md.m; left++) {
-        const struct remat_profile *ps[REMAT_FITS_MAX_PROFILES];
-        int64_t b[REMAT_FITS_MAX_PROFILES];
+        /* md.m >= 3 here, so m = md.m - 1 >= 2 of them are set. */
+        const struct remat_profile *ps[REMAT_FITS_MAX_PROFILES] = {0};
+        int64_t b[REMAT_FITS_MAX_PROFILES] = {0};
         size_t m = 0;
         for (size_t k = 0; k < md.m; k++)
             if (k != left) {

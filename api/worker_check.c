@@ -74,7 +74,17 @@ static int check_profile(const json_t *spec, const json_t *result, struct remat_
     if (!p)
         return err && err->code ? err->code : REMAT_EINVAL;
     const json_t *zoo = json_object_get(spec, "model");
+    const char *model_id = json_string_value(json_object_get(spec, "model_id"));
+    char uploaded[64];
     const char *model = json_is_string(zoo) ? json_string_value(zoo) : "layers";
+    if (model_id) {
+        /* An uploaded model: the worker names it by its id. */
+        snprintf(uploaded, sizeof uploaded, "uploaded:%.40s", model_id);
+        model = uploaded;
+    }
+    /* Its stages are known here only when the job lists them; by default
+     * they are the module's top-level children, which only the worker sees. */
+    const json_t *named = json_object_get(spec, "stages");
     const char *dtype = json_string_value(json_object_get(spec, "dtype"));
     const char *device = json_string_value(json_object_get(spec, "device"));
     json_int_t batch = json_integer_value(json_object_get(spec, "batch_size"));
@@ -94,6 +104,14 @@ static int check_profile(const json_t *spec, const json_t *result, struct remat_
         rc = refuse(err, "/result/device",
                     "the job is for device %s; the profile was measured on %.100s",
                     device ? device : "?", p->device ? p->device : "no device");
+    else if (model_id && !named)
+        rc =
+            p->n_stages > 0 ? REMAT_OK : refuse(err, "/result/stages", "the profile has no stages");
+    else if (model_id && (n = json_array_size(named), p->n_stages != n))
+        rc = refuse(err, "/result/stages", "the job lists %zu stages; the profile has %zu", n,
+                    p->n_stages);
+    else if (model_id)
+        rc = REMAT_OK;
     else if (expected_stages(spec, &n) < 0)
         rc = refuse(err, "/result", "the job's model cannot be expanded to check the profile");
     else if (p->n_stages != n)

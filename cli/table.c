@@ -236,7 +236,7 @@ int cli_table_fits(const struct remat_fits_answer *a, size_t n, const struct rem
     struct cli_style st;
     cli_style_init(&st);
     printf("%s%10s %10s %8s %11s %10s %11s %10s %12s%s\n", st.bold, "memory", "usable", "batch",
-           "peak", "store-all", "peak", "best", "samples/s", st.off);
+           "its peak", "store-all", "its peak", "best", "samples/s", st.off);
     for (size_t i = 0; i < n; i++) {
         char m[REMATX_HUMAN_MAX], u[REMATX_HUMAN_MAX], pk[REMATX_HUMAN_MAX], sp[REMATX_HUMAN_MAX];
         char best[24], sps[32];

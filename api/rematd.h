@@ -297,22 +297,6 @@ void rematd_metrics_observe(int route_index, int status, double seconds);
 char *rematd_metrics_render(struct rematd_server *srv, size_t *len);
 
 /* ------------------------------------------------------------------------
- * The timeline chart (svg.c)
- */
-
-struct rematd_series {
-    const char *label;
-    const char *color;
-    const int64_t *bytes;
-    size_t n;
-    int64_t peak_bytes;
-};
-/* A new SVG document with one line per series (*len bytes), or NULL when
- * out of memory. */
-char *rematd_svg_timeline(const char *title, const struct rematd_series *s, size_t n_series,
-                          size_t *len);
-
-/* ------------------------------------------------------------------------
  * Worker supervision (supervise.c), driven from the main thread.
  */
 

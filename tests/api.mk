@@ -23,10 +23,10 @@ TESTS += tests/check-includes.sh
 # Unit tests of rematd's pure helpers (cmocka).
 check_PROGRAMS += tests/api/test_util
 TESTS += tests/api/test_util
-tests_api_test_util_SOURCES = tests/api/test_util.c api/util.c api/svg.c api/rematd.h
+tests_api_test_util_SOURCES = tests/api/test_util.c api/util.c api/rematd.h
 tests_api_test_util_CFLAGS = $(AM_CFLAGS) $(MHD_CFLAGS) $(JANSSON_CFLAGS) $(CMOCKA_CFLAGS)
 tests_api_test_util_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/api
-tests_api_test_util_LDADD = src/rematx/librematx.la $(JANSSON_LIBS) $(CMOCKA_LIBS) -lm
+tests_api_test_util_LDADD = src/libremat_core.la $(JANSSON_LIBS) $(CMOCKA_LIBS) -lm
 
 # The store through its interface, on a temporary data directory (cmocka).
 check_PROGRAMS += tests/api/test_store

@@ -161,4 +161,8 @@ tests_test_fits_LDADD = $(CORE_TEST_LDADD)
 # remat fits end to end on profiles of one model at three batch sizes.
 dist_check_SCRIPTS += tests/fits-cli.sh
 TESTS += tests/fits-cli.sh
+# The CLI at a terminal (a pseudo-terminal) and its pictures (issue 17).
+dist_check_SCRIPTS += tests/cli-human.sh
+TESTS += tests/cli-human.sh
+EXTRA_DIST += tests/pty-run.py tests/png-check.py
 EXTRA_DIST += tests/data/fits/b4.json tests/data/fits/b8.json tests/data/fits/b16.json

@@ -25,4 +25,13 @@ int cli_fail(const char *what, const struct remat_error *err);
 /* Prints a JSON value on stdout followed by a newline; 0 or 1. */
 int cli_print_json(json_t *v);
 
+/* The value of --name VALUE or --name=VALUE at argv[*i] (advancing *i past
+ * a separate VALUE); NULL when argv[*i] is another option, with *missing set
+ * when it is --name without a value. */
+const char *cli_opt_value(int argc, char **argv, int *i, const char *name, int *missing);
+
+/* Reads a non-negative decimal integer of at most max; 0 on success, -1
+ * otherwise (a sign, blanks, trailing text, overflow). */
+int cli_parse_count(const char *s, int64_t max, int64_t *out);
+
 #endif

@@ -18,6 +18,8 @@ remat-worker on loopback, models scripted here with Debian's python3-torch.
    from a newer PyTorch (libtorch's line and both versions).
 4. The worker's cache: a second profile of the same model is not fetched
    again (the worker's log says fetched once).
+5. Tied parameters (an output layer sharing the embedding's weight) count
+   once: the stages' param_bytes sum to the model's unique parameter bytes.
 
 Skips (77) when torch, rematd or the worker is missing.
 """
@@ -207,6 +209,20 @@ class TinyTransformer(nn.Module):
         return self.head(x)
 
 
+class TiedLM(nn.Module):
+    """A language model whose output layer is its embedding (tied weights)."""
+
+    def __init__(self, vocab=50, d=16):
+        super().__init__()
+        self.embed = nn.Embedding(vocab, d)
+        self.mid = nn.Linear(d, d)
+        self.head = nn.Linear(d, vocab, bias=False)
+        self.head.weight = self.embed.weight
+
+    def forward(self, x):
+        return self.head(self.mid(self.embed(x)))
+
+
 class TwoInputs(nn.Module):
     def __init__(self):
         super().__init__()
@@ -291,6 +307,22 @@ try:
         got = [s["out_bytes"] for s in job["profile"]["stages"]]
         check(got == sizes(layers, torch.randn(16, 64)), "mlp: every out_bytes %s" % got)
         validate(job, "mlp (1% bound)", exact=True)
+
+    # Tied parameters: the head's weight is the embedding's, one tensor, so
+    # its bytes count once, in the first stage that uses it (the embedding).
+    tied = TiedLM()
+    tdid = upload(tied, "tied_lm")
+    job = profile(tdid, {"shape": [8], "dtype": "int64", "high": 50}, 2)
+    if job and check(job["status"] == "done", "tied model profile done (%s)" % job.get("error")):
+        got = [s["param_bytes"] for s in job["profile"]["stages"]]
+        unique = sum(p.numel() * p.element_size() for p in tied.parameters())
+        every = sum(p.numel() * p.element_size()
+                    for m in (tied.embed, tied.mid, tied.head) for p in m.parameters())
+        check(sum(got) == unique and unique < every,
+              "tied model: param bytes %s sum to the model's unique %d (not %d)"
+              % (got, unique, every))
+        check(got == [50 * 16 * 4, (16 * 16 + 16) * 4, 0],
+              "tied model: the shared weight counts in the embedding, not the head: %s" % got)
 
     # 1-2. The tiny transformer: int64 tokens, named stages.
     tt = TinyTransformer()

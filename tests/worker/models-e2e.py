@@ -18,7 +18,9 @@ remat-worker on loopback, models scripted here with Debian's python3-torch.
    from a newer PyTorch (libtorch's line and both versions).
 4. The worker's cache: a second profile of the same model is not fetched
    again (the worker's log says fetched once).
-5. Tied parameters (an output layer sharing the embedding's weight) count
+5. The upload's answer names the default stages (the top-level
+   children), as libtorch would find them.
+6. Tied parameters (an output layer sharing the embedding's weight) count
    once: the stages' param_bytes sum to the model's unique parameter bytes.
 
 Skips (77) when torch, rematd or the worker is missing.
@@ -102,11 +104,17 @@ def wait_job(path, timeout=600):
     return job
 
 
-def upload(module, name):
+def upload(module, name, stages=None):
+    """Uploads the scripted module; with stages, the answer's default stages
+    (read by rematd from data.pkl) must be those children."""
     path = os.path.join(tmp, name + ".pt")
     torch.jit.script(module).save(path)
     st, m = http("POST", "/v1/models", raw=open(path, "rb").read())
     check(st == 201, "upload %s: 201 (got %s %s)" % (name, st, m if st != 201 else m["id"]))
+    if stages is not None and st == 201:
+        check(m.get("stages") == {"count": len(stages), "names": stages},
+              "upload %s: its stages are its top-level children %s (got %s)"
+              % (name, stages, m.get("stages")))
     return m["id"] if st in (200, 201) else None
 
 
@@ -273,7 +281,7 @@ try:
     mb = torchvision.models.mobilenet_v2(weights=None)
     parts = list(mb.features.children()) + [nn.AdaptiveAvgPool2d(1), nn.Flatten(1), mb.classifier]
     seq = nn.Sequential(*parts)
-    mid = upload(seq, "mobilenet_v2")
+    mid = upload(seq, "mobilenet_v2", [str(i) for i in range(len(parts))])
     t0 = time.time()
     job = profile(mid, {"shape": [3, 224, 224]}, 2)
     t_mb = time.time() - t0
@@ -301,7 +309,7 @@ try:
 
     # 1-2. A scripted MLP: plain layers as stages meet the zoo's 1% bound.
     layers = [nn.Linear(64, 256), nn.ReLU(), nn.Linear(256, 256), nn.ReLU(), nn.Linear(256, 10)]
-    lid = upload(nn.Sequential(*layers), "mlp")
+    lid = upload(nn.Sequential(*layers), "mlp", ["0", "1", "2", "3", "4"])
     job = profile(lid, {"shape": [64]}, 16)
     if job and check(job["status"] == "done", "mlp profile done (%s)" % job.get("error")):
         got = [s["out_bytes"] for s in job["profile"]["stages"]]
@@ -311,7 +319,7 @@ try:
     # Tied parameters: the head's weight is the embedding's, one tensor, so
     # its bytes count once, in the first stage that uses it (the embedding).
     tied = TiedLM()
-    tdid = upload(tied, "tied_lm")
+    tdid = upload(tied, "tied_lm", ["embed", "mid", "head"])
     job = profile(tdid, {"shape": [8], "dtype": "int64", "high": 50}, 2)
     if job and check(job["status"] == "done", "tied model profile done (%s)" % job.get("error")):
         got = [s["param_bytes"] for s in job["profile"]["stages"]]
@@ -326,7 +334,7 @@ try:
 
     # 1-2. The tiny transformer: int64 tokens, named stages.
     tt = TinyTransformer()
-    tid = upload(tt, "tiny_transformer")
+    tid = upload(tt, "tiny_transformer", ["embed", "blocks", "head"])
     names = ["embed", "blocks.0", "blocks.1", "head"]
     job = profile(tid, {"shape": [32], "dtype": "int64", "high": 100}, 2, names)
     if job and check(job["status"] == "done", "tiny transformer profile done (%s)" % job.get("error")):

@@ -6,7 +6,7 @@ api_rematd_SOURCES = \
 	api/rematd.h api/main.c api/config.c api/http.c api/util.c \
 	api/store.h api/store_sqlite.h api/store.c api/store_schema.c api/store_writer.c \
 	api/store_plans.c api/store_jobs.c api/store_idem.c api/store_models.c \
-	api/zipcheck.h api/zipcheck.c api/models_common.h api/models_common.c \
+	api/zipcheck.h api/zipcheck.c api/torchpickle.h api/torchpickle.c api/models_common.h api/models_common.c \
 	api/metrics.c api/supervise.c api/pool.c \
 	api/plan_common.h api/plan_common.c api/plan_request.h api/plan_request.c \
 	api/plan_cache.h api/plan_cache.c api/plan_codec.h api/plan_codec.c api/jobs_common.h api/jobs_common.c \

@@ -40,16 +40,43 @@ static int device_fits(const char *want, const char *got)
     return 1;
 }
 
-/* The number of stages the job's model has: one per layer of its list. */
-static int expected_stages(const json_t *spec, size_t *n)
+static int same(const char *a, const char *b)
 {
+    return a && b && strcmp(a, b) == 0;
+}
+
+/* What a profile of the job's model must say. */
+struct expected_model {
+    char name[64];      /* as the worker names it */
+    size_t n_stages;    /* 0: not known here */
+    const char *source; /* who gives n_stages, for the message */
+};
+
+/* The model the job names: a zoo model or a layer list, one stage per
+ * layer; or an uploaded model, named by its id, whose stages are known
+ * here only when the job lists them (by default they are the module's
+ * top-level children, which only the worker sees).  -1 when the job's
+ * model cannot be expanded. */
+static int expect_model(const json_t *spec, struct expected_model *e)
+{
+    const json_t *zoo = json_object_get(spec, "model");
+    const char *model_id = json_string_value(json_object_get(spec, "model_id"));
+    e->n_stages = 0;
+    if (model_id) {
+        snprintf(e->name, sizeof e->name, "uploaded:%.40s", model_id);
+        e->source = "the job lists";
+        e->n_stages = json_array_size(json_object_get(spec, "stages"));
+        return 0;
+    }
+    snprintf(e->name, sizeof e->name, "%.63s",
+             json_is_string(zoo) ? json_string_value(zoo) : "layers");
+    e->source = "the job's model has";
     const json_t *layers = json_object_get(spec, "layers");
     if (layers) {
-        *n = json_array_size(layers);
-        return *n > 0 ? 0 : -1;
+        e->n_stages = json_array_size(layers);
+        return e->n_stages > 0 ? 0 : -1;
     }
-    const struct rematx_zoo_model *zm =
-        rematx_zoo_find(json_string_value(json_object_get(spec, "model")));
+    const struct rematx_zoo_model *zm = rematx_zoo_find(json_string_value(zoo));
     if (!zm)
         return -1;
     json_int_t values[REMATX_ZOO_MAX_OPTIONS];
@@ -58,14 +85,9 @@ static int expected_stages(const json_t *spec, size_t *n)
     json_t *list = rematx_zoo_layers(zm, values);
     if (!list)
         return -1;
-    *n = json_array_size(list);
+    e->n_stages = json_array_size(list);
     json_decref(list);
     return 0;
-}
-
-static int same(const char *a, const char *b)
-{
-    return a && b && strcmp(a, b) == 0;
 }
 
 static int check_profile(const json_t *spec, const json_t *result, struct remat_error *err)
@@ -73,26 +95,15 @@ static int check_profile(const json_t *spec, const json_t *result, struct remat_
     struct remat_profile *p = remat_profile_from_json(result, "/result", err);
     if (!p)
         return err && err->code ? err->code : REMAT_EINVAL;
-    const json_t *zoo = json_object_get(spec, "model");
-    const char *model_id = json_string_value(json_object_get(spec, "model_id"));
-    char uploaded[64];
-    const char *model = json_is_string(zoo) ? json_string_value(zoo) : "layers";
-    if (model_id) {
-        /* An uploaded model: the worker names it by its id. */
-        snprintf(uploaded, sizeof uploaded, "uploaded:%.40s", model_id);
-        model = uploaded;
-    }
-    /* Its stages are known here only when the job lists them; by default
-     * they are the module's top-level children, which only the worker sees. */
-    const json_t *named = json_object_get(spec, "stages");
+    struct expected_model want;
+    int expanded = expect_model(spec, &want);
     const char *dtype = json_string_value(json_object_get(spec, "dtype"));
     const char *device = json_string_value(json_object_get(spec, "device"));
     json_int_t batch = json_integer_value(json_object_get(spec, "batch_size"));
-    size_t n = 0;
     int rc = REMAT_OK;
-    if (!same(p->model, model))
+    if (!same(p->model, want.name))
         rc = refuse(err, "/result/model", "the job is for model %s; the profile is for %.100s",
-                    model, p->model ? p->model : "no model");
+                    want.name, p->model ? p->model : "no model");
     else if (p->batch_size != batch)
         rc = refuse(err, "/result/batch_size",
                     "the job is for batch_size %lld; the profile is for %lld", (long long)batch,
@@ -104,19 +115,13 @@ static int check_profile(const json_t *spec, const json_t *result, struct remat_
         rc = refuse(err, "/result/device",
                     "the job is for device %s; the profile was measured on %.100s",
                     device ? device : "?", p->device ? p->device : "no device");
-    else if (model_id && !named)
-        rc =
-            p->n_stages > 0 ? REMAT_OK : refuse(err, "/result/stages", "the profile has no stages");
-    else if (model_id && (n = json_array_size(named), p->n_stages != n))
-        rc = refuse(err, "/result/stages", "the job lists %zu stages; the profile has %zu", n,
-                    p->n_stages);
-    else if (model_id)
-        rc = REMAT_OK;
-    else if (expected_stages(spec, &n) < 0)
+    else if (expanded < 0)
         rc = refuse(err, "/result", "the job's model cannot be expanded to check the profile");
-    else if (p->n_stages != n)
-        rc = refuse(err, "/result/stages", "the job's model has %zu stages; the profile has %zu", n,
-                    p->n_stages);
+    else if (want.n_stages == 0 && p->n_stages == 0)
+        rc = refuse(err, "/result/stages", "the profile has no stages");
+    else if (want.n_stages != 0 && p->n_stages != want.n_stages)
+        rc = refuse(err, "/result/stages", "%s %zu stages; the profile has %zu", want.source,
+                    want.n_stages, p->n_stages);
     remat_profile_free(p);
     return rc;
 }

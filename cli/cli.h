@@ -65,4 +65,13 @@ int cli_table_frontier(const struct remat_profile *p, const struct remat_frontie
 int cli_table_fits(const struct remat_fits_answer *a, size_t n, const struct remat_fit_check *chk,
                    size_t n_chk);
 
+/* The value of --name VALUE or --name=VALUE at argv[*i] (advancing *i past
+ * a separate VALUE); NULL when argv[*i] is another option, with *missing set
+ * when it is --name without a value. */
+const char *cli_opt_value(int argc, char **argv, int *i, const char *name, int *missing);
+
+/* Reads a non-negative decimal integer of at most max; 0 on success, -1
+ * otherwise (a sign, blanks, trailing text, overflow). */
+int cli_parse_count(const char *s, int64_t max, int64_t *out);
+
 #endif

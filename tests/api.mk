@@ -10,10 +10,14 @@ API_TESTS = \
 # Issue 13: worker results against their job, HTTP framing, connection
 # slots and deadlines (raw sockets through rawhttp.py).
 API_TESTS += tests/api/results.sh tests/api/framing.sh tests/api/connections.sh
+# The contract: every operation of openapi.yaml from its own examples,
+# every declared status provoked, every answer validated (contract.py).
+API_TESTS += tests/api/contract.sh
 dist_check_SCRIPTS += $(API_TESTS)
 TESTS += $(API_TESTS)
 EXTRA_DIST += tests/api/lib.sh tests/api/check_schema.py tests/api/fake-worker.sh \
-	tests/api/rawhttp.py
+	tests/api/rawhttp.py tests/api/contract.py tests/api/contract-unreachable.txt \
+	docs/examples/tiny-model.pt
 
 # rematd, the CLI and the worker use remat.h and src/rematx/ only, never
 # libremat's private headers or remat__ functions.

@@ -6,6 +6,9 @@ src_rematx_librematx_la_SOURCES = src/rematx/rematx.h src/rematx/dynbuf.h src/re
 	src/rematx/sha256.h src/rematx/sha256.c src/rematx/real.h src/rematx/real.c
 src_rematx_librematx_la_CFLAGS = $(AM_CFLAGS) $(JANSSON_CFLAGS)
 
+# JSON pointers to a member a request named (the problems' pointer).
+src_rematx_librematx_la_SOURCES += src/rematx/pointer.h src/rematx/pointer.c
+
 # libremat.  The convenience library holds everything, internals included,
 # so the tests can reach remat__ functions; the installed library exports
 # only remat_* (and tests/check-exports.sh proves it).

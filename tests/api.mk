@@ -32,6 +32,13 @@ tests_api_test_util_CFLAGS = $(AM_CFLAGS) $(MHD_CFLAGS) $(JANSSON_CFLAGS) $(CMOC
 tests_api_test_util_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/api
 tests_api_test_util_LDADD = src/rematx/librematx.la $(JANSSON_LIBS) $(CMOCKA_LIBS) -lm
 
+# JSON pointers to a member a request named (cmocka).
+check_PROGRAMS += tests/api/test_pointer
+TESTS += tests/api/test_pointer
+tests_api_test_pointer_SOURCES = tests/api/test_pointer.c
+tests_api_test_pointer_CFLAGS = $(AM_CFLAGS) $(CMOCKA_CFLAGS)
+tests_api_test_pointer_LDADD = src/rematx/librematx.la $(JANSSON_LIBS) $(CMOCKA_LIBS) -lm
+
 # The store through its interface, on a temporary data directory (cmocka).
 check_PROGRAMS += tests/api/test_store
 TESTS += tests/api/test_store

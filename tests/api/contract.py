@@ -566,6 +566,17 @@ def live():
          "checkpoints and algorithm"),
         ("completeJob", {"lease_id": ex_id, "result": {"x": 1 << 64}}, "an integer beyond int64"),
     ]
+    # The pointer of a member named by the request is a JSON pointer (RFC
+    # 6901): '/' and '~' in its key escaped.
+    for op_id, body, pointer in [
+            ("createPlan", dict(example("createPlan"), **{"a/b~c": 1}), "/a~1b~0c"),
+            ("createProfileJob", {"layers": [{"type": "relu", "a/b": 1}], "input_shape": [4]},
+             "/layers/0/a~1b"),
+            ("createProfileJob", {"model": "gpt", "model_options": {"~x": 1}},
+             "/model_options/~0x")]:
+        a = call(op_id, None, body, what="a key with / or ~", expect=400)
+        check((a.json() or {}).get("pointer") == pointer, "%s: pointer %r, not %s"
+              % (op_id, (a.json() or {}).get("pointer"), pointer))
     for op_id, body, what in refusals:
         path, m, op = op_by_id[op_id]
         schema = op["requestBody"]["content"]["application/json"]["schema"]

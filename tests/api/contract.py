@@ -11,7 +11,8 @@ Static part (the document as tools read it):
   schema, every operation declares a 4xx.
 
 Live part: a real rematd (with client and worker tokens, small limits) on
-loopback.  Every operation of the spec is called from the spec's own
+loopback, and where remat-worker is built a real CPU worker that finishes
+a profile and a validation job (their done answers checked too).  Every operation of the spec is called from the spec's own
 examples (path ids and lease ids filled from the resources made before, as
 the spec's links say), the test itself speaking the worker protocol where
 a job must be leased or finished; then every status an operation declares
@@ -52,6 +53,7 @@ SRC = os.environ.get("top_srcdir") or os.path.join(os.path.dirname(__file__), ".
 BUILD = os.environ.get("top_builddir") or SRC
 SPEC = os.path.join(SRC, "openapi.yaml")
 REMATD = os.environ.get("REMATD") or os.path.join(BUILD, "api", "rematd")
+WORKER = os.path.join(BUILD, "worker", "remat-worker")
 UNREACHABLE = os.path.join(SRC, "tests", "api", "contract-unreachable.txt")
 CLIENT_TOKEN = "contract-client-token"
 WORKER_TOKEN = "contract-worker-token"
@@ -483,6 +485,51 @@ def finish_profile(lz, scale=1):
     call("completeJob", ids, body, what="the profile", expect=200)
 
 
+def run_worker(what):
+    """A real CPU remat-worker takes one job (--once) and exits."""
+    env = dict(os.environ, REMAT_WORKER_TOKEN=WORKER_TOKEN)
+    env["ASAN_OPTIONS"] = env.get("ASAN_OPTIONS", "") + ":detect_leaks=0"
+    log = open(os.path.join(tmp, "worker.log"), "a")
+    w = subprocess.Popen([WORKER, "--server", "http://127.0.0.1:%d" % port, "--device", "cpu",
+                          "--id", "contract-real", "--once"], stdout=log, stderr=log, env=env)
+    try:
+        check(w.wait(timeout=600) == 0, "the real worker's exit status (%s)" % what)
+    except subprocess.TimeoutExpired:
+        w.kill()
+        w.wait()
+        check(False, "the real worker did not finish %s in 600 s" % what)
+
+
+def real_worker(ex_id):
+    """Where remat-worker is built (libtorch), a real CPU worker finishes a
+    profile job and a validation job of a small layer list, and the done
+    jobs (a measured profile, a measured validation) are checked against
+    the spec."""
+    if not os.access(WORKER, os.X_OK):
+        print("note: %s is not built: no real worker run" % WORKER)
+        return
+    body = {"layers": [{"type": "linear", "out_features": 16}, {"type": "relu"},
+                       {"type": "linear", "out_features": 4}],
+            "input_shape": [8], "batch_size": 4, "device": "cpu", "warmup": 0, "repeats": 1,
+            "reuse": False}
+    job = call("createProfileJob", body=body, what="for the real worker", expect=202).json() or {}
+    run_worker("a profile job")
+    a = call("getProfileJob", {"id": job.get("id", ex_id)}, what="done by the real worker",
+             expect=200)
+    j = a.json() or {}
+    if not check(j.get("status") == "done" and "profile" in j,
+                 "the real worker's profile job: %r" % a):
+        return
+    v = call("createValidationJob", body={"profile_id": job["id"], "algorithm": "min-peak",
+                                          "repeats": 1},
+             what="for the real worker", expect=202).json() or {}
+    run_worker("a validation job")
+    a = call("getValidationJob", {"id": v.get("id", ex_id)}, what="done by the real worker",
+             expect=200)
+    check((a.json() or {}).get("status") == "done" and "result" in (a.json() or {}),
+          "the real worker's validation job: %r" % a)
+
+
 def live():
     ex_id = path_example()
     # A fresh rematd: small limits, so that 413 and 507 are cheap to reach;
@@ -643,6 +690,8 @@ def live():
     call("deleteModel", {"id": mid}, expect=204)
     call("getModel", {"id": mid}, what="deleted", expect=404)
 
+    real_worker(ex_id)
+
     # ---- profile jobs from the example, finished through the worker routes
     key = "contract-profile-1"
     a = call("createProfileJob", body=example("createProfileJob"), expect=202,
@@ -781,6 +830,7 @@ def live():
                 body = example(op_id)
             else:
                 body, ctype = tiny, "application/octet-stream"
+        a = Answer(0, {}, b"no answer")
         for attempt in range(50):
             try:
                 a = call(op_id, {"id": mid}, body, ctype, what="a full pool")

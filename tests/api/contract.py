@@ -672,6 +672,8 @@ def live():
                                           "device": "cpu"}, what="a job on the model",
                 expect=202).json() or {}
     call("deleteModel", {"id": mid}, what="while a job uses it", expect=409)
+    call("createProfileJob", body={"model_id": ex_id, "input": {"shape": [8]}},
+         what="no such model", expect=404)
     lz = lease({"worker_id": "contract-cpu", "kinds": ["profile"], "devices": ["cpu"]},
                "the model's job")
     check(lz.get("job_id") == mjob.get("id"), "leased %r, not the model's job" % lz.get("job_id"))
@@ -752,6 +754,11 @@ def live():
          what="a plan of another profile", expect=422)
     call("createValidationJob", body=dict(vx, profile_id=qid), what="a queued profile job",
          expect=409)
+    a = call("createPlan", body={"profile_id": pid_a}, what="min-peak by profile_id", expect=201)
+    call("createValidationJob", body={"profile_id": pid_a, "algorithm": "min-time",
+                                      "budget_bytes": (a.json() or {}).get("peak_bytes", 1),
+                                      "model": "sum"},
+         what="a nested min-time plan in the sum model", expect=501)
     call("createValidationJob", body=dict(vx, profile_id=ex_id), what="no such profile job",
          expect=404)
     call("leaseJob", body={"worker_id": "contract-idle", "kinds": ["profile"],
@@ -766,6 +773,12 @@ def live():
         if m == "get" and "{id}" in path:
             for rid in known_ids:
                 call(op_id, {"id": rid}, what="the id " + rid)
+
+    # Every problem type the docs list: the server's table, all of it.
+    with open(os.path.join(SRC, "docs", "api.md")) as f:
+        docs = f.read()
+    for slug in SERVER_PROBLEMS:
+        check("`/problems/%s`" % slug in docs, "docs/api.md does not list /problems/%s" % slug)
 
     # ---- each status every operation shares, provoked on each
     for op_id, (path, m, op) in sorted(op_by_id.items()):

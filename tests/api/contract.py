@@ -5,6 +5,9 @@ Static part (the document as tools read it):
   Dredd's and older tools' parsers) as to a YAML 1.2 core-schema reader:
   yes/no/on/off, 1:30, 010, dates must be quoted, and so must a ':' inside
   a flow collection (`[cuda:0]`, which YAML 1.1 readers refuse);
+- requests the schema takes at the edges of each field (bounds, enum
+  values, longest strings and arrays) are not refused as invalid unless
+  they break a rule written at the field (what JSON Schema cannot say);
 - every schema object uses only JSON Schema 2020-12 / OpenAPI keywords (a
   flow mapping cut at a comma leaves a stray key), every path parameter and
   every request body has an example, every example is valid against its
@@ -530,6 +533,133 @@ def real_worker(ex_id):
           "the real worker's validation job: %r" % a)
 
 
+def candidates(schema, depth=0):
+    """Values at the edges of what a schema takes: its bounds, each enum
+    value, the shortest and longest strings and arrays."""
+    s = deref(schema) if isinstance(schema, dict) else schema
+    if not isinstance(s, dict):
+        return []
+    out = []
+    for sub in s.get("allOf", []):
+        out += candidates(sub, depth)
+    if "const" in s:
+        out.append(s["const"])
+    out += s.get("enum", [])
+    types = s.get("type") if isinstance(s.get("type"), list) else [s.get("type")]
+    if "integer" in types or "number" in types:
+        lo, hi = s.get("minimum", -5), s.get("maximum", 1 << 62)
+        out += [lo, lo + 1, hi - 1, hi]
+        if "number" in types:
+            out += [lo + 0.5, 1e30]
+    if "string" in types and "enum" not in s:
+        out += ["a" * max(1, s.get("minLength", 1)), "x" * s.get("maxLength", 300),
+                "\u00e9" * s.get("maxLength", 300)]
+    if "boolean" in types:
+        out += [True, False]
+    if "null" in types:
+        out.append(None)
+    if "array" in types and depth < 2:
+        first = (candidates(s.get("items", {}), depth + 1) or [1])
+        out += [first[:1] * s.get("minItems", 0), first[:1] * min(s.get("maxItems", 3), 70)]
+        out += [[v] for v in first[:6]]
+    if "object" in types and depth < 2:
+        out.append({})
+    return out
+
+
+def documented(body):
+    """The rules openapi.yaml writes at the field because JSON Schema cannot
+    hold them: limits in bytes of UTF-8 where the schema counts characters,
+    a profile's byte counts at most 2^60 in total, saved_bytes at least
+    out_bytes, fits' margins leaving something of each memory.  A body breaking one may be refused although the schema
+    takes it."""
+    text = json.dumps(body)
+    if "\\u" in text:
+        return "a limit in bytes of UTF-8"
+    def profiles(v):
+        if isinstance(v, dict):
+            if "stages" in v and isinstance(v["stages"], list) and "input_bytes" in v:
+                yield v
+            for x in v.values():
+                yield from profiles(x)
+        elif isinstance(v, list):
+            for x in v:
+                yield from profiles(x)
+    margin, fraction = body.get("margin_bytes", 0), body.get("margin_fraction", 0)
+    for mem in body.get("memory", []) if isinstance(body.get("memory"), list) else []:
+        if isinstance(mem, int) and not isinstance(mem, bool) and \
+                mem - int(mem * fraction) - margin <= 0:
+            return "margins that leave nothing of a memory"
+    for p in profiles(body):
+        total = p.get("input_bytes", 0)
+        for st in p["stages"]:
+            out = st.get("out_bytes", 0)
+            if st.get("saved_bytes", out) < out:
+                return "saved_bytes below out_bytes"
+            total += out + st.get("saved_bytes", out) + st.get("fwd_tmp_bytes", 0) + \
+                st.get("bwd_tmp_bytes", 0) + 2 * st.get("param_bytes", 0)
+        opt = p.get("optimizer") or {}
+        total += opt.get("state_bytes", 0) + opt.get("step_tmp_bytes", 0)
+        if total > 1 << 60:
+            return "byte counts over 2^60 in total"
+    return None
+
+
+def boundaries(ex_id):
+    """Requests the schema takes, at the edges of each field (of the body,
+    of a profile's stage and top level, of each layer type, of gpt's
+    options, of fits), must not be refused as invalid (400) unless they
+    break a rule documented at the field."""
+    s = doc["components"]["schemas"]
+    bodies = []
+    for op_id in ("createPlan", "createProfileJob", "fits", "createValidationJob", "leaseJob",
+                  "heartbeatJob", "completeJob", "failJob", "releaseJob"):
+        path, m, op = op_by_id[op_id]
+        ex = example(op_id)
+        for prop, ps in deref(op["requestBody"]["content"]["application/json"]["schema"])[
+                "properties"].items():
+            for v in candidates(ps):
+                bodies.append((op_id, dict(copy.deepcopy(ex), **{prop: v})))
+    plan = example("createPlan")
+    for prop, ps in s["Stage"]["properties"].items():
+        for v in candidates(ps):
+            b = copy.deepcopy(plan)
+            b["profile"]["stages"][0][prop] = v
+            bodies.append(("createPlan", b))
+    for prop, ps in s["Profile"]["properties"].items():
+        for v in candidates(ps) if prop != "stages" else []:
+            b = copy.deepcopy(plan)
+            b["profile"][prop] = v
+            bodies.append(("createPlan", b))
+    for ref in s["Layer"]["oneOf"]:
+        ls = deref(ref)
+        for prop, ps in ls["properties"].items():
+            for v in candidates(ps):
+                bodies.append(("createProfileJob", {
+                    "layers": [{"type": ls["properties"]["type"]["const"], prop: v}],
+                    "input_shape": [3, 8, 8], "device": "cpu", "reuse": False}))
+    for prop, ps in s["ProfileRequest"]["properties"]["model_options"]["properties"].items():
+        for v in candidates(ps):
+            bodies.append(("createProfileJob", {"model": "gpt", "model_options": {prop: v},
+                                                "device": "cpu", "reuse": False}))
+    fx = dict(example("fits"), profiles=[dict(plan["profile"], batch_size=8)])
+    del fx["profile_ids"]
+    for prop, ps in s["FitsRequest"]["properties"].items():
+        for v in candidates(ps) if prop not in ("profiles", "profile_ids") else []:
+            bodies.append(("fits", dict(copy.deepcopy(fx), **{prop: v})))
+    sent = 0
+    for op_id, body in bodies:
+        path, m, op = op_by_id[op_id]
+        if schema_errors(op["requestBody"]["content"]["application/json"]["schema"], body) or \
+                documented(body):
+            continue
+        sent += 1
+        a = call(op_id, {"id": ex_id}, body, what="at a field's edge")
+        check(a.status != 400, "%s: the schema takes %s, the server refuses it: %s"
+              % (op_id, json.dumps(body)[:300], a.body[:300]))
+    check(sent > 200, "only %d requests at the fields' edges" % sent)
+
+
 def live():
     ex_id = path_example()
     # A fresh rematd: small limits, so that 413 and 507 are cheap to reach;
@@ -598,6 +728,7 @@ def live():
     refusals = [
         ("createPlan", dict(example("createPlan"), profile_id=ex_id), "profile and profile_id"),
         ("createPlan", {"algorithm": "sqrt"}, "neither profile nor profile_id"),
+        ("createPlan", dict(example("createPlan"), algorithm="uniform"), "uniform without segments"),
         ("createProfileJob", {"layers": [{"type": "relu", "layers": [{"type": "relu"}]}],
                               "input_shape": [4]}, "nested layers on relu"),
         ("createProfileJob", {"model": "resnet50", "model_options": {"layers": 2}},
@@ -817,6 +948,8 @@ def live():
             want = sorted([x.upper() for x in METHODS if x in item] +
                           (["HEAD"] if "get" in item else []))
             check(allow == want, "%s: Allow %r, the spec's methods %r" % (path, allow, want))
+
+    boundaries(ex_id)
 
     # ---- 503: a full pool, where only /healthz and /readyz are served
     idle = []

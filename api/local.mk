@@ -45,7 +45,12 @@ bench-http: api/rematd
 dist_doc_DATA += docs/api.md docs/jobs.md docs/architecture.md docs/models.md
 
 # A developer's lint of the contract (needs the npm registry, so it is not
-# part of make check): Redocly's recommended rules.
+# part of make check): Redocly's recommended rules, a warning failing it as
+# an error does (redocly exits 0 on warnings).
 .PHONY: lint-openapi
 lint-openapi:
-	npx -y @redocly/cli@latest lint $(top_srcdir)/openapi.yaml
+	@out=$$(npx -y @redocly/cli@latest lint $(top_srcdir)/openapi.yaml 2>&1); st=$$?; \
+	  printf '%s\n' "$$out"; \
+	  if [ $$st -ne 0 ]; then exit $$st; fi; \
+	  if printf '%s\n' "$$out" | grep -q 'Warning was generated'; then \
+	    echo "lint-openapi: warnings"; exit 1; fi

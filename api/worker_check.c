@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "rematx/pointer.h"
 #include "rematx/rematx.h"
 #include "worker_check.h"
 
@@ -230,7 +231,8 @@ static int check_validation(const json_t *spec, const json_t *result, struct rem
                 break;
         if (i == N_VALIDATION_FIELDS) {
             char ptr[128];
-            snprintf(ptr, sizeof ptr, "/result/%.100s", k);
+            snprintf(ptr, sizeof ptr, "/result");
+            rematx_pointer_append(ptr, sizeof ptr, k);
             return refuse(err, ptr, "unknown field '%.100s' in a validation result", k);
         }
         int rc = check_field(k, validation_fields[i].type, v, err);

@@ -7,6 +7,9 @@ src_rematx_librematx_la_SOURCES = src/rematx/rematx.h src/rematx/dynbuf.h src/re
 	src/rematx/svg.h src/rematx/svg.c
 src_rematx_librematx_la_CFLAGS = $(AM_CFLAGS) $(JANSSON_CFLAGS)
 
+# JSON pointers to a member a request named (the problems' pointer).
+src_rematx_librematx_la_SOURCES += src/rematx/pointer.h src/rematx/pointer.c
+
 # libremat.  The convenience library holds everything, internals included,
 # so the tests can reach remat__ functions; the installed library exports
 # only remat_* (and tests/check-exports.sh proves it).

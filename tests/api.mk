@@ -10,10 +10,14 @@ API_TESTS = \
 # Issue 13: worker results against their job, HTTP framing, connection
 # slots and deadlines (raw sockets through rawhttp.py).
 API_TESTS += tests/api/results.sh tests/api/framing.sh tests/api/connections.sh
+# The contract: every operation of openapi.yaml from its own examples,
+# every declared status provoked, every answer validated (contract.py).
+API_TESTS += tests/api/contract.sh
 dist_check_SCRIPTS += $(API_TESTS)
 TESTS += $(API_TESTS)
 EXTRA_DIST += tests/api/lib.sh tests/api/check_schema.py tests/api/fake-worker.sh \
-	tests/api/rawhttp.py
+	tests/api/rawhttp.py tests/api/contract.py tests/api/contract-unreachable.txt \
+	docs/examples/tiny-model.pt
 
 # rematd, the CLI and the worker use remat.h and src/rematx/ only, never
 # libremat's private headers or remat__ functions.
@@ -27,6 +31,13 @@ tests_api_test_util_SOURCES = tests/api/test_util.c api/util.c api/rematd.h
 tests_api_test_util_CFLAGS = $(AM_CFLAGS) $(MHD_CFLAGS) $(JANSSON_CFLAGS) $(CMOCKA_CFLAGS)
 tests_api_test_util_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/api
 tests_api_test_util_LDADD = src/libremat_core.la $(JANSSON_LIBS) $(CMOCKA_LIBS) -lm
+
+# JSON pointers to a member a request named (cmocka).
+check_PROGRAMS += tests/api/test_pointer
+TESTS += tests/api/test_pointer
+tests_api_test_pointer_SOURCES = tests/api/test_pointer.c
+tests_api_test_pointer_CFLAGS = $(AM_CFLAGS) $(CMOCKA_CFLAGS)
+tests_api_test_pointer_LDADD = src/rematx/librematx.la $(JANSSON_LIBS) $(CMOCKA_LIBS) -lm
 
 # The store through its interface, on a temporary data directory (cmocka).
 check_PROGRAMS += tests/api/test_store

@@ -10,6 +10,9 @@ API_TESTS = \
 # Issue 13: worker results against their job, HTTP framing, connection
 # slots and deadlines (raw sockets through rawhttp.py).
 API_TESTS += tests/api/results.sh tests/api/framing.sh tests/api/connections.sh
+# Bounds on what adds up: request bodies held together; every route's
+# solves under the deadline, the memory estimate and cancellation.
+API_TESTS += tests/api/body-memory.sh tests/api/solve-routes.sh
 dist_check_SCRIPTS += $(API_TESTS)
 TESTS += $(API_TESTS)
 EXTRA_DIST += tests/api/lib.sh tests/api/check_schema.py tests/api/fake-worker.sh \

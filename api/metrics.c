@@ -124,6 +124,11 @@ char *rematd_metrics_render(struct rematd_server *srv, size_t *len)
         "against --max-bodies-bytes.\n# TYPE remat_request_body_bytes gauge\n"
         "remat_request_body_bytes %lld\n",
         (long long)atomic_load(&srv->body_memory));
+    put(&o,
+        "# HELP remat_solve_memory_bytes Solver memory reserved by the solves running now, "
+        "against --solve-memory-bytes.\n# TYPE remat_solve_memory_bytes gauge\n"
+        "remat_solve_memory_bytes %lld\n",
+        (long long)atomic_load(&srv->solve_memory));
     unsigned long commits, committed;
     rematd_store_commit_stats(srv->store, &commits, &committed);
     put(&o,

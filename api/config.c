@@ -42,6 +42,10 @@ static const struct opt opts[] = {
      "directory of the SQLite store (created when missing)"},
     {"max-body-bytes", "REMAT_MAX_BODY_BYTES", O_SIZE, OFF(max_body_bytes), 0, 1024, (1ULL << 31),
      "largest request body accepted"},
+    {"max-bodies-bytes", "REMAT_MAX_BODIES_BYTES", O_SIZE, OFF(max_bodies_bytes), 0, 1024,
+     (1ULL << 40),
+     "request bodies held in memory together (being read, queued, handled); past it a request is "
+     "503 with Retry-After"},
     {"max-model-bytes", "REMAT_MAX_MODEL_BYTES", O_SIZE, OFF(max_model_bytes), 0, 1024,
      (1ULL << 40), "largest model archive accepted by POST /v1/models"},
     {"max-models-bytes", "REMAT_MAX_MODELS_BYTES", O_SIZE, OFF(max_models_bytes), 0, 1024,
@@ -114,6 +118,10 @@ static void defaults(struct rematd_config *c)
     else
         snprintf(c->data_dir, sizeof c->data_dir, "./remat-data");
     c->max_body_bytes = 8u << 20;
+    /* Without it --max-queued-plans (1024) x --max-body-bytes (8 MiB) is
+     * 8 GiB of bodies, and --max-connections more: 16 bodies at the limit,
+     * beside the solves' 640 MiB, inside deploy/k8s's 1 GiB. */
+    c->max_bodies_bytes = (size_t)128 << 20;
     c->max_model_bytes = 2ULL << 30;
     c->max_models_bytes = 20ULL << 30;
     c->max_stages = 100000;
@@ -165,6 +173,8 @@ static int set_value(struct rematd_config *c, const struct opt *o, const char *v
                 v);
         return -1;
     }
+    if (o->offset == OFF(max_bodies_bytes))
+        c->max_bodies_set = 1;
     if (o->kind == O_SIZE)
         *(size_t *)base = (size_t)x;
     else if (o->kind == O_UINT)
@@ -251,6 +261,15 @@ static int check_listen(const char *spec)
 /* Settings each in range that do not work together. */
 static int check_combined(struct rematd_config *c)
 {
+    /* A body at --max-body-bytes could never be taken: the default total
+     * follows a larger body limit, one given is checked. */
+    if (!c->max_bodies_set && c->max_bodies_bytes < c->max_body_bytes)
+        c->max_bodies_bytes = c->max_body_bytes;
+    if (c->max_bodies_bytes < c->max_body_bytes) {
+        fprintf(stderr, "rematd: --max-bodies-bytes %zu is below --max-body-bytes %zu\n",
+                c->max_bodies_bytes, c->max_body_bytes);
+        return -1;
+    }
     /* libmicrohttpd divides the connection limit among the polling
      * threads: fewer connections than threads leaves a thread none. */
     if (c->max_connections < c->threads) {

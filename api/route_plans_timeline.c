@@ -11,6 +11,23 @@
 #include "plan_common.h"
 #include "rematx/svg.h"
 
+/* The sqrt(n) line: solved under the service's bounds (plan_common.h) into
+ * *sq (the caller clears it), and replayed.  Returns 0, or -1 after
+ * answering. */
+static int timeline_of(struct rematd_request *r, const struct remat_profile *p,
+                       const struct remat_options *o, struct remat_plan *sq, struct remat_sim *sim)
+{
+    if (rematd_plan_solve(r, p, o, sq) < 0)
+        return -1;
+    struct remat_error err = {0};
+    int rc = remat_simulate(p, REMAT_MODEL_TRACED, &sq->schedule, 1, sim, &err);
+    if (rc != REMAT_OK) {
+        rematd_answer_remat_error(r, rc, &err, NULL);
+        return -1;
+    }
+    return 0;
+}
+
 /* The profile and plan of a plan stored by rematd 0.1.0: solved again
  * from its stored request and options (solvers are deterministic). */
 static int legacy_plan(struct rematd_request *r, const struct rematd_stored_plan *sp,
@@ -28,10 +45,9 @@ static int legacy_plan(struct rematd_request *r, const struct rematd_stored_plan
     json_decref(norm);
     if (rc < 0)
         return -1;
-    struct remat_error err = {0};
-    rc = remat_solve(*p, &opts, plan, &err);
-    if (rc != REMAT_OK) {
-        rematd_answer_remat_error(r, rc, &err, NULL);
+    /* Solved again under the bounds of any solve: a deadline, the memory
+     * estimate, cancellation. */
+    if (rematd_plan_solve(r, *p, &opts, plan) < 0) {
         remat_profile_free(*p);
         *p = NULL;
         return -1;
@@ -82,13 +98,9 @@ static enum rematd_handled timeline(struct rematd_request *r)
         rc = remat_schedule_from_checkpoints(p, NULL, 0, &all, &err);
     if (rc == REMAT_OK)
         rc = remat_simulate(p, REMAT_MODEL_TRACED, &all, 1, &sims[1], &err);
-    if (rc == REMAT_OK)
-        rc = remat_solve(p, &base, &sq, &err);
-    if (rc == REMAT_OK)
-        rc = remat_simulate(p, REMAT_MODEL_TRACED, &sq.schedule, 1, &sims[2], &err);
     if (rc != REMAT_OK) {
         rematd_answer_remat_error(r, rc, &err, NULL);
-    } else {
+    } else if (timeline_of(r, p, &base, &sq, &sims[2]) == 0) {
         char label[64], title[128];
         snprintf(label, sizeof label, "%s", remat_algorithm_name(plan.algorithm));
         snprintf(title, sizeof title, "Predicted memory (traced model), plan %.12s…, %zu stages",

@@ -13,7 +13,20 @@ API_TESTS += tests/api/results.sh tests/api/framing.sh tests/api/connections.sh
 # The contract: every operation of openapi.yaml from its own examples,
 # every declared status provoked, every answer validated (contract.py).
 API_TESTS += tests/api/contract.sh
+# Bounds on what adds up: request bodies held together; every route's
+# solves under the deadline, the memory estimate and cancellation.
+API_TESTS += tests/api/body-memory.sh tests/api/solve-routes.sh
 dist_check_SCRIPTS += $(API_TESTS)
+
+# The load-and-fault test: not in make check (it runs SOAK_SECONDS, ten
+# minutes by default, and needs the worker).  `make soak SOAK_SECONDS=N`.
+EXTRA_DIST += tests/api/soak.sh tests/api/soak.py
+SOAK_SECONDS = 600
+SOAK_KILL_EVERY = 60
+.PHONY: soak
+soak: api/rematd
+	SOAK_SECONDS=$(SOAK_SECONDS) SOAK_KILL_EVERY=$(SOAK_KILL_EVERY) top_srcdir=$(top_srcdir) \
+	  top_builddir=$(top_builddir) nice -n 19 $(SHELL) $(top_srcdir)/tests/api/soak.sh
 TESTS += $(API_TESTS)
 EXTRA_DIST += tests/api/lib.sh tests/api/check_schema.py tests/api/fake-worker.sh \
 	tests/api/rawhttp.py tests/api/contract.py tests/api/contract-unreachable.txt \

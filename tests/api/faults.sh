@@ -119,7 +119,7 @@ fi
 stop_rematd_kill
 if [ -n "$LATE_JOB" ]; then
     start_rematd
-    req GET "/v1/jobs/$LATE_JOB"
+    req GET "/v1/profiles/$LATE_JOB"
     [ "$CODE" = 200 ] && ok || fail "a job accepted (202) with writes failing is lost: $CODE"
     stop_rematd_kill
 fi

@@ -174,6 +174,32 @@ job_profile() {
     profile "$1" | sed "s/^{/{\"model\":\"$2\",\"batch_size\":$3,\"dtype\":\"$4\",\"device\":\"$5\",/"
 }
 
+# metric NAME: the value of an unlabelled metric of /metrics now.
+metric() {
+    curl -s --max-time 10 "$BASE/metrics" | sed -n "s/^$1 //p"
+}
+
+# until_true SECONDS COMMAND...: runs COMMAND every 0.1 s until it
+# succeeds (0) or SECONDS have passed (1).  Tests wait for a state this
+# way, never for a fixed time: on a loaded machine a fixed sleep is either
+# too short or wasted.
+until_true() {
+    _limit=$1
+    shift
+    _t0=$(date +%s)
+    until "$@"; do
+        [ $(($(date +%s) - _t0)) -ge "$_limit" ] && return 1
+        sleep 0.1
+    done
+    return 0
+}
+
+# solving: a solve holds its memory reservation now (it has started).
+solving() {
+    _m=$(metric remat_solve_memory_bytes)
+    [ -n "$_m" ] && [ "$_m" -gt 0 ]
+}
+
 finish() {
     echo "$CHECKS checks passed, $FAILS failed"
     [ "$FAILS" -eq 0 ]

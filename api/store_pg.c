@@ -103,12 +103,26 @@ PGconn *rematd__pg_get(struct rematd_pg *st)
     int i = st->free[--st->n_free];
     pthread_mutex_unlock(&st->pmu);
     PGconn *c = st->conns[i];
-    ensure_connected(c);
+    int epoch = atomic_load(&st->epoch);
+    if (st->conn_epoch[i] != epoch) {
+        st->conn_epoch[i] = epoch;
+        PQreset(c);
+    } else {
+        ensure_connected(c);
+    }
     return c;
+}
+
+/* c was found closed: every connection of the pool is suspect. */
+static void note_closed(struct rematd_pg *st, PGconn *c)
+{
+    if (PQstatus(c) != CONNECTION_OK)
+        atomic_fetch_add(&st->epoch, 1);
 }
 
 void rematd__pg_put(struct rematd_pg *st, PGconn *c)
 {
+    note_closed(st, c);
     pthread_mutex_lock(&st->pmu);
     for (int i = 0; i < REMATD_PG_POOL; i++)
         if (st->conns[i] == c)
@@ -280,9 +294,16 @@ static void housekeeping(struct rematd_pg *st)
     if (atomic_load(&st->failed)) {
         if (rematd__pg_cmd(c, NULL, "SELECT 1", 0, NULL, NULL) == 0)
             rematd__pg_write_ok(st);
+        note_closed(st, c);
         return;
     }
-    rematd__pg_jobs_expire(st, c);
+    if (rematd__pg_jobs_expire(st, c) < 0) {
+        /* The server went away (or refuses writes): not ready until the
+         * probe above finds it back. */
+        note_closed(st, c);
+        rematd__pg_write_failed(st, c);
+        return;
+    }
     double now = rematd_now();
     if (now - st->last_purge <= 60)
         return;
@@ -323,6 +344,7 @@ static void *writer_main(void *arg)
         st->head = st->tail = NULL;
         pthread_mutex_unlock(&st->qmu);
         write_batch(st, batch);
+        note_closed(st, st->wc);
         while (batch) {
             struct rematd_plan_write *next = batch->next;
             batch->done(batch);

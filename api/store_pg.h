@@ -46,8 +46,13 @@ struct rematd_pg {
     long max_queued_jobs;
     long max_idem;
 
-    /* The pool, under pmu: free[i] when conns[i] is not lent. */
+    /* The pool, under pmu: free[i] when conns[i] is not lent.  epoch
+     * counts the times a connection was found closed (a server restart
+     * closes them all): one connected before the last count is reset
+     * before it is lent, not found closed by a request's statement. */
     PGconn *conns[REMATD_PG_POOL];
+    int conn_epoch[REMATD_PG_POOL];
+    atomic_int epoch;
     int free[REMATD_PG_POOL];
     int n_free;
     pthread_mutex_t pmu;
@@ -128,8 +133,8 @@ enum rematd_store_result rematd__pg_fail_job(struct rematd_store *base, const ch
 enum rematd_store_result rematd__pg_release_job(struct rematd_store *base, const char *id,
                                                 const char *lease_id);
 /* Puts jobs whose lease expired back in the queue (or fails them), each
- * counted once whichever replica runs it. */
-void rematd__pg_jobs_expire(struct rematd_pg *st, PGconn *c);
+ * counted once whichever replica runs it.  0, or -1 (logged). */
+int rematd__pg_jobs_expire(struct rematd_pg *st, PGconn *c);
 
 /* store_pg_models.c: the model calls of the table. */
 enum rematd_store_result rematd__pg_add_model(struct rematd_store *base,

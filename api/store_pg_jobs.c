@@ -222,7 +222,7 @@ enum rematd_store_result rematd__pg_create_job(struct rematd_store *base,
     return r;
 }
 
-void rematd__pg_jobs_expire(struct rematd_pg *st, PGconn *c)
+int rematd__pg_jobs_expire(struct rematd_pg *st, PGconn *c)
 {
     char max[32], now[64];
     snprintf(max, sizeof max, "%u", st->max_attempts);
@@ -239,10 +239,13 @@ void rematd__pg_jobs_expire(struct rematd_pg *st, PGconn *c)
         " lease_id = NULL, lease_expires_at = NULL, worker_id = NULL, updated_at = $2"
         " WHERE status = 'running' AND lease_expires_at < $2",
         2, v, types);
-    int n = res ? atoi(PQcmdTuples(res)) : 0;
+    if (!res)
+        return -1;
+    int n = atoi(PQcmdTuples(res));
     PQclear(res);
     if (n > 0)
         rematd_log("warn", "leases expired", json_pack("{s:i}", "jobs", n));
+    return 0;
 }
 
 /* A text[] literal of list (NULL-terminated): each element quoted, so that
@@ -289,9 +292,9 @@ enum rematd_store_result rematd__pg_lease_job(struct rematd_store *base, const c
         return REMATD_STORE_ERROR;
     }
     PGconn *c = rematd__pg_get(st);
-    rematd__pg_jobs_expire(st, c);
     enum rematd_store_result ret = REMATD_STORE_ERROR;
-    if (rematd__pg_cmd(c, "BEGIN", "BEGIN", 0, NULL, NULL) < 0) {
+    if (rematd__pg_jobs_expire(st, c) < 0 ||
+        rematd__pg_cmd(c, "BEGIN", "BEGIN", 0, NULL, NULL) < 0) {
         ret = end_write(st, c, REMATD_STORE_ERROR);
         goto out;
     }

@@ -28,6 +28,7 @@
 struct rematd_config {
     char listen[128];            /* host:port */
     char data_dir[1024];         /* where rematd.db lives */
+    char store[1200];            /* --store: sqlite:DIR or a PostgreSQL URI */
     size_t max_body_bytes;       /* request body limit */
     size_t max_bodies_bytes;     /* all buffered request bodies together */
     size_t max_model_bytes;      /* one uploaded model archive */
@@ -68,6 +69,8 @@ struct rematd_config {
  * or -1 after printing an error (exit 2). */
 int rematd_config_load(struct rematd_config *cfg, int argc, char **argv);
 json_t *rematd_config_to_json(const struct rematd_config *cfg);
+/* cfg->store with any password in it replaced by "(set)", into out. */
+void rematd_config_store_redacted(const struct rematd_config *cfg, char *out, size_t cap);
 
 /* ------------------------------------------------------------------------
  * Logging (util.c): one JSON object per line on stderr, one write(2) each.

@@ -3,7 +3,7 @@
  * and the in-use rule are checked inside the write transaction that adds
  * or removes the record, so that two uploads racing cannot both pass the
  * quota and a job queued meanwhile cannot lose its model.  They go through
- * the store's one write path (store.c): refused once the database is lost,
+ * the store's one write path (store_sqlite.c): refused once the database is lost,
  * a failure logged with SQLite's own error and making the store not ready
  * until a write succeeds again, as for plans and jobs.
  */
@@ -14,19 +14,6 @@
 #include <string.h>
 
 #include "store_sqlite.h"
-
-void rematd_model_clear(struct rematd_model *m)
-{
-    free(m->meta);
-    m->meta = NULL;
-}
-
-void rematd_models_free(struct rematd_model *list, size_t n)
-{
-    for (size_t i = 0; i < n; i++)
-        rematd_model_clear(&list[i]);
-    free(list);
-}
 
 #define COLS "id, sha256, bytes, created_at, meta"
 
@@ -64,9 +51,10 @@ static enum rematd_store_result get_on(sqlite3 *db, const char *id, struct remat
     return ret;
 }
 
-enum rematd_store_result rematd_store_get_model(struct rematd_store *st, const char *id,
-                                                struct rematd_model *out)
+enum rematd_store_result rematd__sqlite_get_model(struct rematd_store *base, const char *id,
+                                                  struct rematd_model *out)
 {
+    struct rematd_sqlite *st = (struct rematd_sqlite *)base;
     pthread_mutex_lock(&st->rmu);
     enum rematd_store_result ret = get_on(st->r, id, out);
     pthread_mutex_unlock(&st->rmu);
@@ -75,8 +63,8 @@ enum rematd_store_result rematd_store_get_model(struct rematd_store *st, const c
 
 /* Opens a write transaction on w: takes wmu and begins, unless the store
  * lost its database.  0, or -1 (wmu released; a failed BEGIN is logged and
- * marks the store failed, as every write does: store.c). */
-static int begin_write(struct rematd_store *st)
+ * marks the store failed, as every write does: store_sqlite.c). */
+static int begin_write(struct rematd_sqlite *st)
 {
     pthread_mutex_lock(&st->wmu);
     if (rematd__store_check(st) < 0) {
@@ -96,7 +84,7 @@ static int begin_write(struct rematd_store *st)
  * means a statement failed, which is logged with SQLite's error before s
  * is finalized (so that the message survives) and marks the store failed;
  * any other answer only read, and rolls back.  Returns the final answer. */
-static enum rematd_store_result end_write(struct rematd_store *st, sqlite3_stmt *s,
+static enum rematd_store_result end_write(struct rematd_sqlite *st, sqlite3_stmt *s,
                                           enum rematd_store_result ret, const char *what)
 {
     if (ret == REMATD_STORE_ERROR)
@@ -116,11 +104,12 @@ static enum rematd_store_result end_write(struct rematd_store *st, sqlite3_stmt 
     return ret;
 }
 
-enum rematd_store_result rematd_store_add_model(struct rematd_store *st,
-                                                const struct rematd_model *m,
-                                                unsigned long long quota_bytes,
-                                                struct rematd_model *existing)
+enum rematd_store_result rematd__sqlite_add_model(struct rematd_store *base,
+                                                  const struct rematd_model *m,
+                                                  unsigned long long quota_bytes,
+                                                  struct rematd_model *existing)
 {
+    struct rematd_sqlite *st = (struct rematd_sqlite *)base;
     sqlite3_stmt *s = NULL;
     memset(existing, 0, sizeof *existing);
     if (begin_write(st) < 0)
@@ -151,9 +140,10 @@ enum rematd_store_result rematd_store_add_model(struct rematd_store *st,
     return end_write(st, s, ret, "INSERT model");
 }
 
-enum rematd_store_result rematd_store_list_models(struct rematd_store *st, size_t max,
-                                                  struct rematd_model **out, size_t *n)
+enum rematd_store_result rematd__sqlite_list_models(struct rematd_store *base, size_t max,
+                                                    struct rematd_model **out, size_t *n)
 {
+    struct rematd_sqlite *st = (struct rematd_sqlite *)base;
     *out = NULL;
     *n = 0;
     sqlite3_stmt *s = NULL;
@@ -195,8 +185,9 @@ out:
     return ret;
 }
 
-enum rematd_store_result rematd_store_delete_model(struct rematd_store *st, const char *id)
+enum rematd_store_result rematd__sqlite_delete_model(struct rematd_store *base, const char *id)
 {
+    struct rematd_sqlite *st = (struct rematd_sqlite *)base;
     sqlite3_stmt *s = NULL;
     if (begin_write(st) < 0)
         return REMATD_STORE_ERROR;
@@ -222,9 +213,10 @@ enum rematd_store_result rematd_store_delete_model(struct rematd_store *st, cons
                      "DELETE model");
 }
 
-enum rematd_store_result rematd_store_models_bytes(struct rematd_store *st,
-                                                   unsigned long long *total)
+enum rematd_store_result rematd__sqlite_models_bytes(struct rematd_store *base,
+                                                     unsigned long long *total)
 {
+    struct rematd_sqlite *st = (struct rematd_sqlite *)base;
     sqlite3_stmt *s = NULL;
     enum rematd_store_result ret = REMATD_STORE_ERROR;
     *total = 0;

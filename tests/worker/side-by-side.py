@@ -31,6 +31,7 @@ CPU cores.  --peak-tolerance P exits 1 when a peak is P percent off.
 """
 import argparse
 import json
+import math
 import os
 import subprocess
 import sys
@@ -225,17 +226,20 @@ class Bench:
 
 def table(tables, a):
     lines = ["| model | solver | ckpts / ops | predicted MB | measured MB | peak error | predicted ms "
-             "| measured ms (min-max) | time error | vs sqrt | vs ACG |",
-             "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
+             "| measured ms (min-max) | time error | vs sqrt | vs ACG | step vs sqrt | step vs ACG |",
+             "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
     for t in tables:
         by = {r["solver"]: r["result"] for r in t["rows"]}
         ref_sqrt = by.get("sqrt") and by["sqrt"]["measured_peak_bytes"]
         ref_acg = by.get("acg") and by["acg"]["measured_peak_bytes"]
+        # What the step adds to the weights and the input (docs/accuracy.md):
+        # the part of the peak that a plan can change.
+        fixed = t["profile"]["input_bytes"] + sum(s["param_bytes"] for s in t["profile"]["stages"])
         for r in t["rows"]:
             res, plan = r["result"], r["plan"]
             name = "%s b%d" % (t["m"]["label"], t["m"]["batch"])
             if res is None:
-                lines.append("| %s | %s | - | - | - | - | - | - | - | - | - |" % (
+                lines.append("| %s | %s | - | - | - | - | - | - | - | - | - | - | - |" % (
                     name, r["solver"] + (" (no plan)" if plan is None else " (failed)")))
                 continue
             nck = "%d / %d" % (len(plan.get("checkpoints") or []), res.get("n_ops", 0))
@@ -243,13 +247,15 @@ def table(tables, a):
             solver = r["solver"]
             if r.get("same_as"):
                 solver += " (= %s)" % r["same_as"]
-            lines.append("| %s | %s | %s | %.2f | %.2f | %+.3f%% | %.1f | %.1f (%.1f-%.1f) | %s | %s | %s |" % (
+            lines.append("| %s | %s | %s | %.3f | %.3f | %+.3f%% | %.1f | %.1f (%.1f-%.1f) | %s | %s | %s | %s | %s |" % (
                 name, solver, nck, mb(res["predicted_peak_bytes"]),
                 mb(res["measured_peak_bytes"]), 100 * res["relative_error"],
                 res.get("predicted_step_ms", 0), res["step_ms"], res.get("step_ms_min", 0),
                 res.get("step_ms_max", 0), "-" if te is None else "%+.0f%%" % (100 * te),
                 fmt_saving(res["measured_peak_bytes"], ref_sqrt),
-                fmt_saving(res["measured_peak_bytes"], ref_acg)))
+                fmt_saving(res["measured_peak_bytes"], ref_acg),
+                fmt_saving(res["measured_peak_bytes"] - fixed, ref_sqrt and ref_sqrt - fixed),
+                fmt_saving(res["measured_peak_bytes"] - fixed, ref_acg and ref_acg - fixed)))
     return "\n".join(lines) + "\n"
 
 
@@ -260,7 +266,7 @@ def svg(t, path):
            for r in t["rows"] if r["result"]]
     if not pts:
         return
-    W, H, L, R, T, B = 720, 460, 80, 170, 40, 56
+    W, H, L, R, T, B = 760, 460, 80, 210, 40, 56
     xs = [p[1] for p in pts]
     ys = [p[2] for p in pts]
     x0, x1 = min(xs), max(xs)
@@ -284,15 +290,21 @@ def svg(t, path):
          '<rect width="100%" height="100%" fill="white"/>',
          '<text x="%d" y="22" font-size="15">%s batch %d (%s): measured peak against step time'
          '</text>' % (L, t["m"]["label"], t["m"]["batch"], t["profile"].get("device", "?"))]
+    def decimals(span):
+        return max(0, 1 - int(math.floor(math.log10(span / 5))))
+
+    xd, yd = decimals(x1 - x0), decimals(y1 - y0)
     for k in range(6):
         gx = x0 + (x1 - x0) * k / 5
         gy = y0 + (y1 - y0) * k / 5
         o.append('<line x1="%.1f" y1="%d" x2="%.1f" y2="%d" stroke="#ddd"/>' % (
             X(gx), T, X(gx), H - B))
-        o.append('<text x="%.1f" y="%d" text-anchor="middle">%.0f</text>' % (X(gx), H - B + 16, gx))
+        o.append('<text x="%.1f" y="%d" text-anchor="middle">%.*f</text>' % (
+            X(gx), H - B + 16, xd, gx))
         o.append('<line x1="%d" y1="%.1f" x2="%d" y2="%.1f" stroke="#ddd"/>' % (
             L, Y(gy), W - R, Y(gy)))
-        o.append('<text x="%d" y="%.1f" text-anchor="end">%.1f</text>' % (L - 6, Y(gy) + 4, gy))
+        o.append('<text x="%d" y="%.1f" text-anchor="end">%.*f</text>' % (
+            L - 6, Y(gy) + 4, yd, gy))
     o.append('<rect x="%d" y="%d" width="%d" height="%d" fill="none" stroke="#333"/>' % (
         L, T, W - L - R, H - T - B))
     o.append('<text x="%d" y="%d" text-anchor="middle">measured step time (ms, median)</text>' % (
@@ -310,13 +322,17 @@ def svg(t, path):
         o.append('<circle cx="%.1f" cy="%.1f" r="3" fill="#9467bd" fill-opacity="0.5"/>' % (
             X(r["result"]["step_ms"]), Y(mb(r["result"]["measured_peak_bytes"]))))
     ly = T + 10
-    for name, x, y in pts:
-        if name.startswith("frontier"):
-            continue
+    # Largest first: solvers that found the same plan show as rings
+    # around one point.
+    solvers = [(r, p) for r, p in zip([r for r in t["rows"] if r["result"]], pts)
+               if not p[0].startswith("frontier")]
+    for k, (r, (name, x, y)) in enumerate(solvers):
         c = colors.get(name, "#000")
-        o.append('<circle cx="%.1f" cy="%.1f" r="5.5" fill="%s" stroke="white"/>' % (X(x), Y(y), c))
+        o.append('<circle cx="%.1f" cy="%.1f" r="%.1f" fill="%s" stroke="white"/>' % (
+            X(x), Y(y), 4 + 1.6 * (len(solvers) - 1 - k), c))
         o.append('<circle cx="%d" cy="%d" r="5.5" fill="%s"/>' % (W - R + 16, ly, c))
-        o.append('<text x="%d" y="%d">%s</text>' % (W - R + 26, ly + 4, name))
+        o.append('<text x="%d" y="%d">%s%s</text>' % (
+            W - R + 26, ly + 4, name, " = " + r["same_as"] if r.get("same_as") else ""))
         ly += 20
     if fr:
         o.append('<line x1="%d" y1="%d" x2="%d" y2="%d" stroke="#9467bd" stroke-dasharray="5,3"/>' % (

@@ -72,6 +72,7 @@ EXTRA_DIST += \
 	tests/data/profiles/bad/duplicate_key.json \
 	tests/data/profiles/bad/empty_stages.json \
 	tests/data/profiles/bad/fractional_bytes.json \
+	tests/data/profiles/bad/freed_over_held.json \
 	tests/data/profiles/bad/index.txt \
 	tests/data/profiles/bad/missing_input_bytes.json \
 	tests/data/profiles/bad/missing_out_bytes.json \
@@ -80,6 +81,7 @@ EXTRA_DIST += \
 	tests/data/profiles/bad/name_not_string.json \
 	tests/data/profiles/bad/name_too_long.json \
 	tests/data/profiles/bad/negative_batch_size.json \
+	tests/data/profiles/bad/negative_grad_tmp.json \
 	tests/data/profiles/bad/negative_input_bytes.json \
 	tests/data/profiles/bad/negative_out_bytes.json \
 	tests/data/profiles/bad/negative_time.json \

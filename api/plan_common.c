@@ -39,14 +39,6 @@ void rematd_answer_remat_error(struct rematd_request *r, int rc, const struct re
     }
 }
 
-/* What the cancel hook of one solve looks at. */
-struct solve_guard {
-    struct rematd_request *r;
-    double deadline;  /* rematd_mono() */
-    double next_peek; /* when to look at the client's socket next */
-    int why;          /* 0 go on, 1 deadline, 2 client gone, 3 shutdown */
-};
-
 static int client_gone(struct rematd_request *r)
 {
     const union MHD_ConnectionInfo *ci =
@@ -61,9 +53,9 @@ static int client_gone(struct rematd_request *r)
     return n == 0 || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR);
 }
 
-static int guard_cancel(void *arg)
+int rematd_solve_cancel(void *arg)
 {
-    struct solve_guard *g = arg;
+    struct rematd_solve_guard *g = arg;
     double now = rematd_mono();
     if (now >= g->deadline)
         g->why = 1;
@@ -77,10 +69,71 @@ static int guard_cancel(void *arg)
     return g->why;
 }
 
+int rematd_solve_begin(struct rematd_request *r, int64_t need, const char *what,
+                       struct rematd_solve_guard *g)
+{
+    struct rematd_server *srv = r->srv;
+    memset(g, 0, sizeof *g);
+    long long limit = (long long)srv->cfg.solve_memory_bytes;
+    if (need > limit) {
+        rematd_req_problem(r, 422, "solve-memory", NULL,
+                           "this %s may take %lld bytes, over the %lld this server gives all"
+                           " solves (--solve-memory-bytes); %s",
+                           what, (long long)need, limit,
+                           strcmp(what, "solve") == 0 ? "fewer stages or mem_slots fit"
+                                                      : "fewer stages, memories or mem_slots fit");
+        return -1;
+    }
+    long long cur = atomic_load(&srv->solve_memory);
+    do {
+        if (cur + need > limit) {
+            rematd_req_header(r, "Retry-After", "1");
+            rematd_req_problem(r, 503, "solve-memory", NULL,
+                               "this %s may take %lld bytes and running solves hold %lld of"
+                               " %lld (--solve-memory-bytes): try again shortly",
+                               what, (long long)need, cur, limit);
+            return -1;
+        }
+    } while (!atomic_compare_exchange_weak(&srv->solve_memory, &cur, cur + need));
+    g->r = r;
+    g->need = need;
+    g->t0 = rematd_mono();
+    g->deadline = g->t0 + srv->cfg.solve_timeout_ms / 1000.0;
+    return 0;
+}
+
+int rematd_solve_end(struct rematd_solve_guard *g, int rc, const char *what)
+{
+    struct rematd_request *r = g->r;
+    struct rematd_server *srv = r->srv;
+    atomic_fetch_sub(&srv->solve_memory, g->need);
+    g->need = 0;
+    if (rc != REMAT_ECANCELED)
+        return 0;
+    double ms = (rematd_mono() - g->t0) * 1000;
+    if (g->why == 1) {
+        rematd_req_problem(r, 422, "solve-deadline", NULL,
+                           "the %s passed its deadline of %u ms (--solve-timeout-ms); %s", what,
+                           srv->cfg.solve_timeout_ms,
+                           strcmp(what, "solve") == 0
+                               ? "fewer stages or mem_slots solve faster"
+                               : "fewer stages, memories or mem_slots, or \"throughput\": "
+                                 "false, answer faster");
+    } else if (g->why == 2) {
+        rematd_log("info", "solve canceled: the client went away",
+                   json_pack("{s:s, s:f}", "request_id", r->request_id, "solve_ms", ms));
+        rematd_req_problem(r, 503, "canceled", NULL, "the client went away");
+    } else {
+        rematd_req_header(r, "Retry-After", "1");
+        rematd_req_problem(r, 503, "shutting-down", NULL,
+                           "rematd is shutting down; the %s was stopped", what);
+    }
+    return -1;
+}
+
 int rematd_plan_solve(struct rematd_request *r, const struct remat_profile *p,
                       const struct remat_options *opts, struct remat_plan *plan)
 {
-    struct rematd_server *srv = r->srv;
     struct remat_error err = {0};
     memset(plan, 0, sizeof *plan);
     int64_t need = 0;
@@ -89,49 +142,15 @@ int rematd_plan_solve(struct rematd_request *r, const struct remat_profile *p,
         rematd_answer_remat_error(r, rc, &err, NULL);
         return -1;
     }
-    long long limit = (long long)srv->cfg.solve_memory_bytes;
-    if (need > limit) {
-        rematd_req_problem(r, 422, "solve-memory", NULL,
-                           "this solve may take %lld bytes, over the %lld this server gives all"
-                           " solves (--solve-memory-bytes); fewer stages or mem_slots fit",
-                           (long long)need, limit);
+    struct rematd_solve_guard g;
+    if (rematd_solve_begin(r, need, "solve", &g) < 0)
         return -1;
-    }
-    long long cur = atomic_load(&srv->solve_memory);
-    do {
-        if (cur + need > limit) {
-            rematd_req_header(r, "Retry-After", "1");
-            rematd_req_problem(r, 503, "solve-memory", NULL,
-                               "this solve may take %lld bytes and running solves hold %lld of"
-                               " %lld (--solve-memory-bytes): try again shortly",
-                               (long long)need, cur, limit);
-            return -1;
-        }
-    } while (!atomic_compare_exchange_weak(&srv->solve_memory, &cur, cur + need));
-    struct solve_guard g = {r, rematd_mono() + srv->cfg.solve_timeout_ms / 1000.0, 0, 0};
     struct remat_options o = *opts;
-    o.cancel = guard_cancel;
+    o.cancel = rematd_solve_cancel;
     o.cancel_arg = &g;
-    double t0 = rematd_mono();
     rc = remat_solve(p, &o, plan, &err);
-    atomic_fetch_sub(&srv->solve_memory, need);
-    if (rc == REMAT_ECANCELED) {
+    if (rematd_solve_end(&g, rc, "solve") < 0) {
         remat_plan_clear(plan);
-        double ms = (rematd_mono() - t0) * 1000;
-        if (g.why == 1) {
-            rematd_req_problem(r, 422, "solve-deadline", NULL,
-                               "the solve passed its deadline of %u ms (--solve-timeout-ms); "
-                               "fewer stages or mem_slots solve faster",
-                               srv->cfg.solve_timeout_ms);
-        } else if (g.why == 2) {
-            rematd_log("info", "solve canceled: the client went away",
-                       json_pack("{s:s, s:f}", "request_id", r->request_id, "solve_ms", ms));
-            rematd_req_problem(r, 503, "canceled", NULL, "the client went away");
-        } else {
-            rematd_req_header(r, "Retry-After", "1");
-            rematd_req_problem(r, 503, "shutting-down", NULL,
-                               "rematd is shutting down; the solve was stopped");
-        }
         return -1;
     }
     if (rc != REMAT_OK) {

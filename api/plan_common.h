@@ -24,6 +24,24 @@ void rematd_answer_remat_error(struct rematd_request *r, int rc, const struct re
 int rematd_plan_solve(struct rematd_request *r, const struct remat_profile *p,
                       const struct remat_options *opts, struct remat_plan *plan);
 
+/* The same bounds around other work (POST /v1/fits): begin reserves need
+ * bytes (or answers 422/503 solve-memory and returns -1; what names the
+ * work in the problem's detail); rematd_solve_cancel(g) is the cancel hook
+ * (deadline, client gone, shutdown); end gives the bytes back and, when rc
+ * is REMAT_ECANCELED, answers why (422 solve-deadline or 503) and returns
+ * -1; else 0. */
+struct rematd_solve_guard {
+    struct rematd_request *r;
+    int64_t need;
+    double t0, deadline; /* rematd_mono() */
+    double next_peek;    /* when to look at the client's socket next */
+    int why;             /* 0 go on, 1 deadline, 2 client gone, 3 shutdown */
+};
+int rematd_solve_begin(struct rematd_request *r, int64_t need, const char *what,
+                       struct rematd_solve_guard *g);
+int rematd_solve_cancel(void *g);
+int rematd_solve_end(struct rematd_solve_guard *g, int rc, const char *what);
+
 /* A plan answer's text up to its closing brace: remat_plan_dumps's object,
  * then "profile_id" when the profile came from a profile job.  POST and
  * GET /v1/plans both answer through it, so they agree byte for byte.

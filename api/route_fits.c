@@ -5,7 +5,8 @@
  * memory, the largest batch whose min-peak plan fits with that plan and the
  * peak at batch + 1, store-all's largest batch, and the throughput-best
  * batch with its min-time plan (remat_fits).  Synchronous, 200: nothing is
- * stored.  The work (a few dozen solves) runs on a planning thread.
+ * stored.  The work (a few dozen solves) runs on a planning thread, under
+ * the bounds of POST /v1/plans (rematd_solve_begin).
  */
 #include "config.h"
 
@@ -264,21 +265,41 @@ static json_t *answer(struct fits_req *f, struct remat_error *err, int *rc)
     return root;
 }
 
+/* The answer under POST /v1/plans's bounds (plan_common.h): the memory
+ * bound of the whole answer reserved from --solve-memory-bytes, every solve
+ * canceled at --solve-timeout-ms, a client that hung up, or shutdown. */
+static void answer_bounded(struct rematd_request *r, struct fits_req *f)
+{
+    struct remat_error err = {0};
+    int64_t need = 0;
+    int rc = remat_fits_memory_bound((const struct remat_profile *const *)f->ps, f->n, f->n_mem,
+                                     &f->o, &need, &err);
+    if (rc < 0) {
+        rematd_answer_remat_error(r, rc, &err, NULL);
+        return;
+    }
+    struct rematd_solve_guard g;
+    if (rematd_solve_begin(r, need, "answer", &g) < 0)
+        return;
+    f->o.cancel = rematd_solve_cancel;
+    f->o.cancel_arg = &g;
+    json_t *out = answer(f, &err, &rc);
+    if (rematd_solve_end(&g, out != NULL ? REMAT_OK : rc, "answer") < 0)
+        return;
+    if (out != NULL)
+        rematd_req_json(r, 200, out);
+    else
+        rematd_answer_remat_error(r, rc, &err, NULL);
+}
+
 static void fits_job(struct rematd_request *r)
 {
     json_t *body = rematd_req_body_json(r);
     if (body != NULL) {
         struct fits_req f;
         memset(&f, 0, sizeof f);
-        if (parse(r, body, &f) == 0) {
-            struct remat_error err = {0};
-            int rc = 0;
-            json_t *out = answer(&f, &err, &rc);
-            if (out != NULL)
-                rematd_req_json(r, 200, out);
-            else
-                rematd_answer_remat_error(r, rc, &err, NULL);
-        }
+        if (parse(r, body, &f) == 0)
+            answer_bounded(r, &f);
         fits_req_free(&f);
     }
     if (!r->pending && r->pending_status >= 0)

@@ -17,8 +17,9 @@
 #include "rematx/rematx.h"
 
 static const char *const fields[] = {
-    "model",  "layers",  "model_options", "batch_size", "input_shape", "dtype", "device",
-    "warmup", "repeats", "model_id",      "input",      "stages",      "reuse", NULL};
+    "model", "layers", "model_options", "batch_size", "input_shape",
+    "dtype", "device", "warmup",        "repeats",    "model_id",
+    "input", "stages", "reuse",         "optimizer",  NULL};
 
 /* Fields each layer type may carry, besides "type" and "name". */
 static const struct {
@@ -296,6 +297,52 @@ static int normalise_uploaded(struct rematd_request *r, json_t *body, json_t *sp
     return 0;
 }
 
+/* The optimizer whose step the worker measures after the last backward
+ * (docs/scheduling.md): a name, or {name, weight_decay}.  Normalised to
+ * {"name", "weight_decay"}, and left out for "none", so that a profile
+ * without one keeps the reuse key it had.  foreach is not measured:
+ * libtorch's optimizers run the single-tensor step only. */
+static int get_optimizer(struct rematd_request *r, json_t *body, json_t *spec)
+{
+    json_t *v = json_object_get(body, "optimizer");
+    if (v == NULL)
+        return 0;
+    json_t *name = json_is_object(v) ? json_object_get(v, "name") : v;
+    const char *ptr = json_is_object(v) ? "/optimizer/name" : "/optimizer";
+    enum remat_optim_kind kind;
+    if (!json_is_string(name) || remat_optim_parse(json_string_value(name), &kind) < 0) {
+        rematd_req_problem(r, 400, "validation", ptr,
+                           "optimizer must be none, sgd, sgd-momentum, adam or adamw");
+        return -1;
+    }
+    int wd = 0;
+    if (json_is_object(v)) {
+        static const char *const of[] = {"name", "weight_decay", "foreach", NULL};
+        if (rematd_req_reject_unknown(r, v, "/optimizer", of) < 0)
+            return -1;
+        json_t *f = json_object_get(v, "foreach");
+        if (f != NULL && !json_is_false(f)) {
+            rematd_req_problem(r, 400, "validation", "/optimizer/foreach",
+                               "the worker measures libtorch's single-tensor step; foreach is "
+                               "modelled by POST /v1/fits");
+            return -1;
+        }
+        json_t *w = json_object_get(v, "weight_decay");
+        if (w != NULL && !json_is_boolean(w)) {
+            rematd_req_problem(r, 400, "validation", "/optimizer/weight_decay",
+                               "weight_decay must be true or false");
+            return -1;
+        }
+        wd = json_is_true(w);
+    }
+    if (kind == REMAT_OPTIM_NONE)
+        return 0;
+    json_object_set_new(
+        spec, "optimizer",
+        json_pack("{s:s, s:b}", "name", remat_optim_name(kind), "weight_decay", wd));
+    return 0;
+}
+
 static json_t *normalise(struct rematd_request *r, json_t *body)
 {
     if (rematd_req_reject_unknown(r, body, "", fields) < 0)
@@ -385,7 +432,7 @@ common:;
     }
     json_object_set_new(spec, "device", json_string(device));
     if (get_int(r, body, "warmup", 0, 100, 2, spec) < 0 ||
-        get_int(r, body, "repeats", 1, 1000, 5, spec) < 0)
+        get_int(r, body, "repeats", 1, 1000, 5, spec) < 0 || get_optimizer(r, body, spec) < 0)
         goto bad;
     return spec;
 bad:

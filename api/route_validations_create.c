@@ -14,9 +14,9 @@
 #include "jobs_common.h"
 #include "plan_common.h"
 
-static const char *const fields[] = {
-    "profile_id",   "plan_id", "checkpoints", "algorithm", "segments",
-    "budget_bytes", "model",   "mem_slots",   "repeats",   NULL};
+static const char *const fields[] = {"profile_id", "plan_id",      "checkpoints", "algorithm",
+                                     "segments",   "budget_bytes", "model",       "mem_slots",
+                                     "repeats",    "store_all",    NULL};
 
 /* The single-level plan of an explicit checkpoint list, as plan JSON. */
 static json_t *plan_of_checkpoints(struct rematd_request *r, const struct remat_profile *p,
@@ -153,6 +153,14 @@ static void create_now(struct rematd_request *r)
                            "repeats must be an integer in 1..1000");
         return;
     }
+    /* "store_all": false runs the plan alone, without store-all beside it
+     * (and without comparing gradients): what a device sized for the plan
+     * but not for store-all can run. */
+    json_t *sa = json_object_get(body, "store_all");
+    if (sa && !json_is_boolean(sa)) {
+        rematd_req_problem(r, 400, "validation", "/store_all", "store_all must be true or false");
+        return;
+    }
     json_t *plan_id = json_object_get(body, "plan_id");
     json_t *cks = json_object_get(body, "checkpoints");
     if (plan_id && cks) {
@@ -221,6 +229,7 @@ static void create_now(struct rematd_request *r)
         /* Solve here with the request's algorithm options. */
         json_t *sub = json_deep_copy(body);
         json_object_del(sub, "repeats");
+        json_object_del(sub, "store_all");
         struct remat_profile *p2 = NULL;
         struct remat_options opts;
         json_t *oj = NULL;
@@ -253,6 +262,8 @@ static void create_now(struct rematd_request *r)
         rematd_req_problem(r, 500, "internal", NULL, "out of memory");
         return;
     }
+    if (json_is_false(sa))
+        json_object_set_new(spec, "store_all", json_false());
     rematd_queue_job(r, "validation", spec);
 }
 

@@ -123,11 +123,21 @@ static int check_profile(const json_t *spec, const json_t *result, struct remat_
     else if (want.n_stages != 0 && p->n_stages != want.n_stages)
         rc = refuse(err, "/result/stages", "%s %zu stages; the profile has %zu", want.source,
                     want.n_stages, p->n_stages);
+    if (rc == REMAT_OK) {
+        /* The optimizer the job asked the worker to measure, and no other. */
+        const char *want_opt =
+            json_string_value(json_object_get(json_object_get(spec, "optimizer"), "name"));
+        const char *got = remat_optim_name(p->optimizer.kind);
+        if (!same(got, want_opt ? want_opt : "none"))
+            rc = refuse(err, "/result/optimizer",
+                        "the job is for optimizer %s; the profile measured %s",
+                        want_opt ? want_opt : "none", got);
+    }
     remat_profile_free(p);
     return rc;
 }
 
-enum field_type { F_BYTES, F_COUNT, F_MS, F_REAL, F_STRING, F_TIMELINE };
+enum field_type { F_BYTES, F_COUNT, F_MS, F_REAL, F_STRING, F_TIMELINE, F_OPTIM };
 
 static const struct {
     const char *name;
@@ -153,7 +163,14 @@ static const struct {
     {"driver", F_STRING, 0},
     {"libtorch", F_STRING, 0},
     {"timeline", F_TIMELINE, 0},
+    {"optimizer", F_OPTIM, 0},
 };
+
+/* A validation's optimizer: its name and each measured and predicted
+ * byte count, nothing else. */
+static const char *const optim_bytes[] = {"measured_state_bytes",     "predicted_state_bytes",
+                                          "measured_step_tmp_bytes",  "predicted_step_tmp_bytes",
+                                          "measured_step_peak_bytes", "predicted_step_peak_bytes"};
 #define N_VALIDATION_FIELDS (sizeof validation_fields / sizeof validation_fields[0])
 
 static int check_field(const char *name, enum field_type t, const json_t *v,
@@ -191,6 +208,23 @@ static int check_field(const char *name, enum field_type t, const json_t *v,
         if (!json_is_array(v))
             return refuse(err, ptr, "%s is an array", name);
         return REMAT_OK;
+    case F_OPTIM: {
+        size_t nb = sizeof optim_bytes / sizeof optim_bytes[0];
+        if (!json_is_object(v) || json_object_size(v) != nb + 1)
+            return refuse(err, ptr, "%s is {name, measured_* and predicted_* bytes}", name);
+        enum remat_optim_kind kind;
+        if (remat_optim_parse(json_string_value(json_object_get(v, "name")), &kind) != REMAT_OK)
+            return refuse(err, "/result/optimizer/name", "not an optimizer's name");
+        for (size_t i = 0; i < nb; i++) {
+            const json_t *b = json_object_get(v, optim_bytes[i]);
+            if (!json_is_integer(b) || json_integer_value(b) < 0 ||
+                json_integer_value(b) > REMAT_MAX_BYTES) {
+                snprintf(ptr, sizeof ptr, "/result/optimizer/%s", optim_bytes[i]);
+                return refuse(err, ptr, "%s is an integer in 0..2^60", optim_bytes[i]);
+            }
+        }
+        return REMAT_OK;
+    }
     }
     return REMAT_OK;
 }
@@ -328,6 +362,13 @@ static int check_validation(const json_t *spec, const json_t *result, struct rem
     int rc = check_step_time(plan, result, err);
     if (rc != REMAT_OK)
         return rc;
+    const json_t *opt = json_object_get(result, "optimizer");
+    const char *want_opt =
+        json_string_value(json_object_get(json_object_get(prof, "optimizer"), "name"));
+    if (!same(opt ? json_string_value(json_object_get(opt, "name")) : "none",
+              want_opt ? want_opt : "none"))
+        return refuse(err, "/result/optimizer", "the job's profile has optimizer %s",
+                      want_opt ? want_opt : "none");
     const json_t *tl = json_object_get(result, "timeline");
     if (tl)
         return check_timeline(spec, tl, err);

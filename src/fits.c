@@ -26,6 +26,8 @@ struct bmodel {
     const struct remat_profile *p[REMAT_FITS_MAX_PROFILES];
     int64_t b[REMAT_FITS_MAX_PROFILES];
     size_t index[REMAT_FITS_MAX_PROFILES]; /* position in the caller's array */
+    int (*cancel)(void *);                 /* remat_fits_options.cancel */
+    void *cancel_arg;
 };
 
 static int bad(struct remat_error *err, int code, size_t k, const char *field, const char *why)
@@ -339,6 +341,8 @@ static int evaluate(const struct bmodel *md, int64_t x, enum want w, int64_t bud
 {
     memset(out, 0, sizeof *out);
     remat_schedule_init(&out->plan.schedule);
+    if (md->cancel != NULL && md->cancel(md->cancel_arg))
+        return remat__error(err, REMAT_ECANCELED, "", "canceled");
     struct remat_error e;
     struct remat_profile *p = predict(md, md->p, md->b, md->m, x, &e);
     if (p == NULL) {
@@ -366,6 +370,8 @@ static int evaluate(const struct bmodel *md, int64_t x, enum want w, int64_t bud
                                         : REMAT_ALG_MIN_TIME;
         o.budget_bytes = w == W_MIN_TIME ? budget : 0;
         o.mem_slots = mem_slots;
+        o.cancel = md->cancel;
+        o.cancel_arg = md->cancel_arg;
         rc = remat_solve(p, &o, &out->plan, err);
         if (rc == REMAT_EINFEASIBLE || rc == REMAT_ELIMIT) {
             out->peak = INT64_MAX;
@@ -603,6 +609,8 @@ int remat_fits(const struct remat_profile *const *profiles, size_t n_profiles,
         }
     struct bmodel md;
     int rc = bmodel_init(&md, profiles, n_profiles, err);
+    md.cancel = opts->cancel;
+    md.cancel_arg = opts->cancel_arg;
     for (size_t k = 0; k < n_memories && rc == REMAT_OK; k++) {
         remat_plan_clear(&out[k].plan);
         remat_plan_clear(&out[k].best_plan);
@@ -615,6 +623,41 @@ int remat_fits(const struct remat_profile *const *profiles, size_t n_profiles,
         for (size_t k = 0; k < n_memories; k++)
             remat_fits_answer_clear(&out[k]);
     return rc;
+}
+
+int remat_fits_memory_bound(const struct remat_profile *const *profiles, size_t n_profiles,
+                            size_t n_memories, const struct remat_fits_options *opts,
+                            int64_t *bytes, struct remat_error *err)
+{
+    struct remat_fits_options defaults;
+    if (opts == NULL) {
+        remat_fits_options_init(&defaults);
+        opts = &defaults;
+    }
+    if (profiles == NULL || n_profiles == 0 || profiles[0] == NULL)
+        return remat__error(err, REMAT_EINVAL, "/profiles", "at least one profile is needed");
+    if (n_memories == 0 || n_memories > REMAT_FITS_MAX_MEMORIES)
+        return remat__error(err, REMAT_ELIMIT, "/memory", "1 to %d memory sizes",
+                            REMAT_FITS_MAX_MEMORIES);
+    /* The largest solve: min-time at the slots asked for when the
+     * throughput is wanted (the screening solves use fewer), else
+     * min-peak. */
+    struct remat_options o;
+    remat_options_init(&o);
+    o.algorithm = opts->want_throughput ? REMAT_ALG_MIN_TIME : REMAT_ALG_MIN_PEAK;
+    o.mem_slots = opts->mem_slots;
+    int64_t solve = 0;
+    int rc = remat_solve_memory_bound(profiles[0], &o, &solve, err);
+    if (rc < 0)
+        return rc;
+    /* Each predicted profile (stage names borrowed) and plan (checkpoints
+     * and a schedule of at most 3n + 1 ops): two of each kept per answer,
+     * and one of each being evaluated. */
+    int64_t n = (int64_t)profiles[0]->n_stages;
+    int64_t one = (int64_t)sizeof(struct remat_profile) + n * (int64_t)sizeof(struct remat_stage) +
+                  (int64_t)sizeof(struct remat_plan) + 8 * n + 8 * (3 * n + 1) + 256;
+    *bytes = solve + (2 * (int64_t)n_memories + 1) * one;
+    return REMAT_OK;
 }
 
 static int set_new(json_t *o, const char *k, json_t *v)

@@ -435,6 +435,11 @@ struct remat_fits_options {
     int64_t max_batch;      /* the search's upper end; 0 = REMAT_FITS_MAX_BATCH */
     size_t mem_slots;       /* min-time's discretisation; 0 = its default */
     int want_throughput;    /* nonzero: also the throughput-best batch (min-time) */
+    /* Cancellation, as remat_options.cancel: called before each batch is
+     * evaluated and passed to every solve; nonzero stops remat_fits with
+     * REMAT_ECANCELED. */
+    int (*cancel)(void *cancel_arg);
+    void *cancel_arg;
 };
 
 void remat_fits_options_init(struct remat_fits_options *o); /* no margin, throughput on */
@@ -471,6 +476,16 @@ int remat_fits(const struct remat_profile *const *profiles, size_t n_profiles,
                struct remat_error *err);
 
 void remat_fits_answer_clear(struct remat_fits_answer *a);
+
+/* An upper bound, in bytes, on the memory remat_fits takes for these
+ * profiles, memory count and options beyond the profiles themselves, in
+ * O(1) without allocating (what a service reserves before answering, as
+ * remat_solve_memory_bound for one solve): the largest single solve (one
+ * runs at a time) plus the predicted profiles and plans the answers keep.
+ * Returns REMAT_OK with *bytes set, or negative with err filled. */
+int remat_fits_memory_bound(const struct remat_profile *const *profiles, size_t n_profiles,
+                            size_t n_memories, const struct remat_fits_options *opts,
+                            int64_t *bytes, struct remat_error *err);
 
 /* The usable memory of a common GPU by name ("a100-40gb", "h100-80gb", ...;
  * the table is in docs/scheduling.md): what CUDA reports as the card's

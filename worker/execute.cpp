@@ -156,13 +156,23 @@ double check_schedule(const struct remat_profile *p, const Schedule &s)
 struct StepResult {
     int64_t peak_bytes = 0; /* as docs/memory-model.md counts: W + x_0 + what the step adds */
     double ms = 0;
+    /* With an optimizer: the most live during its step (counted as
+     * peak_bytes is), and that above what was live when it began. */
+    int64_t optim_peak_bytes = 0, optim_tmp_bytes = 0;
+};
+
+/* The optimizer of a validation: libtorch's, with its state made before
+ * the first step is measured, and the bytes that state holds. */
+struct StepOptim {
+    Optim *opt = nullptr;
+    int64_t state_bytes = 0;
 };
 
 /* One training step by the op list.  x[i] plain activations (no graph),
  * y[i] outputs with their graphs (x̄_i), leaf[i] the input leaf of stage
  * i's graph, dy[i] = δ_i.  Frees exactly what the memory model frees. */
 StepResult run_ops(Model &m, const Schedule &sched, const at::Tensor &x0, const Device &d,
-                   const Progress &progress, json_t *timeline = nullptr)
+                   const Progress &progress, const StepOptim &so, json_t *timeline = nullptr)
 {
     size_t n = m.stages.size();
     std::vector<at::Tensor> x(n + 1), y(n + 1), leaf(n + 1), dy(n + 1);
@@ -184,7 +194,10 @@ StepResult run_ops(Model &m, const Schedule &sched, const at::Tensor &x0, const 
     int64_t start = d.current();
     d.reset_peak();
     timer.start();
-    int64_t base = W + x0.numel() * (int64_t)x0.element_size() - start, timeline_peak = 0;
+    /* What is live now counts as the weights, the input and the
+     * optimizer's state, whatever else the process holds. */
+    int64_t base = W + x0.numel() * (int64_t)x0.element_size() + so.state_bytes - start,
+            timeline_peak = 0;
     for (size_t k = 0; k < sched.s.n_ops; k++) {
         const struct remat_op &op = sched.s.ops[k];
         size_t i = op.stage;
@@ -257,6 +270,22 @@ StepResult run_ops(Model &m, const Schedule &sched, const at::Tensor &x0, const 
         }
     }
     StepResult r;
+    if (so.opt != nullptr && so.opt->active()) {
+        /* optimizer.step() after the last backward: the activations are
+         * freed, every weight gradient is live. */
+        d.sync();
+        int64_t ops_peak = d.peak() + base;
+        int64_t before = d.current();
+        d.reset_peak();
+        so.opt->step();
+        d.sync();
+        r.optim_peak_bytes = d.peak() + base;
+        r.optim_tmp_bytes = d.peak() - before;
+        timeline_peak = std::max(timeline_peak, r.optim_peak_bytes);
+        r.ms = timer.stop_ms();
+        r.peak_bytes = timeline != nullptr ? timeline_peak : std::max(ops_peak, r.optim_peak_bytes);
+        return r;
+    }
     r.ms = timer.stop_ms();
     d.sync();
     r.peak_bytes = timeline != nullptr ? timeline_peak : d.peak() + base;
@@ -300,35 +329,61 @@ json_t *validate(const json_t *spec, const Progress &progress)
     if (json_is_number(tm) && std::isfinite(json_number_value(tm)) && json_number_value(tm) >= 0)
         predicted_ms = json_number_value(tm);
 
+    /* The optimizer the profile was measured with (the profile job's
+     * spec): its step runs after the last backward of every run, at lr 0,
+     * so that every run starts from the same weights and the plan's
+     * gradients compare with store-all's; the step's work and memory are
+     * those of any other lr. */
+    OptimSpec os = read_optim_spec(model_spec);
+    /* Without store-all (spec "store_all": false) only the plan runs: what
+     * a memory limit sized for the plan needs. */
+    bool with_store_all = !json_is_false(json_object_get(spec, "store_all"));
+
     Model m = build_model(ms);
     place(m, d);
     at::Tensor x0 = make_input(m, d);
+    Optim opt(m, os, 0.0);
+    StepOptim so;
+    so.opt = &opt;
+    so.state_bytes = opt.make_state(d);
     /* Warm-ups of each, so that one-time allocations (oneDNN's caches,
      * cuDNN's autotuning, the cuBLAS workspace) are not charged to a step. */
     for (int r = 0; r < warmup; r++) {
-        run_ops(m, store_all, x0, d, progress);
-        run_ops(m, ops, x0, d, progress);
+        if (with_store_all)
+            run_ops(m, store_all, x0, d, progress, so);
+        run_ops(m, ops, x0, d, progress, so);
+        clear_grads(m);
     }
     std::vector<double> t_sa, t_plan;
-    int64_t peak_sa = 0, peak_plan = 0;
+    int64_t peak_sa = 0, peak_plan = 0, optim_peak = 0, optim_tmp = 0;
     double max_diff = 0;
     for (int r = 0; r < repeats; r++) {
-        StepResult a = run_ops(m, store_all, x0, d, progress);
-        std::vector<at::Tensor> ref = grads(m);
-        StepResult b = run_ops(m, ops, x0, d, progress);
-        std::vector<at::Tensor> got = grads(m);
-        clear_grads(m);
-        for (size_t k = 0; k < ref.size(); k++) {
-            if (ref[k].defined() != got[k].defined())
-                throw Failure("the plan left a parameter gradient missing");
-            if (ref[k].defined())
-                max_diff = std::max(
-                    max_diff,
-                    ref[k].to(at::kDouble).sub(got[k].to(at::kDouble)).abs().max().item<double>());
+        std::vector<at::Tensor> ref;
+        if (with_store_all) {
+            StepResult a = run_ops(m, store_all, x0, d, progress, so);
+            ref = grads(m);
+            peak_sa = std::max(peak_sa, a.peak_bytes);
+            t_sa.push_back(a.ms);
         }
-        peak_sa = std::max(peak_sa, a.peak_bytes);
+        StepResult b = run_ops(m, ops, x0, d, progress, so);
+        if (with_store_all) {
+            std::vector<at::Tensor> got = grads(m);
+            for (size_t k = 0; k < ref.size(); k++) {
+                if (ref[k].defined() != got[k].defined())
+                    throw Failure("the plan left a parameter gradient missing");
+                if (ref[k].defined())
+                    max_diff = std::max(max_diff, ref[k]
+                                                      .to(at::kDouble)
+                                                      .sub(got[k].to(at::kDouble))
+                                                      .abs()
+                                                      .max()
+                                                      .item<double>());
+            }
+        }
+        clear_grads(m);
         peak_plan = std::max(peak_plan, b.peak_bytes);
-        t_sa.push_back(a.ms);
+        optim_peak = std::max(optim_peak, b.optim_peak_bytes);
+        optim_tmp = std::max(optim_tmp, b.optim_tmp_bytes);
         t_plan.push_back(b.ms);
     }
     json_t *timeline = nullptr;
@@ -336,20 +391,23 @@ json_t *validate(const json_t *spec, const Progress &progress)
         /* One more step of the plan, synchronised after every op: what each
          * op really peaked at, to set beside the simulator's timeline. */
         timeline = json_array();
-        run_ops(m, ops, x0, d, progress, timeline);
+        run_ops(m, ops, x0, d, progress, so, timeline);
         clear_grads(m);
     }
     json_t *info = device_info_json(d);
     double step_ms = median(t_plan);
     json_t *res = json_pack(
-        "{s:I, s:I, s:f, s:f, s:f, s:I, s:f, s:o, s:s, s:I, s:s, s:I}", "measured_peak_bytes",
+        "{s:I, s:I, s:f, s:f, s:o, s:s, s:I, s:s, s:I}", "measured_peak_bytes",
         (json_int_t)peak_plan, "predicted_peak_bytes", (json_int_t)predicted, "relative_error",
         predicted > 0 ? (double)(predicted - peak_plan) / (double)peak_plan : 0.0, "step_ms",
-        step_ms, "store_all_step_ms", median(t_sa), "store_all_measured_peak_bytes",
-        (json_int_t)peak_sa, "max_grad_diff", max_diff, "device",
-        json_deep_copy(json_object_get(info, "device")), "model", m.spec.name.c_str(), "batch_size",
-        (json_int_t)m.spec.batch, "dtype", m.spec.dtype_name.c_str(), "n_ops",
-        (json_int_t)ops.s.n_ops);
+        step_ms, "device", json_deep_copy(json_object_get(info, "device")), "model",
+        m.spec.name.c_str(), "batch_size", (json_int_t)m.spec.batch, "dtype",
+        m.spec.dtype_name.c_str(), "n_ops", (json_int_t)ops.s.n_ops);
+    if (with_store_all) {
+        json_object_set_new(res, "store_all_step_ms", json_real(median(t_sa)));
+        json_object_set_new(res, "store_all_measured_peak_bytes", json_integer(peak_sa));
+        json_object_set_new(res, "max_grad_diff", json_real(max_diff));
+    }
     /* Step time against the prediction, and the spread over the repeats
      * (how far one step's time can be trusted on this device). */
     json_object_set_new(res, "predicted_step_ms", json_real(predicted_ms));
@@ -360,6 +418,19 @@ json_t *validate(const json_t *spec, const Progress &progress)
                         json_real(*std::min_element(t_plan.begin(), t_plan.end())));
     json_object_set_new(res, "step_ms_max",
                         json_real(*std::max_element(t_plan.begin(), t_plan.end())));
+    if (opt.active()) {
+        /* Measured against what the profile the plan was made from says. */
+        const struct remat_optimizer &po = profile->optimizer;
+        json_object_set_new(res, "optimizer",
+                            json_pack("{s:s, s:I, s:I, s:I, s:I, s:I, s:I}", "name",
+                                      os.name.c_str(), "measured_state_bytes",
+                                      (json_int_t)so.state_bytes, "predicted_state_bytes",
+                                      (json_int_t)po.state_bytes, "measured_step_tmp_bytes",
+                                      (json_int_t)optim_tmp, "predicted_step_tmp_bytes",
+                                      (json_int_t)po.step_tmp_bytes, "measured_step_peak_bytes",
+                                      (json_int_t)optim_peak, "predicted_step_peak_bytes",
+                                      (json_int_t)remat_optim_step_peak_bytes(profile.get())));
+    }
     if (timeline != nullptr)
         json_object_set_new(res, "timeline", timeline);
     json_object_set(res, "driver", json_object_get(info, "driver"));

@@ -1,7 +1,8 @@
 /*
  * measure.cpp - a profile job: every stage measured in turn, warm-ups
  * first, then each repeat's forward without grad (F_none), forward with grad
- * (F_all) and backward (B), as docs/worker.md's table says; the result is a
+ * (F_all) and backward (B), as docs/worker.md's table says, then the
+ * optimizer's step when the job names one (optim.cpp); the result is a
  * remat.profile/v1 object.
  */
 #ifdef HAVE_CONFIG_H
@@ -110,6 +111,7 @@ json_t *profile(const json_t *spec, const Progress &progress)
     int repeats = (int)jint(spec, "repeats", 5, "repeats");
     if (warmup < 0 || warmup > 100 || repeats < 1 || repeats > 1000)
         throw Failure("warmup must be in 0..100 and repeats in 1..1000");
+    OptimSpec os = read_optim_spec(spec);
     place(m, d);
     at::Tensor x = make_input(m, d);
     json_t *stages = json_array();
@@ -152,6 +154,17 @@ json_t *profile(const json_t *spec, const Progress &progress)
         json_decref(stages);
         throw;
     }
+    /* The optimizer's step after the last backward: the activations are
+     * gone, the weight gradients live. */
+    x = at::Tensor();
+    json_t *optim = nullptr;
+    try {
+        progress(n, n, "measuring");
+        optim = measure_optimizer(m, os, d, warmup, repeats);
+    } catch (...) {
+        json_decref(stages);
+        throw;
+    }
     json_t *info = device_info_json(d);
     json_t *p = json_pack("{s:s, s:s, s:I, s:s, s:I, s:o}", "format", "remat.profile/v1", "model",
                           m.spec.name.c_str(), "batch_size", (json_int_t)m.spec.batch, "dtype",
@@ -159,6 +172,8 @@ json_t *profile(const json_t *spec, const Progress &progress)
                           "stages", stages);
     json_object_update(p, info);
     json_decref(info);
+    if (optim != nullptr)
+        json_object_set_new(p, "optimizer", optim);
     return p;
 }
 

@@ -774,6 +774,15 @@ void clear_grads(Model &m)
             p.mutable_grad() = torch::Tensor();
 }
 
+std::vector<at::Tensor> parameters(Model &m)
+{
+    std::vector<at::Tensor> ps;
+    for (auto &st : m.stages)
+        for (auto &p : st.net->parameters())
+            ps.push_back(p);
+    return ps;
+}
+
 std::vector<at::Tensor> grads(Model &m)
 {
     std::vector<at::Tensor> g;

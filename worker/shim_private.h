@@ -11,6 +11,7 @@
  *                (the zoo's through src/rematx/zoo.h), running one stage
  *   measure.cpp  measuring every stage: the profile
  *   execute.cpp  running a plan's op list (libremat's) and validating it
+ *   optim.cpp    the optimizer step (libtorch's torch::optim), measured
  *
  * Only model.cpp includes libtorch's module headers: every other file sees
  * tensors (<ATen/core/Tensor.h>) and the few ops it calls, which keeps the
@@ -210,6 +211,46 @@ void backward(Model &m, size_t i, const at::Tensor &y, const at::Tensor &dy);
 void clear_grads(Model &m);
 /* A copy of every parameter's gradient (undefined where there is none). */
 std::vector<at::Tensor> grads(Model &m);
+/* Every parameter, stage by stage (the tensors themselves, not copies). */
+std::vector<at::Tensor> parameters(Model &m);
+
+/* ------------------------------------------------------------------------
+ * The optimizer (optim.cpp).
+ */
+
+/* A job's "optimizer": a name or {name, weight_decay}; "none" when absent. */
+struct OptimSpec {
+    std::string name = "none";
+    bool weight_decay = false;
+};
+/* Reads spec["optimizer"]; throws a Failure for a name libtorch has not,
+ * or for foreach (libtorch runs the single-tensor step only). */
+OptimSpec read_optim_spec(const json_t *spec);
+
+/* libtorch's optimizer over the model's parameters (nothing for "none"). */
+class Optim
+{
+  public:
+    Optim(Model &m, const OptimSpec &s, double lr);
+    ~Optim();
+    Optim(const Optim &) = delete;
+    Optim &operator=(const Optim &) = delete;
+    bool active() const;
+    /* One optimizer.step() over the gradients the parameters hold. */
+    void step();
+    /* Makes the state (one step over zero gradients, which are then
+     * dropped); returns the live bytes it added. */
+    int64_t make_state(const Device &d);
+
+  private:
+    struct Impl;
+    std::unique_ptr<Impl> impl;
+};
+
+/* A profile's "optimizer" member, measured: state_bytes, step_tmp_bytes
+ * (the most live above gradients and state during a step) and step_ms;
+ * NULL for "none".  Leaves no gradient behind. */
+json_t *measure_optimizer(Model &m, const OptimSpec &s, const Device &d, int warmup, int repeats);
 
 /* ------------------------------------------------------------------------
  * The jobs.

@@ -78,6 +78,30 @@ kill "$a" "$b"
 wait "$a" "$b" 2>/dev/null
 stop_rematd
 
+# ---- POST /v1/fits answers under the same bounds ----
+# Two profiles of 1000 stages: the answer's min-time table (500 slots) is
+# over 500 MiB, and its screening solves run past 400 ms.
+profile 1000 | sed 's/^{/{"batch_size":1,/' >"$T/b1.json"
+profile 1000 | sed 's/^{/{"batch_size":4,/' >"$T/b4.json"
+mem=$((least * 3))
+echo "{\"profiles\":[$(cat "$T/b1.json"),$(cat "$T/b4.json")],\"memory\":[$mem]}" >"$T/fits.json"
+echo "{\"profiles\":[$(cat "$T/b1.json"),$(cat "$T/b4.json")],\"memory\":[$mem],\"throughput\":false}" \
+    >"$T/fits-peak.json"
+start_rematd --solve-timeout-ms 400 --solve-memory-bytes 524288000 --drain-seconds 1
+req POST /v1/fits -H 'Content-Type: application/json' --data-binary @"$T/fits.json"
+problem "fits whose min-time table is over --solve-memory-bytes" 422 solve-memory
+grep -q 'this answer may take' "$BODY" && ok || fail "the fits problem: $(head -c 300 "$BODY")"
+req POST /v1/fits -H 'Content-Type: application/json' --data-binary @"$T/fits-peak.json"
+expect 200 /v1/fits
+stop_rematd
+start_rematd --solve-timeout-ms 400 --solve-memory-bytes 2147483648 --drain-seconds 1
+t0=$(date +%s)
+req POST /v1/fits -H 'Content-Type: application/json' --data-binary @"$T/fits.json"
+t1=$(date +%s)
+problem "fits past its deadline" 422 solve-deadline
+[ $((t1 - t0)) -le 3 ] && ok || fail "the fits deadline answer took $((t1 - t0)) s"
+stop_rematd
+
 # ---- SIGTERM during a long solve exits within the drain time ----
 start_rematd --solve-timeout-ms 60000 --drain-seconds 1
 curl -s -o "$T/term.body" -H 'Content-Type: application/json' --data-binary @"$T/slow.json" \

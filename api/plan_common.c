@@ -77,18 +77,10 @@ static int guard_cancel(void *arg)
     return g->why;
 }
 
-int rematd_plan_solve(struct rematd_request *r, const struct remat_profile *p,
-                      const struct remat_options *opts, struct remat_plan *plan)
+/* Reserves need bytes of --solve-memory-bytes: 0, or -1 after answering. */
+static int reserve(struct rematd_request *r, int64_t need)
 {
     struct rematd_server *srv = r->srv;
-    struct remat_error err = {0};
-    memset(plan, 0, sizeof *plan);
-    int64_t need = 0;
-    int rc = remat_solve_memory_bound(p, opts, &need, &err);
-    if (rc != REMAT_OK) {
-        rematd_answer_remat_error(r, rc, &err, NULL);
-        return -1;
-    }
     long long limit = (long long)srv->cfg.solve_memory_bytes;
     if (need > limit) {
         rematd_req_problem(r, 422, "solve-memory", NULL,
@@ -108,6 +100,43 @@ int rematd_plan_solve(struct rematd_request *r, const struct remat_profile *p,
             return -1;
         }
     } while (!atomic_compare_exchange_weak(&srv->solve_memory, &cur, cur + need));
+    return 0;
+}
+
+/* Answers a solve that g canceled, t0 its start (rematd_mono). */
+static void answer_canceled(struct rematd_request *r, const struct solve_guard *g, double t0)
+{
+    double ms = (rematd_mono() - t0) * 1000;
+    if (g->why == 1) {
+        rematd_req_problem(r, 422, "solve-deadline", NULL,
+                           "the solve passed its deadline of %u ms (--solve-timeout-ms); "
+                           "fewer stages or mem_slots solve faster",
+                           r->srv->cfg.solve_timeout_ms);
+    } else if (g->why == 2) {
+        rematd_log("info", "solve canceled: the client went away",
+                   json_pack("{s:s, s:f}", "request_id", r->request_id, "solve_ms", ms));
+        rematd_req_problem(r, 503, "canceled", NULL, "the client went away");
+    } else {
+        rematd_req_header(r, "Retry-After", "1");
+        rematd_req_problem(r, 503, "shutting-down", NULL,
+                           "rematd is shutting down; the solve was stopped");
+    }
+}
+
+int rematd_plan_solve(struct rematd_request *r, const struct remat_profile *p,
+                      const struct remat_options *opts, struct remat_plan *plan)
+{
+    struct rematd_server *srv = r->srv;
+    struct remat_error err = {0};
+    memset(plan, 0, sizeof *plan);
+    int64_t need = 0;
+    int rc = remat_solve_memory_bound(p, opts, &need, &err);
+    if (rc != REMAT_OK) {
+        rematd_answer_remat_error(r, rc, &err, NULL);
+        return -1;
+    }
+    if (reserve(r, need) < 0)
+        return -1;
     struct solve_guard g = {r, rematd_mono() + srv->cfg.solve_timeout_ms / 1000.0, 0, 0};
     struct remat_options o = *opts;
     o.cancel = guard_cancel;
@@ -117,26 +146,48 @@ int rematd_plan_solve(struct rematd_request *r, const struct remat_profile *p,
     atomic_fetch_sub(&srv->solve_memory, need);
     if (rc == REMAT_ECANCELED) {
         remat_plan_clear(plan);
-        double ms = (rematd_mono() - t0) * 1000;
-        if (g.why == 1) {
-            rematd_req_problem(r, 422, "solve-deadline", NULL,
-                               "the solve passed its deadline of %u ms (--solve-timeout-ms); "
-                               "fewer stages or mem_slots solve faster",
-                               srv->cfg.solve_timeout_ms);
-        } else if (g.why == 2) {
-            rematd_log("info", "solve canceled: the client went away",
-                       json_pack("{s:s, s:f}", "request_id", r->request_id, "solve_ms", ms));
-            rematd_req_problem(r, 503, "canceled", NULL, "the client went away");
-        } else {
-            rematd_req_header(r, "Retry-After", "1");
-            rematd_req_problem(r, 503, "shutting-down", NULL,
-                               "rematd is shutting down; the solve was stopped");
-        }
+        answer_canceled(r, &g, t0);
         return -1;
     }
     if (rc != REMAT_OK) {
         rematd_answer_remat_error(r, rc, &err, plan);
         remat_plan_clear(plan);
+        return -1;
+    }
+    return 0;
+}
+
+int rematd_frontier_solve(struct rematd_request *r, const struct remat_profile *p, size_t mem_slots,
+                          struct remat_frontier *f)
+{
+    struct rematd_server *srv = r->srv;
+    struct remat_error err = {0};
+    memset(f, 0, sizeof *f);
+    /* The frontier is one min-time table fill (at store-all's peak), so
+     * min-time's bound is its bound; the budget does not change it. */
+    struct remat_options o;
+    remat_options_init(&o);
+    o.algorithm = REMAT_ALG_MIN_TIME;
+    o.budget_bytes = 1;
+    o.mem_slots = mem_slots;
+    int64_t need = 0;
+    int rc = remat_solve_memory_bound(p, &o, &need, &err);
+    if (rc != REMAT_OK) {
+        rematd_answer_remat_error(r, rc, &err, NULL);
+        return -1;
+    }
+    if (reserve(r, need) < 0)
+        return -1;
+    struct solve_guard g = {r, rematd_mono() + srv->cfg.solve_timeout_ms / 1000.0, 0, 0};
+    double t0 = rematd_mono();
+    rc = remat_frontier_compute_cancel(p, mem_slots, guard_cancel, &g, f, &err);
+    atomic_fetch_sub(&srv->solve_memory, need);
+    if (rc == REMAT_ECANCELED) {
+        answer_canceled(r, &g, t0);
+        return -1;
+    }
+    if (rc != REMAT_OK) {
+        rematd_answer_remat_error(r, rc, &err, NULL);
         return -1;
     }
     return 0;

@@ -24,6 +24,12 @@ void rematd_answer_remat_error(struct rematd_request *r, int rc, const struct re
 int rematd_plan_solve(struct rematd_request *r, const struct remat_profile *p,
                       const struct remat_options *opts, struct remat_plan *plan);
 
+/* remat_frontier_compute under the same bounds (min-time's memory bound,
+ * the deadline, the client, shutdown).  Returns 0 with *f filled
+ * (remat_frontier_clear), or -1 after answering the problem. */
+int rematd_frontier_solve(struct rematd_request *r, const struct remat_profile *p, size_t mem_slots,
+                          struct remat_frontier *f);
+
 /* A plan answer's text up to its closing brace: remat_plan_dumps's object,
  * then "profile_id" when the profile came from a profile job.  POST and
  * GET /v1/plans both answer through it, so they agree byte for byte.

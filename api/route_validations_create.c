@@ -14,9 +14,9 @@
 #include "jobs_common.h"
 #include "plan_common.h"
 
-static const char *const fields[] = {
-    "profile_id",   "plan_id", "checkpoints", "algorithm", "segments",
-    "budget_bytes", "model",   "mem_slots",   "repeats",   NULL};
+static const char *const fields[] = {"profile_id", "plan_id",      "checkpoints", "algorithm",
+                                     "segments",   "budget_bytes", "model",       "mem_slots",
+                                     "repeats",    "timeline",     NULL};
 
 /* The single-level plan of an explicit checkpoint list, as plan JSON. */
 static json_t *plan_of_checkpoints(struct rematd_request *r, const struct remat_profile *p,
@@ -145,6 +145,13 @@ static enum rematd_handled create(struct rematd_request *r)
                            "repeats must be an integer in 1..1000");
         return REMATD_HANDLED;
     }
+    /* The worker's per-op timeline, which GET /v1/plans/{id}/timeline.svg
+     * draws over the prediction. */
+    json_t *want_tl = json_object_get(body, "timeline");
+    if (want_tl && !json_is_boolean(want_tl)) {
+        rematd_req_problem(r, 400, "validation", "/timeline", "timeline is true or false");
+        return REMATD_HANDLED;
+    }
     json_t *plan_id = json_object_get(body, "plan_id");
     json_t *cks = json_object_get(body, "checkpoints");
     if (plan_id && cks) {
@@ -213,6 +220,7 @@ static enum rematd_handled create(struct rematd_request *r)
         /* Solve here with the request's algorithm options. */
         json_t *sub = json_deep_copy(body);
         json_object_del(sub, "repeats");
+        json_object_del(sub, "timeline");
         struct remat_profile *p2 = NULL;
         struct remat_options opts;
         json_t *oj = NULL;
@@ -243,11 +251,19 @@ static enum rematd_handled create(struct rematd_request *r)
     json_t *spec = json_pack("{s:o, s:o, s:o, s:O, s:I}", "model_spec", model_spec, "profile",
                              result, "plan", plan, "device", device ? device : json_null(),
                              "repeats", rep ? json_integer_value(rep) : (json_int_t)3);
-    if (!spec) {
+    /* Which profile and plan it measures, for the pictures (the worker
+     * reads neither). */
+    int bad = !spec || json_object_set_new(spec, "profile_id", json_string(id)) < 0 ||
+              (plan_id && json_object_set(spec, "plan_id", plan_id) < 0) ||
+              (json_is_true(want_tl) && json_object_set_new(spec, "timeline", json_true()) < 0);
+    if (bad) {
+        json_decref(spec);
         rematd_req_problem(r, 500, "internal", NULL, "out of memory");
         return REMATD_HANDLED;
     }
-    rematd_queue_job(r, "validation", spec);
+    char key[REMATD_ID_LEN + 16];
+    snprintf(key, sizeof key, "profile:%s", id);
+    rematd_queue_job_keyed(r, "validation", spec, key);
     return REMATD_HANDLED;
 }
 

@@ -65,6 +65,56 @@ enum rematd_store_result rematd_store_find_reusable(struct rematd_store *st, con
     return found == REMATD_STORE_OK ? rematd_store_get_job(st, id, out) : found;
 }
 
+enum rematd_store_result rematd_store_list_done(struct rematd_store *st, const char *kind,
+                                                const char *key, size_t max,
+                                                struct rematd_job **out, size_t *n)
+{
+    *out = NULL;
+    *n = 0;
+    if (max == 0)
+        return REMATD_STORE_OK;
+    char(*ids)[REMATD_ID_LEN + 1] = calloc(max, sizeof *ids);
+    if (ids == NULL)
+        return REMATD_STORE_ERROR;
+    sqlite3_stmt *s = NULL;
+    enum rematd_store_result res = REMATD_STORE_ERROR;
+    size_t got = 0;
+    pthread_mutex_lock(&st->rmu);
+    if (sqlite3_prepare_v2(st->r,
+                           "SELECT id FROM jobs WHERE reuse_key = ? AND status = 'done' AND"
+                           " kind = ? ORDER BY updated_at DESC LIMIT ?",
+                           -1, &s, NULL) == SQLITE_OK) {
+        sqlite3_bind_text(s, 1, key, -1, SQLITE_STATIC);
+        sqlite3_bind_text(s, 2, kind, -1, SQLITE_STATIC);
+        sqlite3_bind_int64(s, 3, (sqlite3_int64)max);
+        int rc;
+        while ((rc = sqlite3_step(s)) == SQLITE_ROW && got < max)
+            copy_col(ids[got++], sizeof ids[0], s, 0);
+        if (rc == SQLITE_DONE || rc == SQLITE_ROW)
+            res = REMATD_STORE_OK;
+    }
+    sqlite3_finalize(s);
+    pthread_mutex_unlock(&st->rmu);
+    /* Done jobs never change again: reading them after the lock is safe. */
+    struct rematd_job *jobs = res == REMATD_STORE_OK && got > 0 ? calloc(got, sizeof *jobs) : NULL;
+    if (got > 0 && jobs == NULL)
+        res = REMATD_STORE_ERROR;
+    size_t k = 0;
+    for (; res == REMATD_STORE_OK && k < got; k++)
+        if (rematd_store_get_job(st, ids[k], &jobs[k]) != REMATD_STORE_OK)
+            res = REMATD_STORE_ERROR;
+    free(ids);
+    if (res != REMATD_STORE_OK) {
+        for (size_t i = 0; jobs != NULL && i < got; i++)
+            rematd_job_clear(&jobs[i]);
+        free(jobs);
+        return REMATD_STORE_ERROR;
+    }
+    *out = jobs;
+    *n = got;
+    return REMATD_STORE_OK;
+}
+
 enum rematd_store_result rematd_store_get_job(struct rematd_store *st, const char *id,
                                               struct rematd_job *out)
 {

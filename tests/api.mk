@@ -10,6 +10,8 @@ API_TESTS = \
 # Issue 13: worker results against their job, HTTP framing, connection
 # slots and deadlines (raw sockets through rawhttp.py).
 API_TESTS += tests/api/results.sh tests/api/framing.sh tests/api/connections.sh
+# Issue 17: the frontier and timeline pictures, rendered.
+API_TESTS += tests/api/pictures.sh
 dist_check_SCRIPTS += $(API_TESTS)
 TESTS += $(API_TESTS)
 EXTRA_DIST += tests/api/lib.sh tests/api/check_schema.py tests/api/fake-worker.sh \

@@ -114,7 +114,7 @@ done
 # names the three plans in human units.
 "$remat" frontier --format svg "$cnn" >"$tmp/f.svg" || die "frontier --format svg"
 for want in '<svg' '</svg>' 'store-all: ' 'sqrt(n): ' 'min-peak: ' 'peak memory (MiB)' \
-    "$(human "$all")" 'predicted step time (ms)'; do
+    "$(human "$all")" 'step time (ms): '; do
     has "$tmp/f.svg" "$want"
 done
 if ! command -v rsvg-convert >/dev/null 2>&1; then

@@ -10,7 +10,10 @@ $SUDO apt-get update -qq
 $SUDO apt-get install -y -qq --no-install-recommends \
     build-essential autoconf automake libtool autoconf-archive pkg-config \
     libmicrohttpd-dev libjansson-dev libcmocka-dev libsqlite3-dev libcurl4-openssl-dev \
-    python3 python3-jsonschema python3-yaml curl wrk clang clang-format cppcheck libclang-rt-14-dev git ca-certificates
+    python3 python3-jsonschema python3-yaml curl wrk clang clang-format cppcheck libclang-rt-14-dev git ca-certificates \
+    librsvg2-bin fonts-dejavu-core
+# librsvg2-bin (rsvg-convert) and a font: the picture tests render every SVG
+# remat draws to a PNG and check it (tests/png-check.py).
 if [ "${REMAT_NO_TORCH:-0}" != 1 ]; then
     $SUDO apt-get install -y -qq libtorch-dev
     # The uploaded-model tests script real modules (tests/worker/models-e2e.py)

@@ -126,5 +126,9 @@ else
     [ -n "${REMAT_KEEP_PNG:-}" ] && cp "$tmp/f.png" "$REMAT_KEEP_PNG"
 fi
 
+# The README's picture is what this remat draws.
+cmp -s "$tmp/f.svg" "$src/docs/frontier.svg" ||
+    die "docs/frontier.svg is stale: remat frontier --format svg docs/examples/tiny-cnn.json > docs/frontier.svg"
+
 [ $fail = 0 ] && echo "cli-human: all passed"
 exit $fail

@@ -53,8 +53,10 @@ static void esc(struct rematx_dynbuf *b, const char *s, size_t max)
     size_t i = 0;
     if (s == NULL)
         return;
-    for (; s[i] != '\0' && (i < max || ((unsigned char)s[i] & 0xc0) == 0x80); i++) {
+    for (; s[i] != '\0'; i++) {
         unsigned char c = (unsigned char)s[i];
+        if (i >= max && (c & 0xc0) != 0x80)
+            break;
         switch (c) {
         case '&':
             rematx_dyn_add(b, "&amp;");

@@ -26,5 +26,5 @@ fi
 # images with (rootful podman, runc, mmdebstrap for the local Debian base);
 # without them tests/run-all says "containers: skipped".
 if [ "${REMAT_CONTAINERS:-0}" = 1 ]; then
-    $SUDO apt-get install -y -qq --no-install-recommends podman runc mmdebstrap uidmap
+    $SUDO apt-get install -y -qq --no-install-recommends podman runc mmdebstrap uidmap podman-compose
 fi

@@ -25,7 +25,8 @@ api_rematd_SOURCES = \
 	api/route_validations_create.c api/route_validations_get.c api/route_worker_lease.c \
 	api/route_worker_heartbeat.c api/route_worker_complete.c api/route_worker_fail.c \
 	api/route_worker_release.c api/route_models_upload.c api/route_models_get.c \
-	api/route_models_delete.c api/route_worker_models.c api/route_fits.c
+	api/route_models_delete.c api/route_worker_models.c api/route_fits.c \
+	api/route_profiles_frontier.c
 nodist_api_rematd_SOURCES = api/openapi.c
 api_rematd_CPPFLAGS = $(AM_CPPFLAGS) -DREMATD_BINDIR='"$(bindir)"'
 api_rematd_CFLAGS = $(AM_CFLAGS) $(MHD_CFLAGS) $(JANSSON_CFLAGS) $(SQLITE_CFLAGS) $(LIBPQ_CFLAGS) \

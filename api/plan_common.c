@@ -161,6 +161,39 @@ int rematd_plan_solve(struct rematd_request *r, const struct remat_profile *p,
     return 0;
 }
 
+int rematd_frontier_solve(struct rematd_request *r, const struct remat_profile *p, size_t mem_slots,
+                          struct remat_frontier *f)
+{
+    struct remat_error err = {0};
+    memset(f, 0, sizeof *f);
+    /* The frontier is one min-time table fill (at store-all's peak), so
+     * min-time's bound is its bound; the budget does not change it. */
+    struct remat_options o;
+    remat_options_init(&o);
+    o.algorithm = REMAT_ALG_MIN_TIME;
+    o.budget_bytes = 1;
+    o.mem_slots = mem_slots;
+    int64_t need = 0;
+    int rc = remat_solve_memory_bound(p, &o, &need, &err);
+    if (rc != REMAT_OK) {
+        rematd_answer_remat_error(r, rc, &err, NULL);
+        return -1;
+    }
+    struct rematd_solve_guard g;
+    if (rematd_solve_begin(r, need, "solve", &g) < 0)
+        return -1;
+    rc = remat_frontier_compute_cancel(p, mem_slots, rematd_solve_cancel, &g, f, &err);
+    if (rematd_solve_end(&g, rc, "solve") < 0) {
+        remat_frontier_clear(f);
+        return -1;
+    }
+    if (rc != REMAT_OK) {
+        rematd_answer_remat_error(r, rc, &err, NULL);
+        return -1;
+    }
+    return 0;
+}
+
 struct remat_profile *rematd_profile_by_id(struct rematd_request *r, const char *id,
                                            const char *pointer)
 {

@@ -42,6 +42,12 @@ int rematd_solve_begin(struct rematd_request *r, int64_t need, const char *what,
 int rematd_solve_cancel(void *g);
 int rematd_solve_end(struct rematd_solve_guard *g, int rc, const char *what);
 
+/* remat_frontier_compute under the same bounds (min-time's memory bound,
+ * the deadline, the client, shutdown).  Returns 0 with *f filled
+ * (remat_frontier_clear), or -1 after answering the problem. */
+int rematd_frontier_solve(struct rematd_request *r, const struct remat_profile *p, size_t mem_slots,
+                          struct remat_frontier *f);
+
 /* A plan answer's text up to its closing brace: remat_plan_dumps's object,
  * then "profile_id" when the profile came from a profile job.  POST and
  * GET /v1/plans both answer through it, so they agree byte for byte.

@@ -16,7 +16,7 @@
 
 static const char *const fields[] = {"profile_id", "plan_id",      "checkpoints", "algorithm",
                                      "segments",   "budget_bytes", "model",       "mem_slots",
-                                     "repeats",    "store_all",    NULL};
+                                     "repeats",    "store_all",    "timeline",  NULL};
 
 /* The single-level plan of an explicit checkpoint list, as plan JSON. */
 static json_t *plan_of_checkpoints(struct rematd_request *r, const struct remat_profile *p,
@@ -161,6 +161,13 @@ static void create_now(struct rematd_request *r)
         rematd_req_problem(r, 400, "validation", "/store_all", "store_all must be true or false");
         return;
     }
+    /* The worker's per-op timeline, which GET /v1/plans/{id}/timeline.svg
+     * draws over the prediction. */
+    json_t *want_tl = json_object_get(body, "timeline");
+    if (want_tl && !json_is_boolean(want_tl)) {
+        rematd_req_problem(r, 400, "validation", "/timeline", "timeline is true or false");
+        return;
+    }
     json_t *plan_id = json_object_get(body, "plan_id");
     json_t *cks = json_object_get(body, "checkpoints");
     if (plan_id && cks) {
@@ -230,6 +237,7 @@ static void create_now(struct rematd_request *r)
         json_t *sub = json_deep_copy(body);
         json_object_del(sub, "repeats");
         json_object_del(sub, "store_all");
+        json_object_del(sub, "timeline");
         struct remat_profile *p2 = NULL;
         struct remat_options opts;
         json_t *oj = NULL;
@@ -258,13 +266,21 @@ static void create_now(struct rematd_request *r)
     json_t *spec = json_pack("{s:o, s:o, s:o, s:O, s:I}", "model_spec", model_spec, "profile",
                              result, "plan", plan, "device", device ? device : json_null(),
                              "repeats", rep ? json_integer_value(rep) : (json_int_t)3);
-    if (!spec) {
+    /* Which profile and plan it measures, for the pictures (the worker
+     * reads neither). */
+    int bad = !spec || json_object_set_new(spec, "profile_id", json_string(id)) < 0 ||
+              (plan_id && json_object_set(spec, "plan_id", plan_id) < 0) ||
+              (json_is_true(want_tl) && json_object_set_new(spec, "timeline", json_true()) < 0);
+    if (bad) {
+        json_decref(spec);
         rematd_req_problem(r, 500, "internal", NULL, "out of memory");
         return;
     }
     if (json_is_false(sa))
         json_object_set_new(spec, "store_all", json_false());
-    rematd_queue_job(r, "validation", spec);
+    char key[REMATD_ID_LEN + 16];
+    snprintf(key, sizeof key, "profile:%s", id);
+    rematd_queue_job_keyed(r, "validation", spec, key);
 }
 
 /* On a planning thread: the request with a solve (rematd_req_defer). */

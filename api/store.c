@@ -111,6 +111,38 @@ enum rematd_store_result rematd_store_find_reusable(struct rematd_store *st, con
     return st->ops->find_reusable(st, kind, reuse_key, out);
 }
 
+enum rematd_store_result rematd_store_list_done(struct rematd_store *st, const char *kind,
+                                                const char *key, size_t max,
+                                                struct rematd_job **out, size_t *n)
+{
+    *out = NULL;
+    *n = 0;
+    if (max == 0)
+        return REMATD_STORE_OK;
+    char(*ids)[REMATD_ID_LEN + 1] = calloc(max, sizeof *ids);
+    if (ids == NULL)
+        return REMATD_STORE_ERROR;
+    size_t got = 0;
+    enum rematd_store_result res = st->ops->done_ids(st, kind, key, max, ids, &got);
+    /* Done jobs never change again: reading them one by one is safe. */
+    struct rematd_job *jobs = res == REMATD_STORE_OK && got > 0 ? calloc(got, sizeof *jobs) : NULL;
+    if (got > 0 && jobs == NULL)
+        res = REMATD_STORE_ERROR;
+    for (size_t k = 0; res == REMATD_STORE_OK && k < got; k++)
+        if (st->ops->get_job(st, ids[k], &jobs[k]) != REMATD_STORE_OK)
+            res = REMATD_STORE_ERROR;
+    free(ids);
+    if (res != REMATD_STORE_OK) {
+        for (size_t i = 0; jobs != NULL && i < got; i++)
+            rematd_job_clear(&jobs[i]);
+        free(jobs);
+        return REMATD_STORE_ERROR;
+    }
+    *out = jobs;
+    *n = got;
+    return REMATD_STORE_OK;
+}
+
 enum rematd_store_result rematd_store_get_job(struct rematd_store *st, const char *id,
                                               struct rematd_job *out)
 {

@@ -183,6 +183,14 @@ enum rematd_store_result rematd_store_create_job(struct rematd_store *st,
  * rematd_job_clear), NOT_FOUND or ERROR. */
 enum rematd_store_result rematd_store_find_reusable(struct rematd_store *st, const char *kind,
                                                     const char *reuse_key, struct rematd_job *out);
+/* The newest done jobs (at most max, newest first) of this kind and key:
+ * OK with *out a new array of *n jobs (each rematd_job_clear, then free;
+ * NULL when none), or ERROR (*out NULL).  A validation's key is
+ * "profile:<profile id>" (it is never reused), so that the pictures find
+ * the validations of a profile through the key's index. */
+enum rematd_store_result rematd_store_list_done(struct rematd_store *st, const char *kind,
+                                                const char *key, size_t max,
+                                                struct rematd_job **out, size_t *n);
 /* OK (out filled: rematd_job_clear), NOT_FOUND or ERROR. */
 enum rematd_store_result rematd_store_get_job(struct rematd_store *st, const char *id,
                                               struct rematd_job *out);

@@ -51,6 +51,34 @@ enum rematd_store_result rematd__sqlite_find_reusable(struct rematd_store *base,
     return found == REMATD_STORE_OK ? rematd__sqlite_get_job(&st->base, id, out) : found;
 }
 
+enum rematd_store_result rematd__sqlite_done_ids(struct rematd_store *base, const char *kind,
+                                                 const char *key, size_t max,
+                                                 char (*ids)[REMATD_ID_LEN + 1], size_t *n)
+{
+    struct rematd_sqlite *st = (struct rematd_sqlite *)base;
+    sqlite3_stmt *s = NULL;
+    enum rematd_store_result res = REMATD_STORE_ERROR;
+    size_t got = 0;
+    pthread_mutex_lock(&st->rmu);
+    if (sqlite3_prepare_v2(st->r,
+                           "SELECT id FROM jobs WHERE reuse_key = ? AND status = 'done' AND"
+                           " kind = ? ORDER BY updated_at DESC LIMIT ?",
+                           -1, &s, NULL) == SQLITE_OK) {
+        sqlite3_bind_text(s, 1, key, -1, SQLITE_STATIC);
+        sqlite3_bind_text(s, 2, kind, -1, SQLITE_STATIC);
+        sqlite3_bind_int64(s, 3, (sqlite3_int64)max);
+        int rc;
+        while ((rc = sqlite3_step(s)) == SQLITE_ROW && got < max)
+            copy_col(ids[got++], sizeof ids[0], s, 0);
+        if (rc == SQLITE_DONE || rc == SQLITE_ROW)
+            res = REMATD_STORE_OK;
+    }
+    sqlite3_finalize(s);
+    pthread_mutex_unlock(&st->rmu);
+    *n = got;
+    return res;
+}
+
 enum rematd_store_result rematd__sqlite_get_job(struct rematd_store *base, const char *id,
                                                 struct rematd_job *out)
 {

@@ -102,6 +102,33 @@ enum rematd_store_result rematd__pg_find_reusable(struct rematd_store *base, con
     return found == REMATD_STORE_OK ? rematd__pg_get_job(base, id, out) : found;
 }
 
+enum rematd_store_result rematd__pg_done_ids(struct rematd_store *base, const char *kind,
+                                             const char *key, size_t max,
+                                             char (*ids)[REMATD_ID_LEN + 1], size_t *n)
+{
+    struct rematd_pg *st = (struct rematd_pg *)base;
+    *n = 0;
+    char lim[24];
+    snprintf(lim, sizeof lim, "%zu", max);
+    PGconn *c = rematd__pg_get(st);
+    const char *v[] = {key, kind, lim};
+    PGresult *res = rematd__pg_exec(c, NULL,
+                                    "SELECT id FROM jobs WHERE reuse_key = $1 AND status = 'done'"
+                                    " AND kind = $2 ORDER BY updated_at DESC LIMIT $3::bigint",
+                                    3, v, NULL);
+    enum rematd_store_result found = REMATD_STORE_ERROR;
+    if (res) {
+        size_t got = (size_t)PQntuples(res);
+        for (size_t k = 0; k < got && k < max; k++)
+            snprintf(ids[k], REMATD_ID_LEN + 1, "%s", PQgetvalue(res, (int)k, 0));
+        *n = got < max ? got : max;
+        found = REMATD_STORE_OK;
+    }
+    PQclear(res);
+    rematd__pg_put(st, c);
+    return found;
+}
+
 enum rematd_store_result rematd__pg_job_kind(struct rematd_store *base, const char *id,
                                              char kind[16])
 {

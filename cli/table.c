@@ -71,7 +71,7 @@ static void print_title(const struct cli_style *st, const struct remat_profile *
     if (p->model != NULL) {
         char name[NAME_MAX_SHOWN + 1];
         size_t k = 0;
-        for (; p->model[k] != '\0' && k < NAME_MAX_SHOWN; k++)
+        for (; k < NAME_MAX_SHOWN && p->model[k] != '\0'; k++)
             name[k] = (unsigned char)p->model[k] < 0x20 || p->model[k] == 0x7f ? '?' : p->model[k];
         name[k] = '\0';
         printf(" of %s", name);

@@ -11,7 +11,9 @@ $SUDO apt-get install -y -qq --no-install-recommends \
     build-essential autoconf automake libtool autoconf-archive pkg-config \
     libmicrohttpd-dev libjansson-dev libcmocka-dev libsqlite3-dev libcurl4-openssl-dev \
     python3 python3-jsonschema python3-yaml curl wrk clang clang-format cppcheck libclang-rt-14-dev git ca-certificates \
-    librsvg2-bin
+    librsvg2-bin fonts-dejavu-core
+# librsvg2-bin (rsvg-convert) and a font: the picture tests render every SVG
+# remat draws to a PNG and check it (tests/png-check.py).
 # The PostgreSQL store: libpq to build it, and a server (PostgreSQL 15) and
 # psql for its tests (tests/api/postgresql.sh; skipped without them).
 # REMAT_NO_POSTGRESQL=1 leaves them out: rematd then has the SQLite store only.

@@ -51,6 +51,14 @@ static int add_cand(const struct remat_profile *p, struct remat_schedule *s, str
 int remat_frontier_compute(const struct remat_profile *profile, size_t mem_slots,
                            struct remat_frontier *out, struct remat_error *err)
 {
+    return remat_frontier_compute_cancel(profile, mem_slots, NULL, NULL, out, err);
+}
+
+int remat_frontier_compute_cancel(const struct remat_profile *profile, size_t mem_slots,
+                                  int (*cancel)(void *cancel_arg), void *cancel_arg,
+                                  struct remat_frontier *out, struct remat_error *err)
+{
+    const struct remat__cancel guard = {cancel, cancel_arg};
     out->n_points = 0;
     out->points = NULL;
     if (profile == NULL)
@@ -75,7 +83,8 @@ int remat_frontier_compute(const struct remat_profile *profile, size_t mem_slots
         rc = add_cand(profile, &s, &cands, &n, &cap, err);
     /* cands[1] is store-all: the table is filled at its peak. */
     if (rc == REMAT_OK && cands[1].plan.peak_bytes > least_peak)
-        rc = remat__mt_fill(profile, cands[1].plan.peak_bytes, mem_slots, 1, &t, err);
+        rc =
+            remat__mt_fill_cancel(profile, cands[1].plan.peak_bytes, mem_slots, 1, &guard, &t, err);
     if (rc == REMAT_OK && t != NULL) {
         double prev = HUGE_VAL;
         size_t top = remat__mt_top(t);

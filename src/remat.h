@@ -377,6 +377,12 @@ struct remat_frontier {
  * table fill.  mem_slots 0 = the default.  Returns REMAT_OK or negative. */
 int remat_frontier_compute(const struct remat_profile *profile, size_t mem_slots,
                            struct remat_frontier *out, struct remat_error *err);
+/* The same, calling cancel(cancel_arg) (may be NULL) between units of
+ * the table fill, as remat_options.cancel: nonzero stops it with
+ * REMAT_ECANCELED (out empty). */
+int remat_frontier_compute_cancel(const struct remat_profile *profile, size_t mem_slots,
+                                  int (*cancel)(void *cancel_arg), void *cancel_arg,
+                                  struct remat_frontier *out, struct remat_error *err);
 void remat_frontier_clear(struct remat_frontier *f);
 json_t *remat_frontier_to_json(const struct remat_profile *profile, const struct remat_frontier *f);
 

@@ -16,6 +16,8 @@ API_TESTS += tests/api/contract.sh
 # Bounds on what adds up: request bodies held together; every route's
 # solves under the deadline, the memory estimate and cancellation.
 API_TESTS += tests/api/body-memory.sh tests/api/solve-routes.sh
+# Issue 17: the frontier and timeline pictures, rendered.
+API_TESTS += tests/api/pictures.sh
 dist_check_SCRIPTS += $(API_TESTS)
 
 # The load-and-fault test: not in make check (it runs SOAK_SECONDS, ten

@@ -166,5 +166,5 @@ TESTS += tests/fits-cli.sh
 # The CLI at a terminal (a pseudo-terminal) and its pictures (issue 17).
 dist_check_SCRIPTS += tests/cli-human.sh
 TESTS += tests/cli-human.sh
-EXTRA_DIST += tests/pty-run.py tests/png-check.py
+EXTRA_DIST += tests/pty-run.py tests/png-check.py docs/frontier.svg
 EXTRA_DIST += tests/data/fits/b4.json tests/data/fits/b8.json tests/data/fits/b16.json

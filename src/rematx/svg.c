@@ -53,8 +53,10 @@ static void esc(struct rematx_dynbuf *b, const char *s, size_t max)
     size_t i = 0;
     if (s == NULL)
         return;
-    for (; s[i] != '\0' && (i < max || ((unsigned char)s[i] & 0xc0) == 0x80); i++) {
+    for (; s[i] != '\0'; i++) {
         unsigned char c = (unsigned char)s[i];
+        if (i >= max && (c & 0xc0) != 0x80)
+            break;
         switch (c) {
         case '&':
             rematx_dyn_add(b, "&amp;");
@@ -483,8 +485,8 @@ char *rematx_svg_frontier(const char *title, const struct remat_profile *profile
     put(&b,
         "<line x1=\"%d\" y1=\"%d\" x2=\"%d\" y2=\"%.0f\" stroke=\"black\"/>\n"
         "<line x1=\"%d\" y1=\"%.0f\" x2=\"%d\" y2=\"%.0f\" stroke=\"black\"/>\n"
-        "<text x=\"%.1f\" y=\"%d\" text-anchor=\"middle\">predicted step time (%s): forward, "
-        "recomputation and backward</text>\n"
+        "<text x=\"%.1f\" y=\"%d\" text-anchor=\"middle\">step time (%s): forward, "
+        "recomputation and backward; predicted, or measured (validation runs)</text>\n"
         "<text transform=\"translate(22 %.1f) rotate(-90)\" text-anchor=\"middle\">peak memory "
         "(%s)</text>\n",
         FML, FMT, FML, base, FML, base, FW - FMR, base, FML + pw / 2, FH - 14, ms_name,
@@ -544,7 +546,10 @@ char *rematx_svg_frontier(const char *title, const struct remat_profile *profile
             "<path d=\"M%.1f %.1fl10 10m0 -10l-10 10\" stroke=\"#9467bd\" stroke-width=\"2.5\"/>\n",
             X(m[i].predicted_ms), Y(m[i].predicted_peak_bytes), x, y, x - 5, y - 5);
         if (n_measured <= 8 && m[i].label != NULL) {
-            put(&b, "<text x=\"%.1f\" y=\"%.1f\" fill=\"#9467bd\" font-size=\"10\">", x + 8, y - 8);
+            put(&b,
+                "<text x=\"%.1f\" y=\"%.1f\" fill=\"#9467bd\" stroke=\"white\" "
+                "stroke-width=\"3\" paint-order=\"stroke\" font-size=\"10\">",
+                x + 8, y - 8);
             esc(&b, m[i].label, 24);
             put(&b, "</text>\n");
         }

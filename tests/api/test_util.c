@@ -182,6 +182,52 @@ static void test_svg(void **state)
     free(svg);
 }
 
+static void test_human_bytes(void **state)
+{
+    (void)state;
+    char b[REMATX_HUMAN_MAX];
+    assert_string_equal(rematx_human_bytes(0, b), "0 B");
+    assert_string_equal(rematx_human_bytes(1023, b), "1023 B");
+    assert_string_equal(rematx_human_bytes(1024, b), "1.00 KiB");
+    assert_string_equal(rematx_human_bytes(98304, b), "96.0 KiB");
+    assert_string_equal(rematx_human_bytes(3754064, b), "3.58 MiB");
+    assert_string_equal(rematx_human_bytes(184549376, b), "176 MiB");
+    assert_string_equal(rematx_human_bytes(1048575, b), "1.00 MiB");
+    assert_string_equal(rematx_human_bytes((int64_t)5 << 30, b), "5.00 GiB");
+    assert_string_equal(rematx_human_bytes((int64_t)1 << 60, b), "1.00 EiB");
+    assert_string_equal(rematx_human_bytes(-2048, b), "-2.00 KiB");
+}
+
+/* Text from outside (a title, a label, a stage name) is character data,
+ * never markup, and a long name is cut between UTF-8 sequences. */
+static void test_svg_escapes(void **state)
+{
+    (void)state;
+    const int64_t a[] = {0, 10, 4};
+    struct remat_op ops[3] = {{1, REMAT_OP_F_ALL}, {1, REMAT_OP_LOSS}, {1, REMAT_OP_B}};
+    struct remat_stage st = {0};
+    st.name = "<b>&\"\x1b\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9";
+    struct remat_profile p = {0};
+    p.n_stages = 1;
+    p.stages = &st;
+    struct rematx_svg_series s = {"<script>", "#d62728", a, 3, 10, ops, 0};
+    size_t len = 0;
+    char *svg = rematx_svg_timeline("a</text><script>", &p, &s, 1, &len);
+    assert_non_null(svg);
+    assert_null(strstr(svg, "<script>"));
+    assert_null(strstr(svg, "<b>"));
+    assert_null(strchr(svg, 0x1b));
+    assert_non_null(strstr(svg, "a&lt;/text&gt;&lt;script&gt;"));
+    assert_non_null(strstr(svg, "&lt;script&gt;: peak 10 B"));
+    /* 14 bytes of the name: "<b>&\"?" is 6, then four of the
+     * two-byte letters, never half of one. */
+    assert_non_null(
+        strstr(svg, "&lt;b&gt;&amp;&quot;?\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xe2\x80\xa6 F<"));
+    assert_non_null(strstr(svg, ">loss <"));
+    assert_non_null(strstr(svg, ">recompute<"));
+    free(svg);
+}
+
 /* rematd_log writes its line directly; it must be the line jansson would
  * print for {ts, level, msg, ...fields} (fields of the same name taking
  * the place of the first three), escapes, reals and nested values included. */
@@ -319,6 +365,8 @@ int main(void)
         cmocka_unit_test(test_json_depth),
         cmocka_unit_test(test_rfc3339),
         cmocka_unit_test(test_svg),
+        cmocka_unit_test(test_human_bytes),
+        cmocka_unit_test(test_svg_escapes),
         cmocka_unit_test(test_log_line),
         cmocka_unit_test(test_request_line),
     };

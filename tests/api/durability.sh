@@ -10,7 +10,9 @@
 # and rounds of requests arriving just after SIGTERM on connections opened
 # before it: each is answered, exit 0, nothing acknowledged lost.
 . "$(dirname "$0")/lib.sh"
-start_rematd
+# A lease longer than the storm and the restart can take on a loaded
+# machine (30 s did not always last): the leased job must still be running.
+start_rematd --lease-seconds 600
 P=$(profile 12)
 printf '{"algorithm":"sqrt","profile":%s}' "$P" >"$T/plan.json"
 

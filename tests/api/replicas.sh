@@ -18,7 +18,9 @@ fi
 export REMAT_WORKER_TOKEN=wtok
 AUTH="Authorization: Bearer wtok"
 LEASE_S=3
-start_rematd --lease-seconds $LEASE_S --max-attempts 5
+# A long lease first, so that no lease runs out while the workers below
+# take all the jobs on a loaded machine; the short one for the expiries.
+start_rematd --lease-seconds 600 --max-attempts 5
 P=$(profile 12)
 sql() { psql -q -X -t -A -d "$STORE_URI" -c "$1"; }
 
@@ -117,6 +119,8 @@ curl -s -o /dev/null -w '%{http_code}' "$BASE2/v1/models/$MID" | grep -q 200 && 
     fail "model record not on the other replica"
 
 # ---- a replica killed with kill -9 mid-lease ----
+stop_rematd
+start_rematd --lease-seconds $LEASE_S --max-attempts 5
 sql "DELETE FROM jobs" >/dev/null
 curl -s -o "$T/jk" -H 'Content-Type: application/json' \
     --data-binary '{"model":"vgg11","device":"cpu"}' "$BASE1/v1/profiles"

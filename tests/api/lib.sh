@@ -37,7 +37,7 @@ start_rematd() {
     i=0
     while [ ! -s "$T/port" ]; do
         i=$((i + 1))
-        if [ $i -gt 200 ] || ! kill -0 "$PID" 2>/dev/null; then
+        if [ $i -gt 1200 ] || ! kill -0 "$PID" 2>/dev/null; then # 60 s: a loaded machine
             echo "rematd did not start:"
             cat "$T/rematd.log"
             exit 1

@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "rematd.h"
+#include "store.h"
 #include "rematx/real.h"
 
 #ifndef REMATD_BINDIR
@@ -39,7 +40,11 @@ static const struct opt opts[] = {
     {"listen", "REMAT_LISTEN", O_STR, OFF(listen), SZ(listen), 0, 0,
      "address and port to bind (host:port, [v6]:port; port 0 picks a free one)"},
     {"data-dir", "REMAT_DATA_DIR", O_STR, OFF(data_dir), SZ(data_dir), 0, 0,
-     "directory of the SQLite store (created when missing)"},
+     "directory of the SQLite store (created when missing); with PostgreSQL, of this "
+     "replica's copies of uploaded models"},
+    {"store", "REMAT_STORE", O_STR, OFF(store), SZ(store), 0, 0,
+     "sqlite:DIR (the default, DIR = --data-dir) or postgresql://user@host/db, shared by "
+     "replicas (docs/deploy.md); the password from PGPASSWORD or ~/.pgpass"},
     {"max-body-bytes", "REMAT_MAX_BODY_BYTES", O_SIZE, OFF(max_body_bytes), 0, 1024, (1ULL << 31),
      "largest request body accepted"},
     {"max-bodies-bytes", "REMAT_MAX_BODIES_BYTES", O_SIZE, OFF(max_bodies_bytes), 0, 1024,
@@ -325,6 +330,58 @@ static void usage(const struct rematd_config *d)
            "REMAT_WORKER_TOKEN (Bearer token of the /v1/worker routes).\n");
 }
 
+/* --store: sqlite:DIR is --data-dir DIR (the models' files go beside the
+ * database, as they always did); empty is sqlite: on --data-dir. */
+static int check_store(struct rematd_config *c)
+{
+    if (!c->store[0]) {
+        snprintf(c->store, sizeof c->store, "sqlite:%s", c->data_dir);
+        return 0;
+    }
+    if (strncmp(c->store, "sqlite:", 7) == 0) {
+        if (!c->store[7] || strlen(c->store + 7) >= sizeof c->data_dir) {
+            fprintf(stderr, "rematd: --store sqlite:DIR: want a directory\n");
+            return -1;
+        }
+        snprintf(c->data_dir, sizeof c->data_dir, "%s", c->store + 7);
+        return 0;
+    }
+    if (rematd_store_is_shared(c->store))
+        return 0;
+    fprintf(stderr, "rematd: --store: want sqlite:DIR or postgresql://..., got '%.40s'\n",
+            c->store);
+    return -1;
+}
+
+/* s with a password in it (postgresql://user:PASSWORD@host, password=...)
+ * replaced by (set): what --print-config and the log may show. */
+static void redact_store(const char *s, char *out, size_t cap)
+{
+    snprintf(out, cap, "%s", s);
+    char *scheme = strstr(out, "://");
+    if (scheme) {
+        char *at = strchr(scheme + 3, '@');
+        char *colon = at ? memchr(scheme + 3, ':', (size_t)(at - scheme - 3)) : NULL;
+        if (colon) {
+            char rest[1300];
+            snprintf(rest, sizeof rest, "%s", at);
+            snprintf(colon + 1, cap - (size_t)(colon + 1 - out), "(set)%s", rest);
+        }
+    }
+    char *pw = strstr(out, "password=");
+    if (pw) {
+        char *end = strchr(pw, ' ');
+        char rest[1300];
+        snprintf(rest, sizeof rest, "%s", end ? end : "");
+        snprintf(pw + 9, cap - (size_t)(pw + 9 - out), "(set)%s", rest);
+    }
+}
+
+void rematd_config_store_redacted(const struct rematd_config *c, char *out, size_t cap)
+{
+    redact_store(c->store, out, cap);
+}
+
 int rematd_config_load(struct rematd_config *c, int argc, char **argv)
 {
     defaults(c);
@@ -372,7 +429,7 @@ int rematd_config_load(struct rematd_config *c, int argc, char **argv)
         fprintf(stderr, "rematd: --sync: want full or normal, got '%s'\n", c->sync);
         return -1;
     }
-    if (check_listen(c->listen) < 0 || check_combined(c) < 0)
+    if (check_listen(c->listen) < 0 || check_combined(c) < 0 || check_store(c) < 0)
         return -1;
     if (optind < argc) {
         fprintf(stderr, "rematd: unexpected argument '%s'\n", argv[optind]);
@@ -411,6 +468,9 @@ json_t *rematd_config_to_json(const struct rematd_config *c)
         json_object_set_new(j, opts[i].flag, v);
     }
     /* Secrets are reported as set or not, never printed. */
+    char store[1300];
+    redact_store(c->store, store, sizeof store);
+    json_object_set_new(j, "store", json_string(store));
     json_object_set_new(j, "token", json_string(c->token[0] ? "(set)" : ""));
     json_object_set_new(j, "worker-token", json_string(c->worker_token[0] ? "(set)" : ""));
     return j;

@@ -29,6 +29,7 @@
 
 #include "rematd.h"
 #include "store.h"
+#include "rematx/pointer.h"
 #include "rematx/real.h"
 
 extern const struct rematd_route rematd_route_healthz, rematd_route_readyz, rematd_route_openapi,
@@ -710,9 +711,8 @@ int rematd_req_reject_unknown(struct rematd_request *r, json_t *obj, const char 
                 ok = 1;
         if (!ok) {
             char ptr[160];
-            /* JSON pointer escaping (RFC 6901) is skipped for brevity of the
-             * detail; odd keys are cut to printable length. */
-            snprintf(ptr, sizeof ptr, "%s/%.100s", prefix, k);
+            snprintf(ptr, sizeof ptr, "%s", prefix);
+            rematx_pointer_append(ptr, sizeof ptr, k);
             rematd_req_problem(r, 400, "validation", ptr, "unknown field '%.100s'", k);
             return -1;
         }

@@ -28,6 +28,7 @@
 struct rematd_config {
     char listen[128];            /* host:port */
     char data_dir[1024];         /* where rematd.db lives */
+    char store[1200];            /* --store: sqlite:DIR or a PostgreSQL URI */
     size_t max_body_bytes;       /* request body limit */
     size_t max_bodies_bytes;     /* all buffered request bodies together */
     size_t max_model_bytes;      /* one uploaded model archive */
@@ -68,6 +69,8 @@ struct rematd_config {
  * or -1 after printing an error (exit 2). */
 int rematd_config_load(struct rematd_config *cfg, int argc, char **argv);
 json_t *rematd_config_to_json(const struct rematd_config *cfg);
+/* cfg->store with any password in it replaced by "(set)", into out. */
+void rematd_config_store_redacted(const struct rematd_config *cfg, char *out, size_t cap);
 
 /* ------------------------------------------------------------------------
  * Logging (util.c): one JSON object per line on stderr, one write(2) each.
@@ -303,22 +306,6 @@ void rematd_req_replay(struct rematd_request *r, struct rematd_idem *rec);
 void rematd_metrics_observe(int route_index, int status, double seconds);
 /* The Prometheus text (new, *len bytes), or NULL when out of memory. */
 char *rematd_metrics_render(struct rematd_server *srv, size_t *len);
-
-/* ------------------------------------------------------------------------
- * The timeline chart (svg.c)
- */
-
-struct rematd_series {
-    const char *label;
-    const char *color;
-    const int64_t *bytes;
-    size_t n;
-    int64_t peak_bytes;
-};
-/* A new SVG document with one line per series (*len bytes), or NULL when
- * out of memory. */
-char *rematd_svg_timeline(const char *title, const struct rematd_series *s, size_t n_series,
-                          size_t *len);
 
 /* ------------------------------------------------------------------------
  * Worker supervision (supervise.c), driven from the main thread.

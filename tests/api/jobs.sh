@@ -5,7 +5,8 @@
 # expiry fails the job with "lease expired 3 times"; a retryable failure
 # requeues, a final one fails with its reason; release does not count; a
 # stale lease is refused (409) after expiry; Idempotency-Key replays, also
-# to concurrent requests with one key.
+# to concurrent requests with one key (on two replicas, with
+# REMAT_TEST_REPLICAS=2: tests/api/postgresql.sh).
 #
 # Every wait is derived from the lease (JOBS_LEASE_SECONDS, 4 by default)
 # and polls for the state it waits for: on a loaded machine a fixed sleep
@@ -147,7 +148,7 @@ post /v1/plans "{\"algorithm\":\"sqrt\",\"profile\":$(profile 4)}" -H 'Idempoten
 pids=
 for i in 1 2 3 4 5 6; do
     curl -s -o "$T/c$i" -H 'Content-Type: application/json' -H 'Idempotency-Key: burst' \
-        --data-binary '{"model":"resnet101","device":"cpu"}' "$BASE/v1/profiles" &
+        --data-binary '{"model":"resnet101","device":"cpu"}' "$(base_of $i)/v1/profiles" &
     pids="$pids $!"
 done
 for p in $pids; do wait "$p"; done
@@ -159,7 +160,7 @@ pids=
 for i in 1 2 3 4 5 6 7 8; do
     curl -s -o "$T/p$i" -w '%{http_code}\n' -H 'Content-Type: application/json' \
         -H 'Idempotency-Key: plan-burst' --data-binary "{\"profile\":$(profile 6)}" \
-        "$BASE/v1/plans" >"$T/p$i.code" &
+        "$(base_of $i)/v1/plans" >"$T/p$i.code" &
     pids="$pids $!"
 done
 for p in $pids; do wait "$p"; done

@@ -67,7 +67,7 @@ start_one() {
     i=0
     while [ ! -s "$start_pf" ]; do
         i=$((i + 1))
-        if [ $i -gt 400 ] || ! kill -0 "$STARTED" 2>/dev/null; then
+        if [ $i -gt 1200 ] || ! kill -0 "$STARTED" 2>/dev/null; then # 60 s: a loaded machine
             echo "rematd did not start:"
             cat "$T/rematd.log"
             exit 1

@@ -214,11 +214,10 @@ codes=$(cat "$T/same1" "$T/same2" | sort | tr '\n' ' ')
 curl -s -o /dev/null --limit-rate 100k $RAW -H 'Transfer-Encoding: chunked' \
     --data-binary "@$T/b.pt" "$BASE/v1/models" &
 CURL=$!
-i=0
-while [ -z "$(ls "$T/data/models/tmp")" ] && [ $i -lt 100 ]; do
-    sleep 0.05
-    i=$((i + 1))
-done
+# Polled (a loaded machine starts curl slowly), then half a second more of
+# upload before the kill.
+uploading() { [ -n "$(ls "$T/data/models/tmp")" ]; }
+until_true 30 uploading
 sleep 0.5
 [ -n "$(ls "$T/data/models/tmp")" ] && ok || fail "no temporary file while uploading"
 stop_rematd_kill

@@ -224,6 +224,12 @@ def job_client():
                 jid = json.loads(data)["id"]
                 mine[kind + ":" + jid] = "queued"
                 acked_job(jid, "profile" if kind == "p" else "validation")
+            elif st == 200 and kind == "p":
+                # A done profile of the same model reused (no new job).
+                jid = json.loads(data)["id"]
+                if "p:" + jid not in mine:
+                    mine["p:" + jid] = "done"
+                    done_profiles.append(jid)
             elif not (st == 503 and allowed_503(data)):
                 error("POST %s: %d %r" % (path, st, data[:200]))
             next_post = time.time() + 2.0

@@ -54,17 +54,26 @@ EXTRA_DIST += tests/fuzz/corpus
 
 .PHONY: fuzz
 FUZZ_SECONDS = 60
+# FUZZ_RUNS=N runs each target for N executions instead (the long runs of
+# README.md: FUZZ_RUNS=10000000); FUZZ_ONLY="fuzz_solve fuzz_result" runs
+# only those.
+FUZZ_RUNS =
+FUZZ_ONLY =
 # One target at a time (they would share the CPUs), each for FUZZ_SECONDS,
 # then its final statistics (executions, corpus size).
 fuzz: $(FUZZ_TARGETS)
 if FUZZ
-	@for t in $(FUZZ_TARGETS); do \
+	@lim=-max_total_time=$(FUZZ_SECONDS); \
+	if [ -n "$(FUZZ_RUNS)" ]; then lim=-runs=$(FUZZ_RUNS); fi; \
+	for t in $(FUZZ_TARGETS); do \
 	  n=$${t##*/}; mkdir -p fuzz-corpus/$$n; \
-	  echo "### $$n: $(FUZZ_SECONDS) s"; \
-	  $$t -max_total_time=$(FUZZ_SECONDS) -print_final_stats=1 -timeout=10 -rss_limit_mb=2048 \
+	  if [ -n "$(FUZZ_ONLY)" ]; then case " $(FUZZ_ONLY) " in *" $$n "*) ;; *) continue ;; esac; fi; \
+	  echo "### $$n: $$lim"; \
+	  $$t $$lim -print_final_stats=1 -timeout=10 -rss_limit_mb=2048 \
 	    -artifact_prefix=fuzz-corpus/$$n- fuzz-corpus/$$n $(top_srcdir)/tests/fuzz/corpus/$$n \
 	    2>fuzz-corpus/$$n.log || { tail -50 fuzz-corpus/$$n.log; exit 1; }; \
-	  grep -E '^stat::(number_of_executed_units|peak_rss_mb|new_units_added)' fuzz-corpus/$$n.log; \
+	  grep -E '^stat::(number_of_executed_units|average_exec_per_sec|peak_rss_mb|new_units_added)' \
+	    fuzz-corpus/$$n.log; \
 	done
 else
 	@echo "make fuzz needs a build configured with --enable-fuzz (clang with libFuzzer)"; exit 1

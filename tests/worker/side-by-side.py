@@ -22,7 +22,8 @@ for gpt the model_options d_model, heads, layers, seq_len, vocab.  Example:
 resnet50:batch=2,input=3x64x64  gpt:label=gpt-s,batch=2,d_model=128,heads=4,layers=8,seq_len=64,vocab=1000
 
 --reuse keeps the profiles, plans and results already in --out (rerun after
-a change to the table or figure only).  --time-tolerance P exits 1 when a
+a change to the table or figure only); --no-run runs nothing and shows what
+--out holds.  --time-tolerance P exits 1 when a
 plan's step time is more than P percent off its prediction, and
 --check-order when the frontier's measured step times are not ordered as
 predicted (pairs predicted more than --order-gap apart); both are for a
@@ -98,8 +99,10 @@ class Bench:
         self.failures = []
 
     def step(self, what, cmd, out):
-        if self.a.reuse and os.path.exists(out):
+        if (self.a.reuse or self.a.no_run) and os.path.exists(out) and os.path.getsize(out) > 0:
             return True, ""
+        if self.a.no_run:
+            return False, "not run (--no-run)"
         t0 = time.time()
         ok, err = run(cmd, out)
         if self.a.verbose:
@@ -187,7 +190,8 @@ class Bench:
             if not ok:
                 self.failures.append("%s: %s: validate: %s" % (tag, name, err))
             results.append({"solver": name, "plan": load(plan),
-                            "result": load(res) if ok else None})
+                            "result": load(res) if ok else None,
+                            "why": "not measured" if a.no_run else "failed"})
             if ok:
                 done[key] = results[-1]["result"]
                 done[key + "name"] = name
@@ -240,7 +244,7 @@ def table(tables, a):
             name = "%s b%d" % (t["m"]["label"], t["m"]["batch"])
             if res is None:
                 lines.append("| %s | %s | - | - | - | - | - | - | - | - | - | - | - |" % (
-                    name, r["solver"] + (" (no plan)" if plan is None else " (failed)")))
+                    name, r["solver"] + (" (no plan)" if plan is None else " (%s)" % r["why"])))
                 continue
             nck = "%d / %d" % (len(plan.get("checkpoints") or []), res.get("n_ops", 0))
             te = res.get("step_time_error")
@@ -361,6 +365,8 @@ def main():
     ap.add_argument("--svg-dir")
     ap.add_argument("--markdown", help="write the table here too")
     ap.add_argument("--reuse", action="store_true")
+    ap.add_argument("--no-run", action="store_true",
+                    help="run nothing: the table and figures of what --out holds")
     ap.add_argument("--peak-tolerance", type=float)
     ap.add_argument("--time-tolerance", type=float)
     ap.add_argument("--check-order", action="store_true")

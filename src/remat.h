@@ -68,9 +68,10 @@ struct remat_stage {
     int64_t fwd_tmp_bytes;      /* forward transient above what is live before and after: the
                                  * forward without grad (F_none, F_ck), and the one with grad
                                  * unless fwd_grad_tmp_bytes says otherwise */
-    int64_t fwd_grad_tmp_bytes; /* the forward with grad's (F_all) transient; the readers and
-                                 * remat_profile_new default it to fwd_tmp_bytes: a program
-                                 * that sets fwd_tmp_bytes sets this too */
+    int64_t fwd_grad_tmp_bytes; /* the forward with grad's (F_all) transient; the readers
+                                 * default it to fwd_tmp_bytes, remat_profile_new to 0 like
+                                 * fwd_tmp_bytes: a program that sets fwd_tmp_bytes sets this
+                                 * too (equal to it for one transient serving both) */
     int64_t bwd_tmp_bytes;      /* backward transient above inputs, saved tensors and gradients */
     int64_t bwd_freed_bytes;    /* of the saved tensors and δ_i, what the backward has freed by
                                  * its peak: that peak is bwd_tmp_bytes - bwd_freed_bytes above

@@ -69,17 +69,20 @@ void randchain_refine(struct randchain_rng *r, struct remat_stage *s)
 {
     int64_t x = s->out_bytes, extra = s->saved_bytes - x, f = s->fwd_tmp_bytes;
     s->fwd_grad_tmp_bytes = f;
-    switch (randchain_below(r, 4)) {
-    case 0: /* a block that saves its internals: its no-grad forward holds
-             * them as a transient, at most x̄_i - x_i more (the sweep's case) */
+    uint64_t k = randchain_below(r, 8);
+    if (k >= 3 && k < 6) {
+        /* A block that saves its internals: its no-grad forward holds them
+         * as a transient, at most x̄_i - x_i more (min-peak's sweep needs no
+         * more: docs/min-peak.md, Lemma 2). */
         s->fwd_grad_tmp_bytes =
             f - (int64_t)randchain_below(r, (uint64_t)(f < extra ? f : extra) + 1);
-        break;
-    case 1: /* anything, the forward with grad's even larger */
+    } else if (k == 6) {
+        /* The forward with grad holds more. */
+        s->fwd_grad_tmp_bytes = f + (int64_t)randchain_below(r, (uint64_t)x + 1);
+    } else if (k == 7) {
+        /* Anything: now and then more below f than Lemma 2 allows, so the
+         * sweep's fallback is taken too. */
         s->fwd_grad_tmp_bytes = (int64_t)randchain_below(r, (uint64_t)x + (uint64_t)f + 1);
-        break;
-    default:
-        break;
     }
     /* Half of the backwards free some of x̄_i and δ_i before their peak,
      * often more than their transient: a negative net transient. */

@@ -17,28 +17,14 @@ import json
 import os
 import subprocess
 import sys
-import tempfile
 
-BUILD = os.environ.get("top_builddir", ".")
-WORKER = os.path.join(BUILD, "worker", "remat-worker")
-REMAT = os.path.join(BUILD, "cli", "remat")
-for prog in (WORKER, REMAT):
-    if not os.access(prog, os.X_OK):
-        print("SKIP: %s is not built" % prog)
-        sys.exit(77)
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import lib  # noqa: E402
+from lib import REMAT, WORKER  # noqa: E402
 
-tmp = tempfile.mkdtemp(prefix="remat-plan-check-")
-env = dict(os.environ)
-# libtorch keeps memory until exit by design: leak reports would be noise.
-env["ASAN_OPTIONS"] = env.get("ASAN_OPTIONS", "") + ":detect_leaks=0"
-failures = []
-
-
-def check(cond, what):
-    print(("ok   " if cond else "FAIL ") + what, flush=True)
-    if not cond:
-        failures.append(what)
-    return cond
+lib.need(WORKER, REMAT)
+here = lib.Run("remat-plan-check-")
+tmp, env, check, failures = here.tmp, here.env, here.check, here.failures
 
 
 def write(name, value):
@@ -133,5 +119,4 @@ other["stages"] = other["stages"][:-1]
 rc, out, err = validate(PLAN, "--profile", write("other.json", other))
 check(rc != 0 and "profile: 5 stages, but the model has 6" in err, "another model's profile: %s" % err)
 
-print("%d failures" % len(failures))
-sys.exit(1 if failures else 0)
+sys.exit(here.finish())

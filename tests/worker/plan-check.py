@@ -11,6 +11,7 @@ On a tiny CPU model (remat-worker --validate-local, cli/remat for plans):
    tensor is an out-of-memory) a malformed plan still fails with its own
    reason, while a good plan fails as out of memory.
 4. A plan checked against a profile of another model is refused.
+5. --trace prints when each phase of a local profile starts, in order.
 """
 import copy
 import json
@@ -49,6 +50,16 @@ rc, out, err = run([WORKER, "--profile-local", spec])
 if not check(rc == 0, "the tiny model's profile (%s)" % err):
     sys.exit(1)
 profile = write("profile.json", json.loads(out))
+# --trace: a line as each phase starts, in order, seconds not going back.
+p = subprocess.run([WORKER, "--profile-local", spec, "--trace"], capture_output=True, text=True,
+                   env=env)
+trace = [w.split() for w in p.stderr.splitlines() if w.startswith("remat-worker: trace ")]
+phases = [" ".join(w[3:5]) for w in trace]
+check(p.returncode == 0 and phases == ["start 0/0", "building 0/0"]
+      + ["measuring %d/6" % i for i in range(1, 7)] + ["end 0/0"]
+      and all(float(a[2]) <= float(b[2]) for a, b in zip(trace, trace[1:]))
+      and len(json.loads(p.stdout)["stages"]) == 6,
+      "--trace times each phase of a local profile: %s" % phases)
 rc, out, err = run([REMAT, "plan", "--algorithm", "sqrt", profile])
 check(rc == 0, "remat plan --algorithm sqrt (%s)" % err)
 PLAN = json.loads(out)

@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "rematx/pointer.h"
 #include "rematx/rematx.h"
 #include "worker_check.h"
 
@@ -137,6 +138,10 @@ static const struct {
     {"predicted_peak_bytes", F_BYTES, 1},
     {"relative_error", F_REAL, 0},
     {"step_ms", F_MS, 0},
+    {"step_ms_min", F_MS, 0},
+    {"step_ms_max", F_MS, 0},
+    {"predicted_step_ms", F_MS, 0},
+    {"step_time_error", F_REAL, 0},
     {"store_all_step_ms", F_MS, 0},
     {"store_all_measured_peak_bytes", F_BYTES, 0},
     {"max_grad_diff", F_MS, 0},
@@ -219,6 +224,48 @@ static int check_timeline(const json_t *spec, const json_t *tl, struct remat_err
     return REMAT_OK;
 }
 
+/* Whether a and b are the same number but for the last bits of a double. */
+static int close_to(double a, double b, double rel)
+{
+    return fabs(a - b) <= rel * (1 + fabs(b));
+}
+
+/* The step times of a validation result: the prediction is the job's
+ * plan's total_ms, the error (measured - predicted) / predicted, and the
+ * median step_ms lies between the fastest and the slowest step. */
+static int check_step_time(const json_t *plan, const json_t *result, struct remat_error *err)
+{
+    const json_t *ms = json_object_get(result, "step_ms");
+    const json_t *lo = json_object_get(result, "step_ms_min");
+    const json_t *hi = json_object_get(result, "step_ms_max");
+    const json_t *pred = json_object_get(result, "predicted_step_ms");
+    const json_t *te = json_object_get(result, "step_time_error");
+    if ((lo || hi) && !(lo && hi && ms))
+        return refuse(err, lo ? "/result/step_ms_min" : "/result/step_ms_max",
+                      "step_ms_min and step_ms_max come together, with step_ms");
+    if (lo && !(json_number_value(lo) <= json_number_value(ms) &&
+                json_number_value(ms) <= json_number_value(hi)))
+        return refuse(err, "/result/step_ms", "step_ms %.9g is not within [%.9g, %.9g]",
+                      json_number_value(ms), json_number_value(lo), json_number_value(hi));
+    const json_t *want = json_object_get(plan, "total_ms");
+    if (pred && json_is_number(want) &&
+        !close_to(json_number_value(pred), json_number_value(want), 1e-9))
+        return refuse(err, "/result/predicted_step_ms", "the job's plan predicts %.9g ms, not %.9g",
+                      json_number_value(want), json_number_value(pred));
+    if (te) {
+        if (!ms || !pred || !(json_number_value(pred) > 0))
+            return refuse(err, "/result/step_time_error",
+                          "step_time_error needs step_ms and a predicted_step_ms above 0");
+        double p = json_number_value(pred), e = (json_number_value(ms) - p) / p;
+        if (!close_to(json_number_value(te), e, 1e-6))
+            return refuse(err, "/result/step_time_error",
+                          "step_time_error is (step_ms - predicted_step_ms) / predicted_step_ms: "
+                          "%.9g",
+                          e);
+    }
+    return REMAT_OK;
+}
+
 static int check_validation(const json_t *spec, const json_t *result, struct remat_error *err)
 {
     const char *k;
@@ -230,7 +277,8 @@ static int check_validation(const json_t *spec, const json_t *result, struct rem
                 break;
         if (i == N_VALIDATION_FIELDS) {
             char ptr[128];
-            snprintf(ptr, sizeof ptr, "/result/%.100s", k);
+            snprintf(ptr, sizeof ptr, "/result");
+            rematx_pointer_append(ptr, sizeof ptr, k);
             return refuse(err, ptr, "unknown field '%.100s' in a validation result", k);
         }
         int rc = check_field(k, validation_fields[i].type, v, err);
@@ -277,6 +325,9 @@ static int check_validation(const json_t *spec, const json_t *result, struct rem
             return refuse(err, "/result/relative_error",
                           "relative_error is (predicted - measured) / measured: %.9g", want);
     }
+    int rc = check_step_time(plan, result, err);
+    if (rc != REMAT_OK)
+        return rc;
     const json_t *tl = json_object_get(result, "timeline");
     if (tl)
         return check_timeline(spec, tl, err);

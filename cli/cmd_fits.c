@@ -35,10 +35,16 @@ int remat_cmd_fits(int argc, char **argv)
     struct remat_optim_spec spec;
     remat_optim_spec_init(&spec);
     int have_opt = 0;
+    enum cli_format fmt = CLI_FORMAT_AUTO;
     for (int i = 1; i < argc; i++) {
         int missing = 0;
         const char *v;
         int64_t x;
+        int fo = cli_format_option("fits", argc, argv, &i, 0, &fmt);
+        if (fo < 0)
+            return 2;
+        if (fo > 0)
+            continue;
         if ((v = cli_opt_value(argc, argv, &i, "--memory", &missing)) != NULL) {
             if (n_mem == REMAT_FITS_MAX_MEMORIES) {
                 fprintf(stderr, "remat fits: at most %d --memory\n", REMAT_FITS_MAX_MEMORIES);
@@ -122,7 +128,11 @@ int remat_cmd_fits(int argc, char **argv)
         status = cli_fail("fits", &err);
     if (status == 0 && remat_fits(cps, loaded, mem, n_mem, &o, ans, &err) < 0)
         status = cli_fail("fits", &err);
-    else if (status == 0) {
+    else if (status == 0 && cli_format_resolve(fmt) == CLI_FORMAT_TABLE) {
+        status = cli_table_fits(ans, n_mem, chk, n_chk);
+        for (size_t k = 0; k < n_mem; k++)
+            remat_fits_answer_clear(&ans[k]);
+    } else if (status == 0) {
         json_t *root = json_object(), *arr = json_array(), *fit = json_array();
         int bad = root == NULL || arr == NULL || fit == NULL;
         for (size_t k = 0; !bad && k < n_mem; k++)

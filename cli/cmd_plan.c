@@ -1,4 +1,6 @@
-/* cmd_plan.c - `remat plan`: solve a profile and print the plan as JSON. */
+/* cmd_plan.c - `remat plan`: solve a profile and print the plan, as JSON
+ * or as a table beside store-all and sqrt(n). */
+#include <errno.h>
 #include <inttypes.h>
 
 #include "cli.h"
@@ -8,10 +10,16 @@ int remat_cmd_plan(int argc, char **argv)
     struct remat_options opts;
     remat_options_init(&opts);
     const char *path = NULL;
+    enum cli_format fmt = CLI_FORMAT_AUTO;
     for (int i = 1; i < argc; i++) {
         int missing = 0;
         const char *v;
         int64_t x;
+        int f = cli_format_option("plan", argc, argv, &i, 0, &fmt);
+        if (f < 0)
+            return 2;
+        if (f > 0)
+            continue;
         if ((v = cli_opt_value(argc, argv, &i, "--algorithm", &missing)) != NULL) {
             if (remat_algorithm_parse(v, &opts.algorithm) < 0) {
                 fprintf(stderr, "remat plan: --algorithm: unknown algorithm '%s'\n", v);
@@ -86,7 +94,10 @@ int remat_cmd_plan(int argc, char **argv)
         remat_profile_free(p);
         return rc == REMAT_EINFEASIBLE ? 2 : status;
     }
-    status = cli_print_json(remat_plan_to_json(p, &plan));
+    if (cli_format_resolve(fmt) == CLI_FORMAT_TABLE)
+        status = cli_table_plan(p, &plan);
+    else
+        status = cli_print_json(remat_plan_to_json(p, &plan));
     remat_plan_clear(&plan);
     remat_profile_free(p);
     return status;

@@ -7,11 +7,12 @@ remat-worker on loopback, models scripted here with Debian's python3-torch.
    tokens (its stages named: embed, blocks.0, blocks.1, head) are uploaded
    over HTTP and profiled; every out_bytes equals the size the eager
    module's shapes give here.
-2. On each (and on a scripted MLP, which must meet the zoo's 1% bound), a
-   min-peak and a sqrt plan validate: measured vs predicted
-   peak printed with the gap (held: gradients equal to store-all's, never
-   under-predicted by more than 1%, over-predicted by at most 10%; the
-   zoo's 1% bound is not met on scripted stages yet, docs/models.md).
+2. On each (and on a scripted MLP), a min-peak and a sqrt plan validate:
+   measured vs predicted peak printed with the gap, held to the zoo's 1%
+   bound (both ways) with gradients equal to store-all's.  The tiny
+   transformer's blocks need the profile's block fields (fwd_grad_tmp_bytes,
+   bwd_freed_bytes, docs/profile.md): without them it is over-predicted by
+   7-13%.
 3. Jobs that must fail do, with the stage or the reason named: a forward
    that needs two inputs, a stage returning a tuple, a forward that is not
    its children in order, a stage name that does not exist, an archive
@@ -88,7 +89,7 @@ def sizes(modules, x):
     return out
 
 
-def validate(job, label, exact=False):
+def validate(job, label):
     for alg in ("min-peak", "sqrt"):
         st, v = http("POST", "/v1/validations", {"profile_id": job["id"], "algorithm": alg,
                                                  "repeats": 1})
@@ -99,15 +100,12 @@ def validate(job, label, exact=False):
         r = v.get("result") or {}
         pred, meas = r.get("predicted_peak_bytes"), r.get("measured_peak_bytes")
         gap = (meas - pred) if isinstance(pred, int) and isinstance(meas, int) else None
-        # The zoo meets 1% (tests/worker/e2e.py).  Scripted stages do not
-        # yet: the prediction is above the measured peak by 5-8% (docs/
-        # models.md, "Known gaps").  What is held here: the gradients are
-        # store-all's exactly, the prediction never falls short of the
-        # measured peak by more than 1% (a plan that fits the prediction
-        # fits), and it is within 10% above; the gap is printed.
+        # The zoo's bound (tests/worker/e2e.py): within 1% either way, the
+        # gradients store-all's exactly; the gap is printed (0 on CPU for
+        # all three models here, docs/accuracy.md).
         err = r.get("relative_error", 1)
         check(v["status"] == "done" and r.get("max_grad_diff", 1) == 0
-              and isinstance(gap, int) and gap <= 0.01 * meas and err <= (0.01 if exact else 0.10),
+              and isinstance(gap, int) and abs(gap) <= 0.01 * meas and abs(err) <= 0.01,
               "%s %s: predicted %s, measured %s bytes (GAP %s bytes, relative error %.4f), "
               "grad diff %s%s"
               % (label, alg, pred, meas, gap, err if isinstance(err, float) else -1,
@@ -254,7 +252,7 @@ try:
     if job and check(job["status"] == "done", "mlp profile done (%s)" % job.get("error")):
         got = [s["out_bytes"] for s in job["profile"]["stages"]]
         check(got == sizes(layers, torch.randn(16, 64)), "mlp: every out_bytes %s" % got)
-        validate(job, "mlp (1% bound)", exact=True)
+        validate(job, "mlp")
 
     # Tied parameters: the head's weight is the embedding's, one tensor, so
     # its bytes count once, in the first stage that uses it (the embedding).

@@ -17,7 +17,7 @@
 #include <stddef.h>
 
 /* The most data.pkl bytes read, and the most children named. */
-#define REMATD_PICKLE_MAX_BYTES ((size_t)16 << 20)
+#define REMATD_PICKLE_MAX_BYTES ((size_t)4 << 20)
 #define REMATD_PICKLE_MAX_CHILDREN 10000
 
 /* The names of the root module's children, in order, as a new JSON array;

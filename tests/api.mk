@@ -56,6 +56,15 @@ tests_api_test_util_CFLAGS = $(AM_CFLAGS) $(MHD_CFLAGS) $(JANSSON_CFLAGS) $(CMOC
 tests_api_test_util_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/api
 tests_api_test_util_LDADD = src/libremat_core.la $(JANSSON_LIBS) $(CMOCKA_LIBS) -lm
 
+# The default stages read from an uploaded module's pickle (cmocka).
+check_PROGRAMS += tests/api/test_torchpickle
+TESTS += tests/api/test_torchpickle
+tests_api_test_torchpickle_SOURCES = tests/api/test_torchpickle.c api/torchpickle.c \
+	api/torchpickle.h
+tests_api_test_torchpickle_CFLAGS = $(AM_CFLAGS) $(JANSSON_CFLAGS) $(CMOCKA_CFLAGS)
+tests_api_test_torchpickle_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/api
+tests_api_test_torchpickle_LDADD = $(JANSSON_LIBS) $(CMOCKA_LIBS)
+
 # JSON pointers to a member a request named (cmocka).
 check_PROGRAMS += tests/api/test_pointer
 TESTS += tests/api/test_pointer

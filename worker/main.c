@@ -202,6 +202,31 @@ static int on_progress(void *ctx, int stage, int stages, const char *activity)
     return stop;
 }
 
+/* A local run's progress: with --trace, each phase's start on stderr, in
+ * seconds since the first one (where a profile's time goes, stage by
+ * stage: bench/profile-speed.py). */
+struct local_trace {
+    int on;
+    struct timespec t0;
+};
+
+static int on_local_progress(void *ctx, int stage, int stages, const char *activity)
+{
+    struct local_trace *t = ctx;
+    if (t->on) {
+        struct timespec now;
+        clock_gettime(CLOCK_MONOTONIC, &now);
+        if (t->on == 1) {
+            t->t0 = now;
+            t->on = 2;
+        }
+        fprintf(stderr, "remat-worker: trace %.3f %s %d/%d\n",
+                (double)(now.tv_sec - t->t0.tv_sec) + (now.tv_nsec - t->t0.tv_nsec) / 1e9, activity,
+                stage, stages);
+    }
+    return stopping ? 1 : 0;
+}
+
 /* ---- jobs ---- */
 
 static void finish(const struct worker *w, struct job_state *js, const char *verb, json_t *body)
@@ -437,7 +462,7 @@ static void usage(FILE *f)
 {
     fputs(
         "usage: remat-worker --server URL [--token T] [--device cpu|cuda:N] [--id NAME] [--once]\n"
-        "       remat-worker --profile-local SPEC.json [--device D]\n"
+        "       remat-worker --profile-local SPEC.json [--device D] [--trace]\n"
         "       remat-worker --validate-local SPEC.json PLAN.json [--profile PROFILE.json]\n"
         "                    [--repeats N] [--warmup N] [--timeline] [--device D]\n"
         "options: --cpu-limit BYTES  fail CPU jobs as out of memory past this many live bytes\n"
@@ -457,6 +482,7 @@ int main(int argc, char **argv)
     const char *limit_env = getenv("REMAT_CPU_LIMIT_BYTES");
     long long cpu_limit = limit_env != NULL ? atoll(limit_env) : -1;
     int once = 0, repeats = 0, warmup = -1, timeline = 0;
+    struct local_trace trace = {0};
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         int more = i + 1 < argc;
@@ -476,6 +502,8 @@ int main(int argc, char **argv)
             repeats = atoi(argv[++i]);
         else if (strcmp(a, "--timeline") == 0)
             timeline = 1;
+        else if (strcmp(a, "--trace") == 0)
+            trace.on = 1;
         else if (strcmp(a, "--warmup") == 0 && more)
             warmup = atoi(argv[++i]);
         else if (strcmp(a, "--profile-local") == 0 && more)
@@ -529,7 +557,9 @@ int main(int argc, char **argv)
         json_t *spec = load(profile_spec);
         if (spec == NULL)
             return 1;
-        int rc = print_or_fail(rw_profile(spec, on_progress, NULL, &why), &why);
+        on_local_progress(&trace, 0, 0, "start");
+        int rc = print_or_fail(rw_profile(spec, on_local_progress, &trace, &why), &why);
+        on_local_progress(&trace, 0, 0, "end");
         json_decref(spec);
         return rc;
     }

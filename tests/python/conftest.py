@@ -5,8 +5,6 @@ import os
 import shutil
 import subprocess
 import sys
-import tempfile
-import time
 
 import pytest
 import torch
@@ -16,13 +14,16 @@ sys.path.insert(0, os.path.dirname(__file__))
 TOP_SRC = os.environ.get("top_srcdir") or os.path.abspath(
     os.path.join(os.path.dirname(__file__), "..", ".."))
 TOP_BUILD = os.environ.get("top_builddir") or os.path.join(TOP_SRC, "build")
+# The programs and the server harness are tests/worker/lib.py's, which
+# finds them under top_builddir.
+os.environ["top_builddir"] = TOP_BUILD
 sys.path.insert(0, os.path.join(TOP_SRC, "python"))
+sys.path.insert(0, os.path.join(TOP_SRC, "tests", "worker"))
+import lib  # noqa: E402
 import remat  # noqa: E402
 from chains import CHAINS  # noqa: E402
 
-CLI = os.path.join(TOP_BUILD, "cli", "remat")
-REMATD = os.path.join(TOP_BUILD, "api", "rematd")
-WORKER = os.path.join(TOP_BUILD, "worker", "remat-worker")
+CLI, REMATD, WORKER = lib.REMAT, lib.REMATD, lib.WORKER
 
 
 def plan_cli(profile, algorithm, budget=None, segments=None):
@@ -45,41 +46,14 @@ def cli():
     return plan_cli
 
 
-class Server:
-    def __init__(self, tmp, workers):
-        self.tmp = tmp
-        self.procs = []
-        env = dict(os.environ)
-        env["ASAN_OPTIONS"] = env.get("ASAN_OPTIONS", "") + ":detect_leaks=0"
-        self.env = env
-        port_file = os.path.join(tmp, "port")
-        self.rematd = self._start([REMATD, "--listen", "127.0.0.1:0", "--data-dir",
-                                   os.path.join(tmp, "data"), "--port-file", port_file,
-                                   "--lease-seconds", "10"], "rematd.log")
-        t_end = time.time() + 30
-        while time.time() < t_end:
-            if os.path.exists(port_file) and open(port_file).read().strip():
-                break
-            time.sleep(0.05)
-        self.url = "http://127.0.0.1:%s" % open(port_file).read().strip()
+class Server(lib.Run):
+    """rematd (leases of 10 s) and CPU workers, in a folder of their own."""
+
+    def __init__(self, workers):
+        super().__init__("remat-py-")
+        self.start_rematd("--lease-seconds", "10")
         for k in range(workers):
-            self._start([WORKER, "--server", self.url, "--device", "cpu", "--id", "py%d" % k],
-                        "worker%d.log" % k)
-
-    def _start(self, args, log):
-        p = subprocess.Popen(args, stdout=subprocess.DEVNULL,
-                             stderr=open(os.path.join(self.tmp, log), "w"), env=self.env)
-        self.procs.append(p)
-        return p
-
-    def stop(self):
-        for p in reversed(self.procs):
-            p.terminate()
-        for p in self.procs:
-            try:
-                p.wait(10)
-            except subprocess.TimeoutExpired:
-                p.kill()
+            self.start_worker("py%d" % k)
 
 
 @pytest.fixture(scope="session")
@@ -88,11 +62,10 @@ def server():
     for prog in (REMATD, WORKER):
         if not os.access(prog, os.X_OK):
             pytest.skip("%s is not built" % prog)
-    tmp = tempfile.mkdtemp(prefix="remat-py-")
-    s = Server(tmp, workers=1)
+    s = Server(workers=1)
     yield s
     s.stop()
-    shutil.rmtree(tmp, ignore_errors=True)
+    shutil.rmtree(s.tmp, ignore_errors=True)
 
 
 @pytest.fixture(scope="session")

@@ -18,78 +18,27 @@ import os
 import signal
 import subprocess
 import sys
-import tempfile
 import time
-import urllib.error
-import urllib.request
 
-BUILD = os.environ.get("top_builddir", ".")
-REMATD = os.path.join(BUILD, "api", "rematd")
-WORKER = os.path.join(BUILD, "worker", "remat-worker")
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import lib  # noqa: E402
+from lib import finished  # noqa: E402
+
 LEASE_SECONDS = 4
 
-for prog in (REMATD, WORKER):
-    if not os.access(prog, os.X_OK):
-        print("SKIP: %s is not built" % prog)
-        sys.exit(77)
-
-tmp = tempfile.mkdtemp(prefix="remat-worker-e2e-")
-env = dict(os.environ)
-# libtorch keeps memory until exit by design: leak reports would be noise.
-env["ASAN_OPTIONS"] = env.get("ASAN_OPTIONS", "") + ":detect_leaks=0"
-procs = []
-failures = []
-
-
-def check(cond, what):
-    print(("ok   " if cond else "FAIL ") + what, flush=True)
-    if not cond:
-        failures.append(what)
-    return cond
-
-
-def start(args, log):
-    p = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=open(os.path.join(tmp, log), "w"),
-                         env=env)
-    procs.append(p)
-    return p
-
-
-def http(method, path, body=None):
-    data = json.dumps(body).encode() if body is not None else None
-    req = urllib.request.Request(URL + path, data=data, method=method,
-                                 headers={"Content-Type": "application/json"})
-    try:
-        with urllib.request.urlopen(req, timeout=30) as r:
-            text = r.read()
-            return r.status, json.loads(text) if text else None
-    except urllib.error.HTTPError as e:
-        text = e.read()
-        try:
-            return e.code, json.loads(text)
-        except ValueError:
-            return e.code, None
+lib.need(lib.REMATD, lib.WORKER)
+run = lib.Run("remat-worker-e2e-")
+check, http = run.check, run.http
 
 
 def wait_job(path, until, timeout=180):
     """Polls a job until until(job) is true; returns the job (or the last seen)."""
-    t_end = time.time() + timeout
-    job = None
-    while time.time() < t_end:
-        st, job = http("GET", path)
-        if st == 200 and until(job):
-            return job
-        time.sleep(0.2)
-    return job
+    return run.wait_job(path, until, timeout)
 
 
 def reason_of(job):
     r = job.get("reason") or job.get("error") or ""
     return r if isinstance(r, str) else json.dumps(r)
-
-
-def finished(job):
-    return job["status"] in ("done", "failed")
 
 
 def submit_profile(spec):
@@ -100,8 +49,7 @@ def submit_profile(spec):
 
 
 def start_worker(name, extra=()):
-    return start([WORKER, "--server", URL, "--device", "cpu", "--id", name] + list(extra),
-                 name + ".log")
+    return run.start_worker(name, *extra)
 
 
 def alexnet_sizes(batch):
@@ -128,15 +76,7 @@ def alexnet_sizes(batch):
 
 
 try:
-    rematd = start([REMATD, "--listen", "127.0.0.1:0", "--data-dir", os.path.join(tmp, "data"),
-                    "--port-file", os.path.join(tmp, "port"), "--lease-seconds", str(LEASE_SECONDS),
-                    "--max-attempts", "3"], "rematd.log")
-    port_file = os.path.join(tmp, "port")
-    for _ in range(100):
-        if os.path.exists(port_file) and open(port_file).read().strip():
-            break
-        time.sleep(0.1)
-    URL = "http://127.0.0.1:%s" % open(port_file).read().strip()
+    run.start_rematd("--lease-seconds", str(LEASE_SECONDS), "--max-attempts", "3")
     w1 = start_worker("w1")
 
     # 1. AlexNet profile: every out_bytes is the analytic size.
@@ -247,18 +187,5 @@ try:
     check(job["status"] == "done" and w3.poll() is None,
           "after the out-of-memory the same worker completes the next job")
 finally:
-    for p in procs:
-        if p.poll() is None:
-            p.terminate()
-            try:
-                p.wait(timeout=20)
-            except subprocess.TimeoutExpired:
-                p.kill()
-    if failures:
-        for log in sorted(os.listdir(tmp)):
-            if log.endswith(".log"):
-                print("--- %s" % log)
-                print(open(os.path.join(tmp, log)).read()[-3000:])
-
-print("%d failures" % len(failures))
-sys.exit(1 if failures else 0)
+    status = run.finish()
+sys.exit(status)

@@ -26,14 +26,9 @@ remat-worker on loopback, models scripted here with Debian's python3-torch.
 
 Skips (77) when torch, rematd or the worker is missing.
 """
-import json
 import os
-import subprocess
 import sys
-import tempfile
 import time
-import urllib.error
-import urllib.request
 import zipfile
 
 try:
@@ -46,63 +41,15 @@ except ImportError:
     print("SKIP: no torch/torchvision for %s" % sys.executable)
     sys.exit(77)
 
-BUILD = os.environ.get("top_builddir", ".")
-REMATD = os.path.join(BUILD, "api", "rematd")
-WORKER = os.path.join(BUILD, "worker", "remat-worker")
-for prog in (REMATD, WORKER):
-    if not os.access(prog, os.X_OK):
-        print("SKIP: %s is not built" % prog)
-        sys.exit(77)
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import lib  # noqa: E402
 
-tmp = tempfile.mkdtemp(prefix="remat-models-e2e-")
-env = dict(os.environ)
-env["ASAN_OPTIONS"] = env.get("ASAN_OPTIONS", "") + ":detect_leaks=0"
-env["REMAT_WORKER_CACHE_DIR"] = os.path.join(tmp, "cache")
-procs = []
-failures = []
+lib.need(lib.REMATD, lib.WORKER)
+run = lib.Run("remat-models-e2e-")
+tmp = run.tmp
+run.env["REMAT_WORKER_CACHE_DIR"] = os.path.join(tmp, "cache")
+check, http, wait_job = run.check, run.http, run.wait_job
 nn = torch.nn
-
-
-def check(cond, what):
-    print(("ok   " if cond else "FAIL ") + what, flush=True)
-    if not cond:
-        failures.append(what)
-    return cond
-
-
-def start(args, log):
-    p = subprocess.Popen(args, stdout=subprocess.DEVNULL,
-                         stderr=open(os.path.join(tmp, log), "w"), env=env)
-    procs.append(p)
-    return p
-
-
-def http(method, path, body=None, raw=None):
-    data = raw if raw is not None else (json.dumps(body).encode() if body is not None else None)
-    ctype = "application/octet-stream" if raw is not None else "application/json"
-    req = urllib.request.Request(URL + path, data=data, method=method,
-                                 headers={"Content-Type": ctype})
-    try:
-        with urllib.request.urlopen(req, timeout=60) as r:
-            text = r.read()
-            return r.status, json.loads(text) if text else None
-    except urllib.error.HTTPError as e:
-        text = e.read()
-        try:
-            return e.code, json.loads(text)
-        except ValueError:
-            return e.code, None
-
-
-def wait_job(path, timeout=600):
-    t_end = time.time() + timeout
-    job = None
-    while time.time() < t_end:
-        st, job = http("GET", path)
-        if st == 200 and job["status"] in ("done", "failed"):
-            return job
-        time.sleep(0.2)
-    return job
 
 
 def upload(module, name, stages=None):
@@ -264,15 +211,8 @@ class Skip(nn.Module):
 
 
 try:
-    rematd = start([REMATD, "--listen", "127.0.0.1:0", "--data-dir", os.path.join(tmp, "data"),
-                    "--port-file", os.path.join(tmp, "port")], "rematd.log")
-    port_file = os.path.join(tmp, "port")
-    for _ in range(100):
-        if os.path.exists(port_file) and open(port_file).read().strip():
-            break
-        time.sleep(0.1)
-    URL = "http://127.0.0.1:%s" % open(port_file).read().strip()
-    worker = start([WORKER, "--server", URL, "--device", "cpu", "--id", "w1"], "worker.log")
+    run.start_rematd()
+    run.start_worker("worker")
     torch.manual_seed(0)
 
     # 1-2. MobileNetV2 made sequential.
@@ -382,18 +322,5 @@ try:
     fetched = open(os.path.join(tmp, "worker.log")).read().count("cache: fetched " + (mid or "?"))
     check(fetched == 1, "the worker fetched mobilenet_v2 once for two jobs (%d)" % fetched)
 finally:
-    for p in procs:
-        if p.poll() is None:
-            p.terminate()
-            try:
-                p.wait(timeout=20)
-            except subprocess.TimeoutExpired:
-                p.kill()
-    if failures:
-        for log in sorted(os.listdir(tmp)):
-            if log.endswith(".log"):
-                print("--- %s" % log)
-                print(open(os.path.join(tmp, log)).read()[-3000:])
-
-print("%d failures" % len(failures))
-sys.exit(1 if failures else 0)
+    status = run.finish()
+sys.exit(status)

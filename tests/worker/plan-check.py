@@ -11,34 +11,21 @@ On a tiny CPU model (remat-worker --validate-local, cli/remat for plans):
    tensor is an out-of-memory) a malformed plan still fails with its own
    reason, while a good plan fails as out of memory.
 4. A plan checked against a profile of another model is refused.
+5. --trace prints when each phase of a local profile starts, in order.
 """
 import copy
 import json
 import os
 import subprocess
 import sys
-import tempfile
 
-BUILD = os.environ.get("top_builddir", ".")
-WORKER = os.path.join(BUILD, "worker", "remat-worker")
-REMAT = os.path.join(BUILD, "cli", "remat")
-for prog in (WORKER, REMAT):
-    if not os.access(prog, os.X_OK):
-        print("SKIP: %s is not built" % prog)
-        sys.exit(77)
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import lib  # noqa: E402
+from lib import REMAT, WORKER  # noqa: E402
 
-tmp = tempfile.mkdtemp(prefix="remat-plan-check-")
-env = dict(os.environ)
-# libtorch keeps memory until exit by design: leak reports would be noise.
-env["ASAN_OPTIONS"] = env.get("ASAN_OPTIONS", "") + ":detect_leaks=0"
-failures = []
-
-
-def check(cond, what):
-    print(("ok   " if cond else "FAIL ") + what, flush=True)
-    if not cond:
-        failures.append(what)
-    return cond
+lib.need(WORKER, REMAT)
+here = lib.Run("remat-plan-check-")
+tmp, env, check, failures = here.tmp, here.env, here.check, here.failures
 
 
 def write(name, value):
@@ -63,6 +50,16 @@ rc, out, err = run([WORKER, "--profile-local", spec])
 if not check(rc == 0, "the tiny model's profile (%s)" % err):
     sys.exit(1)
 profile = write("profile.json", json.loads(out))
+# --trace: a line as each phase starts, in order, seconds not going back.
+p = subprocess.run([WORKER, "--profile-local", spec, "--trace"], capture_output=True, text=True,
+                   env=env)
+trace = [w.split() for w in p.stderr.splitlines() if w.startswith("remat-worker: trace ")]
+phases = [" ".join(w[3:5]) for w in trace]
+check(p.returncode == 0 and phases == ["start 0/0", "building 0/0"]
+      + ["measuring %d/6" % i for i in range(1, 7)] + ["end 0/0"]
+      and all(float(a[2]) <= float(b[2]) for a, b in zip(trace, trace[1:]))
+      and len(json.loads(p.stdout)["stages"]) == 6,
+      "--trace times each phase of a local profile: %s" % phases)
 rc, out, err = run([REMAT, "plan", "--algorithm", "sqrt", profile])
 check(rc == 0, "remat plan --algorithm sqrt (%s)" % err)
 PLAN = json.loads(out)
@@ -133,5 +130,4 @@ other["stages"] = other["stages"][:-1]
 rc, out, err = validate(PLAN, "--profile", write("other.json", other))
 check(rc != 0 and "profile: 5 stages, but the model has 6" in err, "another model's profile: %s" % err)
 
-print("%d failures" % len(failures))
-sys.exit(1 if failures else 0)
+sys.exit(here.finish())

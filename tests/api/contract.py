@@ -575,7 +575,8 @@ def documented(body):
     """The rules openapi.yaml writes at the field because JSON Schema cannot
     hold them: limits in bytes of UTF-8 where the schema counts characters,
     a profile's byte counts at most 2^60 in total, saved_bytes at least
-    out_bytes, fits' margins leaving something of each memory.  A body breaking one may be refused although the schema
+    out_bytes, bwd_freed_bytes at most saved_bytes + out_bytes, fits'
+    margins leaving something of each memory.  A body breaking one may be refused although the schema
     takes it."""
     text = json.dumps(body)
     if "\\u" in text:
@@ -598,9 +599,13 @@ def documented(body):
         total = p.get("input_bytes", 0)
         for st in p["stages"]:
             out = st.get("out_bytes", 0)
-            if st.get("saved_bytes", out) < out:
+            saved = st.get("saved_bytes", out)
+            if saved < out:
                 return "saved_bytes below out_bytes"
-            total += out + st.get("saved_bytes", out) + st.get("fwd_tmp_bytes", 0) + \
+            if st.get("bwd_freed_bytes", 0) > saved + out:
+                return "bwd_freed_bytes above saved_bytes + out_bytes"
+            fwd = st.get("fwd_tmp_bytes", 0)
+            total += out + saved + max(fwd, st.get("fwd_grad_tmp_bytes", fwd)) + \
                 st.get("bwd_tmp_bytes", 0) + 2 * st.get("param_bytes", 0)
         opt = p.get("optimizer") or {}
         total += opt.get("state_bytes", 0) + opt.get("step_tmp_bytes", 0)

@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "rematd.h"
+#include "store.h"
 #include "rematx/real.h"
 
 #ifndef REMATD_BINDIR
@@ -39,9 +40,17 @@ static const struct opt opts[] = {
     {"listen", "REMAT_LISTEN", O_STR, OFF(listen), SZ(listen), 0, 0,
      "address and port to bind (host:port, [v6]:port; port 0 picks a free one)"},
     {"data-dir", "REMAT_DATA_DIR", O_STR, OFF(data_dir), SZ(data_dir), 0, 0,
-     "directory of the SQLite store (created when missing)"},
+     "directory of the SQLite store (created when missing); with PostgreSQL, of this "
+     "replica's copies of uploaded models"},
+    {"store", "REMAT_STORE", O_STR, OFF(store), SZ(store), 0, 0,
+     "sqlite:DIR (the default, DIR = --data-dir) or postgresql://user@host/db, shared by "
+     "replicas (docs/deploy.md); the password from PGPASSWORD or ~/.pgpass"},
     {"max-body-bytes", "REMAT_MAX_BODY_BYTES", O_SIZE, OFF(max_body_bytes), 0, 1024, (1ULL << 31),
      "largest request body accepted"},
+    {"max-bodies-bytes", "REMAT_MAX_BODIES_BYTES", O_SIZE, OFF(max_bodies_bytes), 0, 1024,
+     (1ULL << 40),
+     "request bodies held in memory together (being read, queued, handled); past it a request is "
+     "503 with Retry-After"},
     {"max-model-bytes", "REMAT_MAX_MODEL_BYTES", O_SIZE, OFF(max_model_bytes), 0, 1024,
      (1ULL << 40), "largest model archive accepted by POST /v1/models"},
     {"max-models-bytes", "REMAT_MAX_MODELS_BYTES", O_SIZE, OFF(max_models_bytes), 0, 1024,
@@ -114,6 +123,10 @@ static void defaults(struct rematd_config *c)
     else
         snprintf(c->data_dir, sizeof c->data_dir, "./remat-data");
     c->max_body_bytes = 8u << 20;
+    /* Without it --max-queued-plans (1024) x --max-body-bytes (8 MiB) is
+     * 8 GiB of bodies, and --max-connections more: 16 bodies at the limit,
+     * beside the solves' 640 MiB, inside deploy/k8s's 1 GiB. */
+    c->max_bodies_bytes = (size_t)128 << 20;
     c->max_model_bytes = 2ULL << 30;
     c->max_models_bytes = 20ULL << 30;
     c->max_stages = 100000;
@@ -165,6 +178,8 @@ static int set_value(struct rematd_config *c, const struct opt *o, const char *v
                 v);
         return -1;
     }
+    if (o->offset == OFF(max_bodies_bytes))
+        c->max_bodies_set = 1;
     if (o->kind == O_SIZE)
         *(size_t *)base = (size_t)x;
     else if (o->kind == O_UINT)
@@ -251,6 +266,15 @@ static int check_listen(const char *spec)
 /* Settings each in range that do not work together. */
 static int check_combined(struct rematd_config *c)
 {
+    /* A body at --max-body-bytes could never be taken: the default total
+     * follows a larger body limit, one given is checked. */
+    if (!c->max_bodies_set && c->max_bodies_bytes < c->max_body_bytes)
+        c->max_bodies_bytes = c->max_body_bytes;
+    if (c->max_bodies_bytes < c->max_body_bytes) {
+        fprintf(stderr, "rematd: --max-bodies-bytes %zu is below --max-body-bytes %zu\n",
+                c->max_bodies_bytes, c->max_body_bytes);
+        return -1;
+    }
     /* libmicrohttpd divides the connection limit among the polling
      * threads: fewer connections than threads leaves a thread none. */
     if (c->max_connections < c->threads) {
@@ -306,6 +330,58 @@ static void usage(const struct rematd_config *d)
            "REMAT_WORKER_TOKEN (Bearer token of the /v1/worker routes).\n");
 }
 
+/* --store: sqlite:DIR is --data-dir DIR (the models' files go beside the
+ * database, as they always did); empty is sqlite: on --data-dir. */
+static int check_store(struct rematd_config *c)
+{
+    if (!c->store[0]) {
+        snprintf(c->store, sizeof c->store, "sqlite:%s", c->data_dir);
+        return 0;
+    }
+    if (strncmp(c->store, "sqlite:", 7) == 0) {
+        if (!c->store[7] || strlen(c->store + 7) >= sizeof c->data_dir) {
+            fprintf(stderr, "rematd: --store sqlite:DIR: want a directory\n");
+            return -1;
+        }
+        snprintf(c->data_dir, sizeof c->data_dir, "%s", c->store + 7);
+        return 0;
+    }
+    if (rematd_store_is_shared(c->store))
+        return 0;
+    fprintf(stderr, "rematd: --store: want sqlite:DIR or postgresql://..., got '%.40s'\n",
+            c->store);
+    return -1;
+}
+
+/* s with a password in it (postgresql://user:PASSWORD@host, password=...)
+ * replaced by (set): what --print-config and the log may show. */
+static void redact_store(const char *s, char *out, size_t cap)
+{
+    snprintf(out, cap, "%s", s);
+    char *scheme = strstr(out, "://");
+    if (scheme) {
+        char *at = strchr(scheme + 3, '@');
+        char *colon = at ? memchr(scheme + 3, ':', (size_t)(at - scheme - 3)) : NULL;
+        if (colon) {
+            char rest[1300];
+            snprintf(rest, sizeof rest, "%s", at);
+            snprintf(colon + 1, cap - (size_t)(colon + 1 - out), "(set)%s", rest);
+        }
+    }
+    char *pw = strstr(out, "password=");
+    if (pw) {
+        char *end = strchr(pw, ' ');
+        char rest[1300];
+        snprintf(rest, sizeof rest, "%s", end ? end : "");
+        snprintf(pw + 9, cap - (size_t)(pw + 9 - out), "(set)%s", rest);
+    }
+}
+
+void rematd_config_store_redacted(const struct rematd_config *c, char *out, size_t cap)
+{
+    redact_store(c->store, out, cap);
+}
+
 int rematd_config_load(struct rematd_config *c, int argc, char **argv)
 {
     defaults(c);
@@ -353,7 +429,7 @@ int rematd_config_load(struct rematd_config *c, int argc, char **argv)
         fprintf(stderr, "rematd: --sync: want full or normal, got '%s'\n", c->sync);
         return -1;
     }
-    if (check_listen(c->listen) < 0 || check_combined(c) < 0)
+    if (check_listen(c->listen) < 0 || check_combined(c) < 0 || check_store(c) < 0)
         return -1;
     if (optind < argc) {
         fprintf(stderr, "rematd: unexpected argument '%s'\n", argv[optind]);
@@ -392,6 +468,9 @@ json_t *rematd_config_to_json(const struct rematd_config *c)
         json_object_set_new(j, opts[i].flag, v);
     }
     /* Secrets are reported as set or not, never printed. */
+    char store[1300];
+    redact_store(c->store, store, sizeof store);
+    json_object_set_new(j, "store", json_string(store));
     json_object_set_new(j, "token", json_string(c->token[0] ? "(set)" : ""));
     json_object_set_new(j, "worker-token", json_string(c->worker_token[0] ? "(set)" : ""));
     return j;

@@ -29,6 +29,7 @@
 
 #include "rematd.h"
 #include "store.h"
+#include "rematx/pointer.h"
 #include "rematx/real.h"
 
 extern const struct rematd_route rematd_route_healthz, rematd_route_readyz, rematd_route_openapi,
@@ -105,6 +106,8 @@ static const char *problem_title(const char *slug)
 
 static void rematd_req_free(struct rematd_request *r)
 {
+    if (r->body_held)
+        atomic_fetch_sub(&r->srv->body_memory, (long long)r->body_held);
     rematx_dyn_free(&r->body);
     for (int i = 0; i < r->n_headers; i++) {
         free(r->header_name[i]);
@@ -484,6 +487,35 @@ static int refuse_framing(struct rematd_request *r, const char *url, const char 
     return 1;
 }
 
+/* Reserves bytes of --max-bodies-bytes so that r holds at least total of
+ * them (a body's announced length, or what a chunked one has sent so far).
+ * Each request's body is bounded by --max-body-bytes, but requests are
+ * many: queued plans and open connections times the body limit would be
+ * gigabytes.  Returns 0, or -1 when the bound would be passed. */
+static int body_reserve(struct rematd_request *r, size_t total)
+{
+    if (total <= r->body_held)
+        return 0;
+    long long add = (long long)(total - r->body_held);
+    long long limit = (long long)r->srv->cfg.max_bodies_bytes;
+    long long cur = atomic_load(&r->srv->body_memory);
+    do {
+        if (cur + add > limit)
+            return -1;
+    } while (!atomic_compare_exchange_weak(&r->srv->body_memory, &cur, cur + add));
+    r->body_held = total;
+    return 0;
+}
+
+static void answer_bodies_full(struct rematd_request *r)
+{
+    rematd_req_header(r, MHD_HTTP_HEADER_RETRY_AFTER, "1");
+    rematd_req_problem(r, 503, "queue-full", NULL,
+                       "request bodies held now take the memory allowed them all "
+                       "(--max-bodies-bytes %zu); try again shortly",
+                       r->srv->cfg.max_bodies_bytes);
+}
+
 /* The first call: framing, route, auth, limits and content type.  Returns
  * 1 when it has answered. */
 static int begin(struct rematd_request *r, const char *url, const char *method, const char *version)
@@ -579,6 +611,14 @@ static int begin(struct rematd_request *r, const char *url, const char *method, 
             return 1;
         }
         if (n > 0 && !rt->body_chunk) {
+            /* The whole announced body counts against --max-bodies-bytes
+             * from the start (a client trickling it holds the promise), and
+             * when it does not fit nothing of it is read. */
+            if (body_reserve(r, (size_t)n) < 0) {
+                rematd_req_header(r, MHD_HTTP_HEADER_CONNECTION, "close");
+                answer_bodies_full(r);
+                return 1;
+            }
             /* At most 64 KiB up front: a client announcing 8 MiB and then
              * trickling must not pin 8 MiB per connection. */
             rematx_dyn_grow(&r->body, n < 65535 ? (size_t)n : 65535);
@@ -600,10 +640,22 @@ static int begin(struct rematd_request *r, const char *url, const char *method, 
 static void append(struct rematd_request *r, const char *data, size_t n)
 {
     /* Past the limit (or out of memory) keep reading and discarding: MHD
-     * cannot answer while the body is arriving, so the 413 goes out at
-     * the end.  The buffer grows geometrically: appends stay linear. */
-    if (r->body_error == 0)
-        r->body_error = rematx_dyn_addn(&r->body, data, n);
+     * cannot answer while the body is arriving, so the 413 (or the 503 of
+     * --max-bodies-bytes) goes out at the end.  The buffer grows
+     * geometrically: appends stay linear. */
+    if (r->body_error || r->body_over)
+        return;
+    size_t len = rematx_dyn_len(&r->body);
+    if (n > r->body_limit - len) {
+        r->body_error = REMAT_ELIMIT;
+        return;
+    }
+    if (body_reserve(r, len + n) < 0) {
+        r->body_over = 1;
+        rematx_dyn_free(&r->body);
+        return;
+    }
+    r->body_error = rematx_dyn_addn(&r->body, data, n);
 }
 
 json_t *rematd_req_body_json(struct rematd_request *r)
@@ -661,9 +713,8 @@ int rematd_req_reject_unknown(struct rematd_request *r, json_t *obj, const char 
                 ok = 1;
         if (!ok) {
             char ptr[160];
-            /* JSON pointer escaping (RFC 6901) is skipped for brevity of the
-             * detail; odd keys are cut to printable length. */
-            snprintf(ptr, sizeof ptr, "%s/%.100s", prefix, k);
+            snprintf(ptr, sizeof ptr, "%s", prefix);
+            rematx_pointer_append(ptr, sizeof ptr, k);
             rematd_req_problem(r, 400, "validation", ptr, "unknown field '%.100s'", k);
             return -1;
         }
@@ -732,6 +783,10 @@ int rematd_req_idempotency_check(struct rematd_request *r)
 
 static void dispatch(struct rematd_request *r)
 {
+    if (r->body_over) {
+        answer_bodies_full(r);
+        return;
+    }
     if (r->body_error == REMAT_ELIMIT) {
         rematd_req_problem(r, 413, "body-too-large", NULL,
                            "the body is larger than the limit of %zu bytes", r->body_limit);

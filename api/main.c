@@ -191,7 +191,7 @@ int main(int argc, char **argv)
     signal(SIGPIPE, SIG_IGN);
 
     char err[1200];
-    srv.store = rematd_store_open(cfg->data_dir, cfg, err, sizeof err);
+    srv.store = rematd_store_open(cfg->store, cfg, err, sizeof err);
     if (!srv.store) {
         rematd_log("error", "cannot open the store", json_pack("{s:s}", "detail", err));
         return 1;
@@ -258,10 +258,14 @@ int main(int argc, char **argv)
             return 1;
         }
     }
+    char store[1300];
+    rematd_config_store_redacted(cfg, store, sizeof store);
     rematd_log("info", "listening",
-               json_pack("{s:s, s:i, s:s, s:i, s:i, s:s}", "listen", cfg->listen, "port", (int)port,
-                         "data_dir", cfg->data_dir, "threads", (int)cfg->threads, "plan_threads",
-                         (int)plan_threads, "version", PACKAGE_VERSION));
+               json_pack("{s:s, s:i, s:s, s:s, s:s, s:i, s:i, s:s}", "listen", cfg->listen, "port",
+                         (int)port, "data_dir", cfg->data_dir, "store",
+                         rematd_store_backend(srv.store), "store_at", store, "threads",
+                         (int)cfg->threads, "plan_threads", (int)plan_threads, "version",
+                         PACKAGE_VERSION));
     /* Where local workers reach rematd: the address it listens on, or the
      * loopback of its family for a wildcard.  Always 127.0.0.1 reached
      * nothing when rematd listened on [::1] or on one outside address. */

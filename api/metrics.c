@@ -119,6 +119,16 @@ char *rematd_metrics_render(struct rematd_server *srv, size_t *len)
         "# HELP remat_plan_queue_depth Plan requests waiting for a planning thread.\n"
         "# TYPE remat_plan_queue_depth gauge\nremat_plan_queue_depth %ld\n",
         rematd_pool_queued(srv->pool));
+    put(&o,
+        "# HELP remat_request_body_bytes Request bodies held in memory now (read or announced), "
+        "against --max-bodies-bytes.\n# TYPE remat_request_body_bytes gauge\n"
+        "remat_request_body_bytes %lld\n",
+        (long long)atomic_load(&srv->body_memory));
+    put(&o,
+        "# HELP remat_solve_memory_bytes Solver memory reserved by the solves running now, "
+        "against --solve-memory-bytes.\n# TYPE remat_solve_memory_bytes gauge\n"
+        "remat_solve_memory_bytes %lld\n",
+        (long long)atomic_load(&srv->solve_memory));
     unsigned long commits, committed;
     rematd_store_commit_stats(srv->store, &commits, &committed);
     put(&o,

@@ -97,6 +97,13 @@ json_t *rematd_model_view(const struct rematd_model *m)
     json_t *v = json_pack("{s:s, s:s, s:s, s:I, s:s, s:{s:s}}", "id", m->id, "kind", "uploaded",
                           "sha256", m->sha256, "bytes", (json_int_t)m->bytes, "created_at", created,
                           "links", "self", self);
+    /* The default stages are kept with the archive's facts but answered
+     * beside them. */
+    json_t *stages = json_object_get(meta, "stages");
+    if (v && json_is_object(stages))
+        json_object_set(v, "stages", stages);
+    if (json_is_object(meta))
+        json_object_del(meta, "stages");
     if (v && json_is_object(meta))
         json_object_set(v, "archive", meta);
     json_decref(meta);

@@ -9,7 +9,10 @@
 #include "plan_codec.h"
 #include "rematx/rematx.h"
 
-#define CODEC_VERSION 1
+/* Version 2 adds each stage's fwd_grad_tmp_bytes and bwd_freed_bytes; a
+ * version 1 record is still read, with the meaning those fields' defaults
+ * give (docs/profile.md). */
+#define CODEC_VERSION 2
 
 /* The largest record: REMAT_MAX_STAGES stages and their ops stay far
  * below it (about 40 bytes a stage). */
@@ -94,7 +97,10 @@ unsigned char *rematd_plan_encode(const struct remat_profile *p, const struct re
         /* saved >= out in every valid profile: the difference is short. */
         put_s(&o, s->saved_bytes - s->out_bytes);
         put_u(&o, (uint64_t)s->fwd_tmp_bytes);
+        /* Mostly equal to fwd_tmp_bytes: the difference is short. */
+        put_s(&o, s->fwd_grad_tmp_bytes - s->fwd_tmp_bytes);
         put_u(&o, (uint64_t)s->bwd_tmp_bytes);
+        put_u(&o, (uint64_t)s->bwd_freed_bytes);
         put_u(&o, (uint64_t)s->param_bytes);
         put_d(&o, s->fwd_ms);
         put_d(&o, s->bwd_ms);
@@ -206,8 +212,9 @@ int rematd_plan_decode(const unsigned char *buf, size_t len, struct remat_profil
     memset(plan, 0, sizeof *plan);
     remat_schedule_init(&plan->schedule);
     plan->single_level = 1;
-    if (len < 1 || buf[0] != CODEC_VERSION)
+    if (len < 1 || (buf[0] != CODEC_VERSION && buf[0] != 1))
         return -1;
+    int v1 = buf[0] == 1;
     in.p++;
     uint64_t n = get_u(&in);
     /* Each stage takes at least 7 bytes: a count the record cannot hold is
@@ -229,7 +236,18 @@ int rematd_plan_decode(const unsigned char *buf, size_t len, struct remat_profil
         else
             s->saved_bytes = s->out_bytes + extra;
         s->fwd_tmp_bytes = get_size(&in);
+        s->fwd_grad_tmp_bytes = s->fwd_tmp_bytes;
+        if (!v1) {
+            int64_t dg = get_s(&in);
+            /* Checked before the sum, as above. */
+            if (s->fwd_tmp_bytes < 0 || s->fwd_tmp_bytes > REMAT_MAX_BYTES ||
+                dg < -s->fwd_tmp_bytes || dg > REMAT_MAX_BYTES - s->fwd_tmp_bytes)
+                in.bad = 1;
+            else
+                s->fwd_grad_tmp_bytes = s->fwd_tmp_bytes + dg;
+        }
         s->bwd_tmp_bytes = get_size(&in);
+        s->bwd_freed_bytes = v1 ? 0 : get_size(&in);
         s->param_bytes = get_size(&in);
         s->fwd_ms = get_d(&in);
         s->bwd_ms = get_d(&in);

@@ -28,7 +28,9 @@
 struct rematd_config {
     char listen[128];            /* host:port */
     char data_dir[1024];         /* where rematd.db lives */
+    char store[1200];            /* --store: sqlite:DIR or a PostgreSQL URI */
     size_t max_body_bytes;       /* request body limit */
+    size_t max_bodies_bytes;     /* all buffered request bodies together */
     size_t max_model_bytes;      /* one uploaded model archive */
     size_t max_models_bytes;     /* all uploaded models together */
     size_t max_stages;           /* server cap on stages, <= REMAT_MAX_STAGES */
@@ -46,6 +48,7 @@ struct rematd_config {
     char token[256];             /* REMAT_TOKEN: clients' bearer token, "" = none */
     char worker_token[256];      /* REMAT_WORKER_TOKEN: workers' bearer token */
     int worker_path_set;         /* --worker-path or REMAT_WORKER_PATH given */
+    int max_bodies_set;          /* --max-bodies-bytes or REMAT_MAX_BODIES_BYTES given */
     unsigned max_queued_plans;   /* requests waiting for a planning thread */
     unsigned max_queued_jobs;    /* jobs in status queued */
     unsigned max_idempotency_keys;
@@ -66,6 +69,8 @@ struct rematd_config {
  * or -1 after printing an error (exit 2). */
 int rematd_config_load(struct rematd_config *cfg, int argc, char **argv);
 json_t *rematd_config_to_json(const struct rematd_config *cfg);
+/* cfg->store with any password in it replaced by "(set)", into out. */
+void rematd_config_store_redacted(const struct rematd_config *cfg, char *out, size_t cap);
 
 /* ------------------------------------------------------------------------
  * Logging (util.c): one JSON object per line on stderr, one write(2) each.
@@ -170,6 +175,10 @@ struct rematd_server {
     atomic_long plans_by_algorithm[REMAT_ALG_COUNT + 1];
     /* Solver memory reserved by the solves running now (plan_common.c). */
     atomic_llong solve_memory;
+    /* Bytes of request bodies held now, read or announced, by requests
+     * being read, waiting for a planning thread or handled (http.c),
+     * bounded by cfg.max_bodies_bytes. */
+    atomic_llong body_memory;
     const char *openapi;
     size_t openapi_len;
     struct rematd_http *http; /* connection defences (http.c) */
@@ -193,7 +202,9 @@ struct rematd_request {
     struct rematx_dynbuf body;
     size_t body_limit;
     int body_error;
-    size_t streamed; /* bytes handed to a streaming route's body_chunk */
+    size_t body_held; /* reserved from srv->body_memory, given back when r is freed */
+    int body_over;    /* the body would take body_memory past --max-bodies-bytes */
+    size_t streamed;  /* bytes handed to a streaming route's body_chunk */
     int responded;
     int status;
     int suspended;
@@ -295,22 +306,6 @@ void rematd_req_replay(struct rematd_request *r, struct rematd_idem *rec);
 void rematd_metrics_observe(int route_index, int status, double seconds);
 /* The Prometheus text (new, *len bytes), or NULL when out of memory. */
 char *rematd_metrics_render(struct rematd_server *srv, size_t *len);
-
-/* ------------------------------------------------------------------------
- * The timeline chart (svg.c)
- */
-
-struct rematd_series {
-    const char *label;
-    const char *color;
-    const int64_t *bytes;
-    size_t n;
-    int64_t peak_bytes;
-};
-/* A new SVG document with one line per series (*len bytes), or NULL when
- * out of memory. */
-char *rematd_svg_timeline(const char *title, const struct rematd_series *s, size_t n_series,
-                          size_t *len);
 
 /* ------------------------------------------------------------------------
  * Worker supervision (supervise.c), driven from the main thread.

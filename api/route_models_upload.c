@@ -25,6 +25,7 @@
 
 #include "models_common.h"
 #include "rematx/sha256.h"
+#include "torchpickle.h"
 #include "zipcheck.h"
 
 struct upload {
@@ -224,6 +225,35 @@ static void answer_model(struct rematd_request *r, int status, const struct rema
     rematd_req_json(r, status, v);
 }
 
+/* The stages a profile job runs when it lists none, the module's
+ * top-level children (api/torchpickle.h), as {count, names}: read from
+ * data.pkl where it is stored as it is, as torch.jit.save stores it; NULL
+ * (and no stages in the answer) when it is deflated, larger than
+ * REMATD_PICKLE_MAX_BYTES or not a pickled module. */
+static json_t *default_stages(int fd, const struct rematd_zip_info *info)
+{
+    if (!info->pickle_stored || info->pickle_bytes > REMATD_PICKLE_MAX_BYTES)
+        return NULL;
+    size_t n = (size_t)info->pickle_bytes;
+    unsigned char *p = malloc(n > 0 ? n : 1);
+    size_t got = 0;
+    while (p && got < n) {
+        ssize_t k = pread(fd, p + got, n - got, (off_t)(info->pickle_offset + got));
+        if (k < 0 && errno == EINTR)
+            continue;
+        if (k <= 0)
+            break;
+        got += (size_t)k;
+    }
+    json_t *names = p && got == n ? rematd_pickle_children(p, n) : NULL;
+    free(p);
+    if (!names || json_array_size(names) == 0) {
+        json_decref(names);
+        return NULL;
+    }
+    return json_pack("{s:I, s:o}", "count", (json_int_t)json_array_size(names), "names", names);
+}
+
 static enum rematd_handled finish(struct rematd_request *r)
 {
     struct upload *u = r->route_state;
@@ -277,6 +307,11 @@ static enum rematd_handled finish(struct rematd_request *r)
     json_t *meta =
         json_pack("{s:s, s:I, s:I}", "root", info.root, "entries", (json_int_t)info.entries,
                   "uncompressed_bytes", (json_int_t)info.uncompressed_bytes);
+    json_t *stages = default_stages(u->fd, &info);
+    if (meta && stages)
+        json_object_set_new(meta, "stages", stages);
+    else
+        json_decref(stages);
     m.meta = meta ? json_dumps(meta, JSON_COMPACT) : NULL;
     json_decref(meta);
     if (!m.meta) {

@@ -13,6 +13,7 @@
 
 #include "jobs_common.h"
 #include "models_common.h"
+#include "rematx/pointer.h"
 #include "rematx/rematx.h"
 
 static const char *const fields[] = {
@@ -62,7 +63,8 @@ static int check_layer(struct rematd_request *r, json_t *l, const char *ptr)
     const char *key;
     json_t *v;
     json_object_foreach (l, key, v) {
-        snprintf(p, sizeof p, "%.150s/%.60s", ptr, key);
+        snprintf(p, sizeof p, "%.150s", ptr);
+        rematx_pointer_append(p, sizeof p, key);
         if (strcmp(key, "type") == 0)
             continue;
         if (strcmp(key, "name") == 0) {

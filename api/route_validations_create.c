@@ -111,8 +111,11 @@ static int plan_fits_profile(struct rematd_request *r, const char *plan_id, cons
                 const struct remat_stage *a = &p->stages[i], *b = &profile->stages[i];
                 fits = a->out_bytes == b->out_bytes && a->saved_bytes == b->saved_bytes &&
                        a->fwd_tmp_bytes == b->fwd_tmp_bytes &&
-                       a->bwd_tmp_bytes == b->bwd_tmp_bytes && a->param_bytes == b->param_bytes &&
-                       a->fwd_ms == b->fwd_ms && a->bwd_ms == b->bwd_ms;
+                       a->fwd_grad_tmp_bytes == b->fwd_grad_tmp_bytes &&
+                       a->bwd_tmp_bytes == b->bwd_tmp_bytes &&
+                       a->bwd_freed_bytes == b->bwd_freed_bytes &&
+                       a->param_bytes == b->param_bytes && a->fwd_ms == b->fwd_ms &&
+                       a->bwd_ms == b->bwd_ms;
             }
             remat_profile_free(p);
             remat_plan_clear(&plan);
@@ -125,25 +128,30 @@ static int plan_fits_profile(struct rematd_request *r, const char *plan_id, cons
     return fits;
 }
 
-static enum rematd_handled create(struct rematd_request *r)
+/* Whether r has its answer: queued, or recorded on a planning thread. */
+static int answered(const struct rematd_request *r)
 {
-    json_t *body = rematd_req_body_json(r);
-    if (!body)
-        return REMATD_HANDLED;
+    return r->responded || r->pending || r->pending_status < 0;
+}
+
+/* The request, read into r->json by create(). */
+static void create_now(struct rematd_request *r)
+{
+    json_t *body = r->json;
     if (rematd_req_reject_unknown(r, body, "", fields) < 0)
-        return REMATD_HANDLED;
+        return;
     json_t *pid = json_object_get(body, "profile_id");
     if (!json_is_string(pid)) {
         rematd_req_problem(r, 400, "validation", "/profile_id",
                            "profile_id (a done profile job) is needed");
-        return REMATD_HANDLED;
+        return;
     }
     json_t *rep = json_object_get(body, "repeats");
     if (rep &&
         (!json_is_integer(rep) || json_integer_value(rep) < 1 || json_integer_value(rep) > 1000)) {
         rematd_req_problem(r, 400, "validation", "/repeats",
                            "repeats must be an integer in 1..1000");
-        return REMATD_HANDLED;
+        return;
     }
     /* "store_all": false runs the plan alone, without store-all beside it
      * (and without comparing gradients): what a device sized for the plan
@@ -151,14 +159,14 @@ static enum rematd_handled create(struct rematd_request *r)
     json_t *sa = json_object_get(body, "store_all");
     if (sa && !json_is_boolean(sa)) {
         rematd_req_problem(r, 400, "validation", "/store_all", "store_all must be true or false");
-        return REMATD_HANDLED;
+        return;
     }
     json_t *plan_id = json_object_get(body, "plan_id");
     json_t *cks = json_object_get(body, "checkpoints");
     if (plan_id && cks) {
         rematd_req_problem(r, 400, "validation", "/checkpoints",
                            "give plan_id or checkpoints, not both");
-        return REMATD_HANDLED;
+        return;
     }
     if (plan_id || cks) {
         /* Solver options beside a plan that is already made would be
@@ -172,25 +180,25 @@ static enum rematd_handled create(struct rematd_request *r)
                 rematd_req_problem(r, 400, "validation", ptr,
                                    "%s solves a plan; with %s the plan is given already", solver[i],
                                    plan_id ? "plan_id" : "checkpoints");
-                return REMATD_HANDLED;
+                return;
             }
     }
     const char *id = json_string_value(pid);
     if (!rematd_is_id(id)) {
         rematd_req_problem(r, 400, "validation", "/profile_id",
                            "ids are 32 lowercase hexadecimal characters");
-        return REMATD_HANDLED;
+        return;
     }
     struct remat_profile *profile = rematd_profile_by_id(r, id, "/profile_id");
     if (!profile)
-        return REMATD_HANDLED;
+        return;
     /* The job again, for the spec it was measured with and the profile
      * as JSON (rematd_profile_by_id found it done). */
     struct rematd_job job;
     if (rematd_store_get_job(r->srv->store, id, &job) != REMATD_STORE_OK) {
         remat_profile_free(profile);
         rematd_req_problem(r, 503, "unavailable", NULL, "the store did not answer");
-        return REMATD_HANDLED;
+        return;
     }
     json_t *model_spec = json_loads(job.spec, 0, NULL);
     json_t *result = job.result ? json_loads(job.result, 0, NULL) : NULL;
@@ -203,7 +211,7 @@ static enum rematd_handled create(struct rematd_request *r)
             remat_profile_free(profile);
             json_decref(model_spec);
             json_decref(result);
-            return REMATD_HANDLED;
+            return;
         }
         int got = ok_id ? rematd_plan_load(r, json_string_value(plan_id), &pbody) : 0;
         if (got == 0)
@@ -226,15 +234,13 @@ static enum rematd_handled create(struct rematd_request *r)
         struct remat_options opts;
         json_t *oj = NULL;
         if (rematd_plan_request(r, sub, &p2, &opts, &oj) == 0) {
+            /* Under the bounds of every solve (plan_common.h): a deadline,
+             * the memory estimate, cancellation. */
             struct remat_plan pl;
-            memset(&pl, 0, sizeof pl);
-            struct remat_error err = {0};
-            int rc = remat_solve(p2, &opts, &pl, &err);
-            if (rc == REMAT_OK)
+            if (rematd_plan_solve(r, p2, &opts, &pl) == 0) {
                 plan = remat_plan_to_json(p2, &pl);
-            else
-                rematd_answer_remat_error(r, rc, &err, &pl);
-            remat_plan_clear(&pl);
+                remat_plan_clear(&pl);
+            }
         }
         remat_profile_free(p2);
         json_decref(oj);
@@ -244,9 +250,9 @@ static enum rematd_handled create(struct rematd_request *r)
     if (!plan) {
         json_decref(model_spec);
         json_decref(result);
-        if (!r->responded)
+        if (!answered(r))
             rematd_req_problem(r, 500, "internal", NULL, "out of memory");
-        return REMATD_HANDLED;
+        return;
     }
     json_t *device = json_object_get(model_spec, "device");
     json_t *spec = json_pack("{s:o, s:o, s:o, s:O, s:I}", "model_spec", model_spec, "profile",
@@ -254,11 +260,34 @@ static enum rematd_handled create(struct rematd_request *r)
                              "repeats", rep ? json_integer_value(rep) : (json_int_t)3);
     if (!spec) {
         rematd_req_problem(r, 500, "internal", NULL, "out of memory");
-        return REMATD_HANDLED;
+        return;
     }
     if (json_is_false(sa))
         json_object_set_new(spec, "store_all", json_false());
     rematd_queue_job(r, "validation", spec);
+}
+
+/* On a planning thread: the request with a solve (rematd_req_defer). */
+static void create_job(struct rematd_request *r)
+{
+    create_now(r);
+    if (!answered(r))
+        rematd_req_problem(r, 500, "internal", NULL, "the handler gave no answer");
+    rematd_req_resume(r);
+}
+
+/* A request that names its plan (plan_id, checkpoints) is answered here; one
+ * that asks for a plan to be solved goes to a planning thread, as POST
+ * /v1/plans does with a slow solver, so that no polling thread stalls the
+ * connections it holds for as long as --solve-timeout-ms. */
+static enum rematd_handled create(struct rematd_request *r)
+{
+    json_t *body = rematd_req_body_json(r);
+    if (!body)
+        return REMATD_HANDLED;
+    if (!json_object_get(body, "plan_id") && !json_object_get(body, "checkpoints"))
+        return rematd_req_defer(r, create_job) < 0 ? REMATD_HANDLED : REMATD_SUSPENDED;
+    create_now(r);
     return REMATD_HANDLED;
 }
 

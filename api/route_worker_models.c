@@ -23,7 +23,10 @@ static enum rematd_handled get(struct rematd_request *r)
         return REMATD_HANDLED;
     }
     char path[1200];
-    int fd = rematd_model_path(&r->srv->cfg, m.sha256, path, sizeof path) == 0
+    /* With a store shared by replicas the upload may have been another
+     * replica's: its archive is fetched from the store first. */
+    int fd = rematd_model_path(&r->srv->cfg, m.sha256, path, sizeof path) == 0 &&
+                     rematd_store_model_file(r->srv->store, &m, path) == REMATD_STORE_OK
                  ? open(path, O_RDONLY | O_CLOEXEC)
                  : -1;
     struct stat sb;

@@ -1,320 +1,251 @@
 /*
- * store.c - the SQLite store's connections and lifetime: open (the data
- * directory, the three connections, the schema, the prepared statements,
- * the threads), close, readiness, and the small SQL helpers every store
- * file uses.
+ * store.c - the store's one interface (store.h) over its backends
+ * (store_backend.h): which backend a --store names, and every call passed
+ * on to it.  The results' _clear functions are here too: what a call
+ * fills is the same whichever backend filled it.
  *
- * Durability: journal_mode=WAL with synchronous=FULL, so every COMMIT has
- * fsynced the WAL before it returns; a kill -9 (or a power cut) after a
- * commit loses nothing.  --sync normal trades the power-cut half of that
- * for fewer fsyncs: a WAL commit then survives a crash of rematd (the OS
- * still holds the pages) but not of the machine.  Nothing is acknowledged
- * to a client before the transaction that holds it has committed.
- *
- * Faults fail loudly: one rematd per data directory (an flock on
- * rematd.lock, the second refuses to start); PRAGMA quick_check at open
- * (a damaged database is not served); a write that fails logs SQLite's own
- * error and makes the store not ready until a write succeeds again; and a
- * database whose path no longer names the file opened (the directory was
- * removed) is lost: every write is refused, since what it wrote into the
- * unlinked file would vanish at exit.
+ * --store sqlite:DIR (or a bare directory, --data-dir's value and the
+ * default) is the embedded SQLite store (store_sqlite.c); --store
+ * postgresql://... (or postgres://..., or postgresql: followed by libpq's
+ * key=value words) the PostgreSQL one (store_pg.c), when configure found
+ * libpq.
  */
 #include "config.h"
 
-#include <errno.h>
-#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/file.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
-#include "store_sqlite.h"
+#include "store_backend.h"
 
-int rematd__sql_exec(sqlite3 *db, const char *sql)
+/* The PostgreSQL connection string of spec, or NULL when spec names no
+ * PostgreSQL store. */
+static const char *pg_conninfo(const char *spec)
 {
-    char *msg = NULL;
-    int rc = sqlite3_exec(db, sql, NULL, NULL, &msg);
-    if (rc != SQLITE_OK) {
-        rematd_log("error", "sqlite",
-                   json_pack("{s:s, s:s}", "sql", sql, "error", msg ? msg : sqlite3_errstr(rc)));
-    }
-    sqlite3_free(msg);
-    return rc == SQLITE_OK ? 0 : -1;
+    if (strncmp(spec, "postgresql://", 13) == 0 || strncmp(spec, "postgres://", 11) == 0)
+        return spec;
+    if (strncmp(spec, "postgresql:", 11) == 0)
+        return spec + 11;
+    return NULL;
 }
 
-int rematd__sql_step_reset(sqlite3_stmt *s)
+int rematd_store_is_shared(const char *spec)
 {
-    int rc = sqlite3_step(s);
-    sqlite3_reset(s);
-    sqlite3_clear_bindings(s);
-    return rc;
+    return pg_conninfo(spec) != NULL;
 }
 
-char *rematd__sql_col_dup(sqlite3_stmt *s, int i)
-{
-    const unsigned char *t = sqlite3_column_text(s, i);
-    return t ? strdup((const char *)t) : NULL;
-}
-
-static int mkdirs(const char *dir)
-{
-    char buf[1024];
-    snprintf(buf, sizeof buf, "%s", dir);
-    for (char *p = buf + 1; *p; p++) {
-        if (*p != '/')
-            continue;
-        *p = '\0';
-        if (mkdir(buf, 0700) < 0 && errno != EEXIST)
-            return -1;
-        *p = '/';
-    }
-    if (mkdir(buf, 0700) < 0 && errno != EEXIST)
-        return -1;
-    return 0;
-}
-
-int rematd__store_check(struct rematd_store *st)
-{
-    if (atomic_load(&st->lost))
-        return -1;
-    struct stat sb;
-    if (stat(st->db_path, &sb) == 0 && (unsigned long long)sb.st_dev == st->db_dev &&
-        (unsigned long long)sb.st_ino == st->db_ino)
-        return 0;
-    if (!atomic_exchange(&st->lost, 1))
-        rematd_log("error", "data directory lost",
-                   json_pack("{s:s, s:s}", "path", st->db_path, "detail",
-                             "the database file was removed or replaced; every write is refused"
-                             " until rematd is restarted on a data directory"));
-    return -1;
-}
-
-void rematd__store_write_failed(struct rematd_store *st, const char *what)
-{
-    int ext = sqlite3_extended_errcode(st->w);
-    rematd_log(
-        "error", "store write failed",
-        json_pack("{s:s, s:s, s:i}", "op", what, "error", sqlite3_errmsg(st->w), "code", ext));
-    if (!sqlite3_get_autocommit(st->w))
-        sqlite3_exec(st->w, "ROLLBACK", NULL, NULL, NULL);
-    atomic_store(&st->failed, 1);
-}
-
-void rematd__store_write_ok(struct rematd_store *st)
-{
-    if (atomic_exchange(&st->failed, 0))
-        rematd_log("info", "store writable again", NULL);
-}
-
-/* One rematd per data directory: an exclusive flock on <dir>/rematd.lock,
- * held while the store is open (the descriptor is close-on-exec, so a
- * worker never inherits it). */
-static int lock_dir(struct rematd_store *st, const char *dir, char *errbuf, size_t errlen)
-{
-    char path[1100];
-    snprintf(path, sizeof path, "%s/rematd.lock", dir);
-    st->lock_fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
-    if (st->lock_fd < 0) {
-        snprintf(errbuf, errlen, "cannot open %s: %s", path, strerror(errno));
-        return -1;
-    }
-    if (flock(st->lock_fd, LOCK_EX | LOCK_NB) < 0) {
-        char pid[32] = "";
-        ssize_t n = pread(st->lock_fd, pid, sizeof pid - 1, 0);
-        pid[n > 0 ? n : 0] = '\0';
-        pid[strcspn(pid, "\n")] = '\0';
-        snprintf(errbuf, errlen,
-                 "data directory %s is in use by another rematd (pid %s): one rematd per data"
-                 " directory",
-                 dir, pid[0] ? pid : "unknown");
-        return -1;
-    }
-    char txt[32];
-    int len = snprintf(txt, sizeof txt, "%ld\n", (long)getpid());
-    if (ftruncate(st->lock_fd, 0) < 0 || pwrite(st->lock_fd, txt, (size_t)len, 0) != len) {
-        snprintf(errbuf, errlen, "cannot write %s: %s", path, strerror(errno));
-        return -1;
-    }
-    return 0;
-}
-
-/* PRAGMA quick_check: a database damaged mid-file would otherwise start and
- * answer 404 for the rows it lost, with nothing logged.  O(pages), about a
- * second per GB. */
-static int integrity(sqlite3 *db, const char *path, char *errbuf, size_t errlen)
-{
-    sqlite3_stmt *s = NULL;
-    int rc = sqlite3_prepare_v2(db, "PRAGMA quick_check(5)", -1, &s, NULL);
-    const char *first = NULL;
-    int ok = 0;
-    if (rc == SQLITE_OK && (rc = sqlite3_step(s)) == SQLITE_ROW) {
-        first = (const char *)sqlite3_column_text(s, 0);
-        ok = first && strcmp(first, "ok") == 0;
-    }
-    if (!ok)
-        snprintf(errbuf, errlen,
-                 "%s is damaged (PRAGMA quick_check: %s); restore it from a backup or move it"
-                 " away",
-                 path, first ? first : sqlite3_errmsg(db));
-    sqlite3_finalize(s);
-    return ok ? 0 : -1;
-}
-
-static sqlite3 *open_db(const char *path, int flags, char *errbuf, size_t errlen)
-{
-    sqlite3 *db = NULL;
-    /* NOMUTEX: each connection is only used under its own mutex. */
-    int rc = sqlite3_open_v2(path, &db, flags | SQLITE_OPEN_NOMUTEX, NULL);
-    if (rc != SQLITE_OK) {
-        snprintf(errbuf, errlen, "%s: %s", path, db ? sqlite3_errmsg(db) : sqlite3_errstr(rc));
-        sqlite3_close(db);
-        return NULL;
-    }
-    sqlite3_busy_timeout(db, 5000);
-    return db;
-}
-
-struct rematd_store *rematd_store_open(const char *dir, const struct rematd_config *cfg,
+struct rematd_store *rematd_store_open(const char *spec, const struct rematd_config *cfg,
                                        char *errbuf, size_t errlen)
 {
-    if (mkdirs(dir) < 0) {
-        snprintf(errbuf, errlen, "cannot create data directory %s: %s", dir, strerror(errno));
+    const char *conninfo = pg_conninfo(spec);
+    if (conninfo) {
+#ifdef HAVE_LIBPQ
+        return rematd__pg_open(conninfo, cfg, errbuf, errlen);
+#else
+        snprintf(errbuf, errlen,
+                 "--store %.11s...: this rematd was built without PostgreSQL support (configure"
+                 " found no libpq; install libpq-dev and configure again), so it can only use"
+                 " --store sqlite:DIR",
+                 spec);
+        return NULL;
+#endif
+    }
+    if (strncmp(spec, "sqlite:", 7) == 0)
+        spec += 7;
+    if (!spec[0]) {
+        snprintf(errbuf, errlen, "--store sqlite: names no directory");
         return NULL;
     }
-    char path[1100];
-    snprintf(path, sizeof path, "%s/rematd.db", dir);
-    struct rematd_store *st = calloc(1, sizeof *st);
-    if (!st) {
-        snprintf(errbuf, errlen, "out of memory");
-        return NULL;
-    }
-    st->lease_seconds = cfg->lease_seconds;
-    st->max_attempts = cfg->max_attempts;
-    st->idem_ttl = cfg->idempotency_ttl;
-    st->max_queued_jobs = cfg->max_queued_jobs ? (long)cfg->max_queued_jobs : 10000;
-    st->max_idem = cfg->max_idempotency_keys ? (long)cfg->max_idempotency_keys : 1000000;
-    st->wal_limit = cfg->wal_limit_bytes ? (long long)cfg->wal_limit_bytes : 64LL << 20;
-    snprintf(st->db_path, sizeof st->db_path, "%s", path);
-    pthread_mutex_init(&st->wmu, NULL);
-    pthread_mutex_init(&st->rmu, NULL);
-    pthread_mutex_init(&st->qmu, NULL);
-    pthread_cond_init(&st->qcv, NULL);
-    pthread_cond_init(&st->ckcv, NULL);
-    st->lock_fd = -1;
-    if (lock_dir(st, dir, errbuf, errlen) < 0)
-        goto fail;
-    st->w = open_db(path, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, errbuf, errlen);
-    if (!st->w)
-        goto fail;
-    struct stat sb;
-    if (stat(path, &sb) < 0) {
-        snprintf(errbuf, errlen, "%s: %s", path, strerror(errno));
-        goto fail;
-    }
-    st->db_dev = (unsigned long long)sb.st_dev;
-    st->db_ino = (unsigned long long)sb.st_ino;
-    /* FULL by default: see the comment at the top and docs/jobs.md.  16 KiB
-     * pages (new databases only; an existing file keeps its page size): a
-     * plan's rows (an ~8 KB request, a ~4 KB answer) then take one or two
-     * WAL frames instead of four or five, each frame two write calls, which
-     * measured ~12 us less writer and checkpoint CPU per plan than 4 KiB. */
-    if (rematd__sql_exec(st->w, strcmp(cfg->sync, "normal") == 0
-                                    ? "PRAGMA page_size=16384; PRAGMA journal_mode=WAL;"
-                                      " PRAGMA synchronous=NORMAL;"
-                                    : "PRAGMA page_size=16384; PRAGMA journal_mode=WAL;"
-                                      " PRAGMA synchronous=FULL;") < 0) {
-        snprintf(errbuf, errlen, "%s: %s", path, sqlite3_errmsg(st->w));
-        goto fail;
-    }
-    if (integrity(st->w, path, errbuf, errlen) < 0 ||
-        rematd__schema_migrate(st, errbuf, errlen) < 0)
-        goto fail;
-    {
-        /* journal_size_limit: SQLite itself cuts the WAL back to this when
-         * it starts the WAL over (the writer's quiet-second checkpoint does
-         * it too, store_writer.c). */
-        char sql[64];
-        snprintf(sql, sizeof sql, "PRAGMA journal_size_limit=%lld", st->wal_limit);
-        sqlite3_stmt *q = NULL;
-        if (sqlite3_prepare_v2(st->w, sql, -1, &q, NULL) == SQLITE_OK)
-            sqlite3_step(q);
-        sqlite3_finalize(q);
-        st->idem_count = 0;
-        if (sqlite3_prepare_v2(st->w, "SELECT count(*) FROM idempotency", -1, &q, NULL) ==
-                SQLITE_OK &&
-            sqlite3_step(q) == SQLITE_ROW)
-            st->idem_count = (long)sqlite3_column_int64(q, 0);
-        sqlite3_finalize(q);
-    }
-    st->r = open_db(path, SQLITE_OPEN_READONLY, errbuf, errlen);
-    if (!st->r)
-        goto fail;
-    st->ck = open_db(path, SQLITE_OPEN_READWRITE, errbuf, errlen);
-    /* The SELECT makes the checkpoint connection read the database once:
-     * until then it does not know the file is in WAL mode, and each
-     * checkpoint it runs silently does nothing (the WAL then grew without
-     * bound under load). */
-    if (!st->ck || rematd__sql_exec(st->ck, "SELECT count(*) FROM sqlite_master") < 0 ||
-        rematd__sql_exec(st->w, "PRAGMA wal_autocheckpoint=0") < 0)
-        goto fail;
-    if (sqlite3_prepare_v2(st->w,
-                           "INSERT INTO plans (id, created_at, algorithm, options, profile_id,"
-                           " record) VALUES (?, ?, ?, ?, ?, ?)",
-                           -1, &st->ins_plan, NULL) != SQLITE_OK ||
-        sqlite3_prepare_v2(st->w, "BEGIN IMMEDIATE", -1, &st->begin, NULL) != SQLITE_OK ||
-        sqlite3_prepare_v2(st->w, "COMMIT", -1, &st->commit, NULL) != SQLITE_OK ||
-        sqlite3_prepare_v2(st->w,
-                           "INSERT INTO idempotency (scope, key, body_hash, resource_id, body,"
-                           " created_at) VALUES (?, ?, ?, ?, ?, ?)",
-                           -1, &st->ins_idem, NULL) != SQLITE_OK) {
-        snprintf(errbuf, errlen, "prepare: %s", sqlite3_errmsg(st->w));
-        goto fail;
-    }
-    if (rematd__writer_start(st, errbuf, errlen) < 0)
-        goto fail;
-    return st;
-fail:
-    rematd_store_close(st);
-    return NULL;
+    return rematd__sqlite_open(spec, cfg, errbuf, errlen);
+}
+
+const char *rematd_store_backend(struct rematd_store *st)
+{
+    return st->ops->name;
 }
 
 void rematd_store_close(struct rematd_store *st)
 {
-    if (!st)
-        return;
-    rematd__writer_stop(st);
-    sqlite3_close(st->ck);
-    sqlite3_finalize(st->ins_plan);
-    sqlite3_finalize(st->begin);
-    sqlite3_finalize(st->commit);
-    sqlite3_finalize(st->ins_idem);
-    sqlite3_close(st->r);
-    if (st->w) {
-        /* Fold the WAL back into the database so a clean stop leaves one file. */
-        sqlite3_wal_checkpoint_v2(st->w, NULL, SQLITE_CHECKPOINT_TRUNCATE, NULL, NULL);
-        sqlite3_close(st->w);
-    }
-    pthread_mutex_destroy(&st->wmu);
-    pthread_mutex_destroy(&st->rmu);
-    pthread_mutex_destroy(&st->qmu);
-    pthread_cond_destroy(&st->qcv);
-    pthread_cond_destroy(&st->ckcv);
-    if (st->lock_fd >= 0)
-        close(st->lock_fd); /* releases the flock */
-    free(st);
+    if (st)
+        st->ops->close(st);
 }
 
 enum rematd_store_result rematd_store_ready(struct rematd_store *st)
 {
-    pthread_mutex_lock(&st->rmu);
-    int ok =
-        sqlite3_exec(st->r, "SELECT count(*) FROM sqlite_master", NULL, NULL, NULL) == SQLITE_OK;
-    pthread_mutex_unlock(&st->rmu);
-    pthread_mutex_lock(&st->qmu);
-    ok = ok && !st->stopping;
-    pthread_mutex_unlock(&st->qmu);
-    ok = ok && rematd__store_check(st) == 0 && !atomic_load(&st->failed);
-    return ok ? REMATD_STORE_OK : REMATD_STORE_ERROR;
+    return st->ops->ready(st);
+}
+
+enum rematd_store_result rematd_store_get_idempotency(struct rematd_store *st, const char *scope,
+                                                      const char *key, struct rematd_idem *out)
+{
+    return st->ops->get_idempotency(st, scope, key, out);
+}
+
+void rematd_store_enqueue_plan(struct rematd_store *st, struct rematd_plan_write *w)
+{
+    st->ops->enqueue_plan(st, w);
+}
+
+void rematd_store_commit_stats(struct rematd_store *st, unsigned long *commits,
+                               unsigned long *plans)
+{
+    st->ops->commit_stats(st, commits, plans);
+}
+
+enum rematd_store_result rematd_store_get_plan(struct rematd_store *st, const char *id,
+                                               struct rematd_stored_plan *out)
+{
+    return st->ops->get_plan(st, id, out);
+}
+
+enum rematd_store_result rematd_store_create_job(struct rematd_store *st,
+                                                 const struct rematd_job_new *job,
+                                                 struct rematd_idem *existing)
+{
+    return st->ops->create_job(st, job, existing);
+}
+
+enum rematd_store_result rematd_store_find_reusable(struct rematd_store *st, const char *kind,
+                                                    const char *reuse_key, struct rematd_job *out)
+{
+    return st->ops->find_reusable(st, kind, reuse_key, out);
+}
+
+enum rematd_store_result rematd_store_get_job(struct rematd_store *st, const char *id,
+                                              struct rematd_job *out)
+{
+    return st->ops->get_job(st, id, out);
+}
+
+enum rematd_store_result rematd_store_job_kind(struct rematd_store *st, const char *id,
+                                               char kind[16])
+{
+    return st->ops->job_kind(st, id, kind);
+}
+
+enum rematd_store_result rematd_store_count_jobs(struct rematd_store *st,
+                                                 struct rematd_job_counts *out)
+{
+    return st->ops->count_jobs(st, out);
+}
+
+enum rematd_store_result rematd_store_lease_job(struct rematd_store *st, const char *worker_id,
+                                                const char *const *kinds,
+                                                const char *const *devices,
+                                                struct rematd_lease *out)
+{
+    return st->ops->lease_job(st, worker_id, kinds, devices, out);
+}
+
+enum rematd_store_result rematd_store_renew_lease(struct rematd_store *st, const char *id,
+                                                  const char *lease_id, const char *progress,
+                                                  double *lease_expires_at)
+{
+    return st->ops->renew_lease(st, id, lease_id, progress, lease_expires_at);
+}
+
+enum rematd_store_result rematd_store_complete_job(struct rematd_store *st, const char *id,
+                                                   const char *lease_id, const char *result)
+{
+    return st->ops->complete_job(st, id, lease_id, result);
+}
+
+enum rematd_store_result rematd_store_fail_job(struct rematd_store *st, const char *id,
+                                               const char *lease_id, const char *reason,
+                                               int retryable)
+{
+    return st->ops->fail_job(st, id, lease_id, reason, retryable);
+}
+
+enum rematd_store_result rematd_store_advance_job(struct rematd_store *st, const char *id,
+                                                  const char *status, const char *spec,
+                                                  const char *result, const char *reason)
+{
+    return st->ops->advance_job(st, id, status, spec, result, reason);
+}
+
+enum rematd_store_result rematd_store_release_job(struct rematd_store *st, const char *id,
+                                                  const char *lease_id)
+{
+    return st->ops->release_job(st, id, lease_id);
+}
+
+enum rematd_store_result rematd_store_add_model(struct rematd_store *st,
+                                                const struct rematd_model *m,
+                                                unsigned long long quota_bytes,
+                                                struct rematd_model *existing)
+{
+    return st->ops->add_model(st, m, quota_bytes, existing);
+}
+
+enum rematd_store_result rematd_store_get_model(struct rematd_store *st, const char *id,
+                                                struct rematd_model *out)
+{
+    return st->ops->get_model(st, id, out);
+}
+
+enum rematd_store_result rematd_store_list_models(struct rematd_store *st, size_t max,
+                                                  struct rematd_model **out, size_t *n)
+{
+    return st->ops->list_models(st, max, out, n);
+}
+
+enum rematd_store_result rematd_store_delete_model(struct rematd_store *st, const char *id)
+{
+    return st->ops->delete_model(st, id);
+}
+
+enum rematd_store_result rematd_store_models_bytes(struct rematd_store *st,
+                                                   unsigned long long *total)
+{
+    return st->ops->models_bytes(st, total);
+}
+
+enum rematd_store_result rematd_store_model_file(struct rematd_store *st,
+                                                 const struct rematd_model *m, const char *path)
+{
+    return st->ops->model_file ? st->ops->model_file(st, m, path) : REMATD_STORE_OK;
+}
+
+void rematd_idem_clear(struct rematd_idem *r)
+{
+    free(r->body);
+    r->body = NULL;
+}
+
+void rematd_stored_plan_clear(struct rematd_stored_plan *p)
+{
+    free(p->record);
+    free(p->options);
+    free(p->legacy_body);
+    free(p->legacy_request);
+    memset(p, 0, sizeof *p);
+}
+
+void rematd_job_clear(struct rematd_job *j)
+{
+    free(j->spec);
+    free(j->progress);
+    free(j->result);
+    free(j->reason);
+    j->spec = j->progress = j->result = j->reason = NULL;
+}
+
+void rematd_lease_clear(struct rematd_lease *l)
+{
+    free(l->spec);
+    l->spec = NULL;
+}
+
+void rematd_model_clear(struct rematd_model *m)
+{
+    free(m->meta);
+    m->meta = NULL;
+}
+
+void rematd_models_free(struct rematd_model *list, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        rematd_model_clear(&list[i]);
+    free(list);
 }

@@ -4,11 +4,12 @@
  * The store keeps plans, jobs with their leases, Idempotency-Key records
  * and the records of uploaded models (their bytes are files beside it), and promises that a call
  * which reports success has committed (docs/jobs.md).  It knows nothing of HTTP: it returns data,
- * and the routes make statuses, links and Location headers of it.  Nothing here names SQLite
- * either, so that another backend (PostgreSQL, for replicas sharing one database) can implement the
- * same calls; the SQLite one is store.c (connections), store_schema.c (versions and migrations),
- * store_writer.c (group commit and checkpoints), store_plans.c,
- * store_jobs.c and store_idem.c, which share store_sqlite.h.
+ * and the routes make statuses, links and Location headers of it.  Nothing here names a
+ * database either: each call is passed on (store.c) to the backend the store was opened with
+ * (store_backend.h): SQLite, embedded and the default (store_sqlite.c, store_schema.c,
+ * store_writer.c, store_plans.c, store_jobs.c, store_idem.c and store_models.c, which share
+ * store_sqlite.h), or PostgreSQL, for replicas sharing one database (store_pg*.c, sharing
+ * store_pg.h; built when configure finds libpq).
  *
  * Every call that can fail returns an enum rematd_store_result; what it
  * fills is new (the caller frees it with the matching _clear) only when it
@@ -39,13 +40,22 @@ enum rematd_store_result {
 
 struct rematd_store;
 
-/* Opens (creating it if need be) the store under dir, migrating an older
- * database to this version's schema, and starts its threads.  Returns a new
- * store, or NULL with a message in errbuf: among others when the database
- * comes from a newer rematd than this one, when another process holds the
- * directory (<dir>/rematd.lock), or when PRAGMA quick_check finds damage. */
+/* Opens the store dir names (--store): a directory, or sqlite:DIR, for
+ * the SQLite store there (created if need be); postgresql://... (or
+ * postgres://..., or postgresql: and libpq's key=value words) for a
+ * PostgreSQL database.  Migrates an older database to this version's
+ * schema, and starts the store's threads.  Returns a new store, or NULL
+ * with a message in errbuf: among others when the database comes from a
+ * newer rematd than this one, when another process holds the directory
+ * (<dir>/rematd.lock), when PRAGMA quick_check finds damage, when the
+ * PostgreSQL server cannot be reached, or when this rematd was built
+ * without libpq. */
 struct rematd_store *rematd_store_open(const char *dir, const struct rematd_config *cfg,
                                        char *errbuf, size_t errlen);
+/* Whether spec (a --store value) names a store shared by replicas. */
+int rematd_store_is_shared(const char *spec);
+/* The backend's name: "sqlite" or "postgresql".  Borrowed, static. */
+const char *rematd_store_backend(struct rematd_store *st);
 /* Commits what is queued, stops the threads and closes.  NULL is a no-op. */
 void rematd_store_close(struct rematd_store *st);
 /* REMATD_STORE_OK while the store answers, is not closing, its database
@@ -238,7 +248,9 @@ enum rematd_store_result rematd_store_release_job(struct rematd_store *st, const
  * Uploaded models (api/store_models.c).  The store keeps the record; the
  * archive is a file named by its SHA-256 under the data directory
  * (api/models_common.c), written and renamed there before the record is
- * added, so that a record always has its file.
+ * added, so that a record always has its file.  The PostgreSQL store also
+ * copies the archive into the database with the record, so that every
+ * replica can serve it (store_pg_models.c).
  */
 
 struct rematd_model {
@@ -271,5 +283,10 @@ enum rematd_store_result rematd_store_delete_model(struct rematd_store *st, cons
 /* The total bytes of all models: OK or ERROR. */
 enum rematd_store_result rematd_store_models_bytes(struct rematd_store *st,
                                                    unsigned long long *total);
+/* Makes sure path (rematd_model_path's) holds m's archive: with SQLite it
+ * always does; another replica's upload is fetched from the PostgreSQL
+ * store into path, checked against m->sha256.  OK or ERROR. */
+enum rematd_store_result rematd_store_model_file(struct rematd_store *st,
+                                                 const struct rematd_model *m, const char *path);
 
 #endif

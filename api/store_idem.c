@@ -16,7 +16,7 @@
 #include "store_sqlite.h"
 
 /* The live record of (scope, key) read on db: OK, NOT_FOUND or ERROR. */
-static enum rematd_store_result lookup(struct rematd_store *st, sqlite3 *db, const char *scope,
+static enum rematd_store_result lookup(struct rematd_sqlite *st, sqlite3 *db, const char *scope,
                                        const char *key, struct rematd_idem *out)
 {
     memset(out, 0, sizeof *out);
@@ -45,22 +45,18 @@ static enum rematd_store_result lookup(struct rematd_store *st, sqlite3 *db, con
     return found;
 }
 
-enum rematd_store_result rematd_store_get_idempotency(struct rematd_store *st, const char *scope,
-                                                      const char *key, struct rematd_idem *out)
+enum rematd_store_result rematd__sqlite_get_idempotency(struct rematd_store *base,
+                                                        const char *scope, const char *key,
+                                                        struct rematd_idem *out)
 {
+    struct rematd_sqlite *st = (struct rematd_sqlite *)base;
     pthread_mutex_lock(&st->rmu);
     enum rematd_store_result rc = lookup(st, st->r, scope, key, out);
     pthread_mutex_unlock(&st->rmu);
     return rc;
 }
 
-void rematd_idem_clear(struct rematd_idem *r)
-{
-    free(r->body);
-    r->body = NULL;
-}
-
-static int insert(struct rematd_store *st, const char *scope, const char *key,
+static int insert(struct rematd_sqlite *st, const char *scope, const char *key,
                   const char *body_hash, const char *resource_id, const char *body, double now)
 {
     sqlite3_stmt *s = st->ins_idem;
@@ -73,7 +69,7 @@ static int insert(struct rematd_store *st, const char *scope, const char *key,
     return rematd__sql_step_reset(s);
 }
 
-enum rematd_store_result rematd__idem_insert(struct rematd_store *st, const char *scope,
+enum rematd_store_result rematd__idem_insert(struct rematd_sqlite *st, const char *scope,
                                              const char *key, const char *body_hash,
                                              const char *resource_id, const char *body, double now,
                                              struct rematd_idem *existing)
@@ -112,7 +108,7 @@ enum rematd_store_result rematd__idem_insert(struct rematd_store *st, const char
                : REMATD_STORE_ERROR;
 }
 
-void rematd__idem_purge(struct rematd_store *st, double now)
+void rematd__idem_purge(struct rematd_sqlite *st, double now)
 {
     if (now - st->last_purge <= 60)
         return;

@@ -16,30 +16,16 @@
 
 #include "store_sqlite.h"
 
-void rematd_job_clear(struct rematd_job *j)
-{
-    free(j->spec);
-    free(j->progress);
-    free(j->result);
-    free(j->reason);
-    j->spec = j->progress = j->result = j->reason = NULL;
-}
-
-void rematd_lease_clear(struct rematd_lease *l)
-{
-    free(l->spec);
-    l->spec = NULL;
-}
-
 static void copy_col(char *dst, size_t cap, sqlite3_stmt *s, int i)
 {
     const unsigned char *t = sqlite3_column_text(s, i);
     snprintf(dst, cap, "%s", t ? (const char *)t : "");
 }
 
-enum rematd_store_result rematd_store_find_reusable(struct rematd_store *st, const char *kind,
-                                                    const char *reuse_key, struct rematd_job *out)
+enum rematd_store_result rematd__sqlite_find_reusable(struct rematd_store *base, const char *kind,
+                                                      const char *reuse_key, struct rematd_job *out)
 {
+    struct rematd_sqlite *st = (struct rematd_sqlite *)base;
     memset(out, 0, sizeof *out);
     sqlite3_stmt *s = NULL;
     enum rematd_store_result found = REMATD_STORE_ERROR;
@@ -62,12 +48,13 @@ enum rematd_store_result rematd_store_find_reusable(struct rematd_store *st, con
     sqlite3_finalize(s);
     pthread_mutex_unlock(&st->rmu);
     /* A done job never changes again: reading it after the lock is safe. */
-    return found == REMATD_STORE_OK ? rematd_store_get_job(st, id, out) : found;
+    return found == REMATD_STORE_OK ? rematd__sqlite_get_job(&st->base, id, out) : found;
 }
 
-enum rematd_store_result rematd_store_get_job(struct rematd_store *st, const char *id,
-                                              struct rematd_job *out)
+enum rematd_store_result rematd__sqlite_get_job(struct rematd_store *base, const char *id,
+                                                struct rematd_job *out)
 {
+    struct rematd_sqlite *st = (struct rematd_sqlite *)base;
     memset(out, 0, sizeof *out);
     sqlite3_stmt *s = NULL;
     enum rematd_store_result found = REMATD_STORE_ERROR;
@@ -107,9 +94,10 @@ enum rematd_store_result rematd_store_get_job(struct rematd_store *st, const cha
     return found;
 }
 
-enum rematd_store_result rematd_store_job_kind(struct rematd_store *st, const char *id,
-                                               char kind[16])
+enum rematd_store_result rematd__sqlite_job_kind(struct rematd_store *base, const char *id,
+                                                 char kind[16])
 {
+    struct rematd_sqlite *st = (struct rematd_sqlite *)base;
     sqlite3_stmt *s = NULL;
     enum rematd_store_result found = REMATD_STORE_ERROR;
     kind[0] = '\0';
@@ -130,9 +118,10 @@ enum rematd_store_result rematd_store_job_kind(struct rematd_store *st, const ch
     return found;
 }
 
-enum rematd_store_result rematd_store_count_jobs(struct rematd_store *st,
-                                                 struct rematd_job_counts *out)
+enum rematd_store_result rematd__sqlite_count_jobs(struct rematd_store *base,
+                                                   struct rematd_job_counts *out)
 {
+    struct rematd_sqlite *st = (struct rematd_sqlite *)base;
     memset(out, 0, sizeof *out);
     sqlite3_stmt *s = NULL;
     int rc = SQLITE_ERROR;
@@ -163,10 +152,11 @@ enum rematd_store_result rematd_store_count_jobs(struct rematd_store *st,
     return REMATD_STORE_OK;
 }
 
-enum rematd_store_result rematd_store_create_job(struct rematd_store *st,
-                                                 const struct rematd_job_new *job,
-                                                 struct rematd_idem *existing)
+enum rematd_store_result rematd__sqlite_create_job(struct rematd_store *base,
+                                                   const struct rematd_job_new *job,
+                                                   struct rematd_idem *existing)
 {
+    struct rematd_sqlite *st = (struct rematd_sqlite *)base;
     enum rematd_store_result ret = REMATD_STORE_ERROR;
     sqlite3_stmt *s = NULL;
     pthread_mutex_lock(&st->wmu);
@@ -254,7 +244,7 @@ out_unlock:
     return ret;
 }
 
-void rematd__jobs_expire(struct rematd_store *st)
+void rematd__jobs_expire(struct rematd_sqlite *st)
 {
     sqlite3_stmt *s = NULL;
     if (sqlite3_prepare_v2(
@@ -298,11 +288,12 @@ static int device_served(const char *job, const char *const *devices)
     return 0;
 }
 
-enum rematd_store_result rematd_store_lease_job(struct rematd_store *st, const char *worker_id,
-                                                const char *const *kinds,
-                                                const char *const *devices,
-                                                struct rematd_lease *out)
+enum rematd_store_result rematd__sqlite_lease_job(struct rematd_store *base, const char *worker_id,
+                                                  const char *const *kinds,
+                                                  const char *const *devices,
+                                                  struct rematd_lease *out)
 {
+    struct rematd_sqlite *st = (struct rematd_sqlite *)base;
     memset(out, 0, sizeof *out);
     enum rematd_store_result ret = REMATD_STORE_ERROR;
     sqlite3_stmt *s = NULL;
@@ -375,7 +366,7 @@ out:
 
 /* Runs one UPDATE guarded by the lease; when it changes nothing, tells a
  * stale lease (CONFLICT) from an unknown job (NOT_FOUND).  Under wmu. */
-static enum rematd_store_result lease_update(struct rematd_store *st, const char *sql,
+static enum rematd_store_result lease_update(struct rematd_sqlite *st, const char *sql,
                                              const char *id, const char *lease_id, const char *text,
                                              double now, double extra)
 {
@@ -419,10 +410,11 @@ static enum rematd_store_result lease_update(struct rematd_store *st, const char
 
 #define HELD " WHERE id = ?1 AND lease_id = ?2 AND status = 'running' AND lease_expires_at >= ?3"
 
-enum rematd_store_result rematd_store_renew_lease(struct rematd_store *st, const char *id,
-                                                  const char *lease_id, const char *progress,
-                                                  double *lease_expires_at)
+enum rematd_store_result rematd__sqlite_renew_lease(struct rematd_store *base, const char *id,
+                                                    const char *lease_id, const char *progress,
+                                                    double *lease_expires_at)
 {
+    struct rematd_sqlite *st = (struct rematd_sqlite *)base;
     pthread_mutex_lock(&st->wmu);
     double now = rematd_now(), until = now + st->lease_seconds;
     enum rematd_store_result rc = lease_update(st,
@@ -434,9 +426,10 @@ enum rematd_store_result rematd_store_renew_lease(struct rematd_store *st, const
     return rc;
 }
 
-enum rematd_store_result rematd_store_complete_job(struct rematd_store *st, const char *id,
-                                                   const char *lease_id, const char *result)
+enum rematd_store_result rematd__sqlite_complete_job(struct rematd_store *base, const char *id,
+                                                     const char *lease_id, const char *result)
 {
+    struct rematd_sqlite *st = (struct rematd_sqlite *)base;
     pthread_mutex_lock(&st->wmu);
     double now = rematd_now();
     enum rematd_store_result rc =
@@ -449,10 +442,11 @@ enum rematd_store_result rematd_store_complete_job(struct rematd_store *st, cons
     return rc;
 }
 
-enum rematd_store_result rematd_store_fail_job(struct rematd_store *st, const char *id,
-                                               const char *lease_id, const char *reason,
-                                               int retryable)
+enum rematd_store_result rematd__sqlite_fail_job(struct rematd_store *base, const char *id,
+                                                 const char *lease_id, const char *reason,
+                                                 int retryable)
 {
+    struct rematd_sqlite *st = (struct rematd_sqlite *)base;
     pthread_mutex_lock(&st->wmu);
     enum rematd_store_result rc;
     if (retryable)
@@ -473,9 +467,10 @@ enum rematd_store_result rematd_store_fail_job(struct rematd_store *st, const ch
     return rc;
 }
 
-enum rematd_store_result rematd_store_release_job(struct rematd_store *st, const char *id,
-                                                  const char *lease_id)
+enum rematd_store_result rematd__sqlite_release_job(struct rematd_store *base, const char *id,
+                                                    const char *lease_id)
 {
+    struct rematd_sqlite *st = (struct rematd_sqlite *)base;
     pthread_mutex_lock(&st->wmu);
     double now = rematd_now();
     enum rematd_store_result rc =
@@ -488,10 +483,11 @@ enum rematd_store_result rematd_store_release_job(struct rematd_store *st, const
     return rc;
 }
 
-enum rematd_store_result rematd_store_advance_job(struct rematd_store *st, const char *id,
-                                                  const char *status, const char *spec,
-                                                  const char *result, const char *reason)
+enum rematd_store_result rematd__sqlite_advance_job(struct rematd_store *base, const char *id,
+                                                    const char *status, const char *spec,
+                                                    const char *result, const char *reason)
 {
+    struct rematd_sqlite *st = (struct rematd_sqlite *)base;
     pthread_mutex_lock(&st->wmu);
     enum rematd_store_result ret = REMATD_STORE_ERROR;
     sqlite3_stmt *s = NULL;

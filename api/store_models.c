@@ -2,7 +2,10 @@
  * store_models.c - the records of uploaded models (store.h).  The quota
  * and the in-use rule are checked inside the write transaction that adds
  * or removes the record, so that two uploads racing cannot both pass the
- * quota and a job queued meanwhile cannot lose its model.
+ * quota and a job queued meanwhile cannot lose its model.  They go through
+ * the store's one write path (store_sqlite.c): refused once the database is lost,
+ * a failure logged with SQLite's own error and making the store not ready
+ * until a write succeeds again, as for plans and jobs.
  */
 #include "config.h"
 
@@ -11,19 +14,6 @@
 #include <string.h>
 
 #include "store_sqlite.h"
-
-void rematd_model_clear(struct rematd_model *m)
-{
-    free(m->meta);
-    m->meta = NULL;
-}
-
-void rematd_models_free(struct rematd_model *list, size_t n)
-{
-    for (size_t i = 0; i < n; i++)
-        rematd_model_clear(&list[i]);
-    free(list);
-}
 
 #define COLS "id, sha256, bytes, created_at, meta"
 
@@ -61,69 +51,99 @@ static enum rematd_store_result get_on(sqlite3 *db, const char *id, struct remat
     return ret;
 }
 
-enum rematd_store_result rematd_store_get_model(struct rematd_store *st, const char *id,
-                                                struct rematd_model *out)
+enum rematd_store_result rematd__sqlite_get_model(struct rematd_store *base, const char *id,
+                                                  struct rematd_model *out)
 {
+    struct rematd_sqlite *st = (struct rematd_sqlite *)base;
     pthread_mutex_lock(&st->rmu);
     enum rematd_store_result ret = get_on(st->r, id, out);
     pthread_mutex_unlock(&st->rmu);
     return ret;
 }
 
-enum rematd_store_result rematd_store_add_model(struct rematd_store *st,
-                                                const struct rematd_model *m,
-                                                unsigned long long quota_bytes,
-                                                struct rematd_model *existing)
+/* Opens a write transaction on w: takes wmu and begins, unless the store
+ * lost its database.  0, or -1 (wmu released; a failed BEGIN is logged and
+ * marks the store failed, as every write does: store_sqlite.c). */
+static int begin_write(struct rematd_sqlite *st)
 {
-    enum rematd_store_result ret = REMATD_STORE_ERROR;
-    sqlite3_stmt *s = NULL;
     pthread_mutex_lock(&st->wmu);
-    if (rematd__sql_exec(st->w, "BEGIN IMMEDIATE") < 0)
-        goto out_unlock;
-    ret = get_on(st->w, m->id, existing);
-    if (ret != REMATD_STORE_NOT_FOUND) {
-        if (ret == REMATD_STORE_OK)
-            ret = REMATD_STORE_CONFLICT;
-        goto out_rollback;
+    if (rematd__store_check(st) < 0) {
+        pthread_mutex_unlock(&st->wmu);
+        return -1;
     }
-    ret = REMATD_STORE_ERROR;
+    if (sqlite3_exec(st->w, "BEGIN IMMEDIATE", NULL, NULL, NULL) != SQLITE_OK) {
+        rematd__store_write_failed(st, "BEGIN");
+        pthread_mutex_unlock(&st->wmu);
+        return -1;
+    }
+    return 0;
+}
+
+/* Ends what begin_write opened, finalizes s and releases wmu.  ret is the
+ * answer so far: OK commits (a failed COMMIT turns it into ERROR); ERROR
+ * means a statement failed, which is logged with SQLite's error before s
+ * is finalized (so that the message survives) and marks the store failed;
+ * any other answer only read, and rolls back.  Returns the final answer. */
+static enum rematd_store_result end_write(struct rematd_sqlite *st, sqlite3_stmt *s,
+                                          enum rematd_store_result ret, const char *what)
+{
+    if (ret == REMATD_STORE_ERROR)
+        rematd__store_write_failed(st, what);
+    sqlite3_finalize(s);
+    if (ret == REMATD_STORE_OK) {
+        if (sqlite3_exec(st->w, "COMMIT", NULL, NULL, NULL) == SQLITE_OK) {
+            rematd__store_write_ok(st);
+        } else {
+            rematd__store_write_failed(st, what);
+            ret = REMATD_STORE_ERROR;
+        }
+    } else if (ret != REMATD_STORE_ERROR) {
+        sqlite3_exec(st->w, "ROLLBACK", NULL, NULL, NULL);
+    }
+    pthread_mutex_unlock(&st->wmu);
+    return ret;
+}
+
+enum rematd_store_result rematd__sqlite_add_model(struct rematd_store *base,
+                                                  const struct rematd_model *m,
+                                                  unsigned long long quota_bytes,
+                                                  struct rematd_model *existing)
+{
+    struct rematd_sqlite *st = (struct rematd_sqlite *)base;
+    sqlite3_stmt *s = NULL;
+    memset(existing, 0, sizeof *existing);
+    if (begin_write(st) < 0)
+        return REMATD_STORE_ERROR;
+    enum rematd_store_result ret = get_on(st->w, m->id, existing);
+    if (ret != REMATD_STORE_NOT_FOUND)
+        return end_write(st, s, ret == REMATD_STORE_OK ? REMATD_STORE_CONFLICT : ret,
+                         "INSERT model");
     if (sqlite3_prepare_v2(st->w, "SELECT coalesce(sum(bytes), 0) FROM models", -1, &s, NULL) !=
             SQLITE_OK ||
         sqlite3_step(s) != SQLITE_ROW)
-        goto out_rollback;
+        return end_write(st, s, REMATD_STORE_ERROR, "INSERT model");
     unsigned long long used = (unsigned long long)sqlite3_column_int64(s, 0);
     sqlite3_finalize(s);
     s = NULL;
     if ((unsigned long long)m->bytes > quota_bytes ||
-        used > quota_bytes - (unsigned long long)m->bytes) {
-        ret = REMATD_STORE_FULL;
-        goto out_rollback;
-    }
+        used > quota_bytes - (unsigned long long)m->bytes)
+        return end_write(st, s, REMATD_STORE_FULL, "INSERT model");
     if (sqlite3_prepare_v2(st->w, "INSERT INTO models (" COLS ") VALUES (?, ?, ?, ?, ?)", -1, &s,
                            NULL) != SQLITE_OK)
-        goto out_rollback;
+        return end_write(st, s, REMATD_STORE_ERROR, "INSERT model");
     sqlite3_bind_text(s, 1, m->id, -1, SQLITE_STATIC);
     sqlite3_bind_text(s, 2, m->sha256, -1, SQLITE_STATIC);
     sqlite3_bind_int64(s, 3, m->bytes);
     sqlite3_bind_double(s, 4, m->created_at);
     sqlite3_bind_text(s, 5, m->meta ? m->meta : "{}", -1, SQLITE_STATIC);
-    if (sqlite3_step(s) != SQLITE_DONE)
-        goto out_rollback;
-    if (rematd__sql_exec(st->w, "COMMIT") == 0) {
-        ret = REMATD_STORE_OK;
-        goto out_unlock;
-    }
-out_rollback:
-    rematd__sql_exec(st->w, "ROLLBACK");
-out_unlock:
-    sqlite3_finalize(s);
-    pthread_mutex_unlock(&st->wmu);
-    return ret;
+    ret = sqlite3_step(s) == SQLITE_DONE ? REMATD_STORE_OK : REMATD_STORE_ERROR;
+    return end_write(st, s, ret, "INSERT model");
 }
 
-enum rematd_store_result rematd_store_list_models(struct rematd_store *st, size_t max,
-                                                  struct rematd_model **out, size_t *n)
+enum rematd_store_result rematd__sqlite_list_models(struct rematd_store *base, size_t max,
+                                                    struct rematd_model **out, size_t *n)
 {
+    struct rematd_sqlite *st = (struct rematd_sqlite *)base;
     *out = NULL;
     *n = 0;
     sqlite3_stmt *s = NULL;
@@ -165,49 +185,38 @@ out:
     return ret;
 }
 
-enum rematd_store_result rematd_store_delete_model(struct rematd_store *st, const char *id)
+enum rematd_store_result rematd__sqlite_delete_model(struct rematd_store *base, const char *id)
 {
-    enum rematd_store_result ret = REMATD_STORE_ERROR;
+    struct rematd_sqlite *st = (struct rematd_sqlite *)base;
     sqlite3_stmt *s = NULL;
-    pthread_mutex_lock(&st->wmu);
-    if (rematd__sql_exec(st->w, "BEGIN IMMEDIATE") < 0)
-        goto out_unlock;
+    if (begin_write(st) < 0)
+        return REMATD_STORE_ERROR;
     if (sqlite3_prepare_v2(st->w,
                            "SELECT (SELECT count(*) FROM models WHERE id = ?1),"
                            " (SELECT count(*) FROM jobs WHERE model_id = ?1"
                            "  AND status IN ('queued', 'running'))",
                            -1, &s, NULL) != SQLITE_OK)
-        goto out_rollback;
+        return end_write(st, s, REMATD_STORE_ERROR, "DELETE model");
     sqlite3_bind_text(s, 1, id, -1, SQLITE_STATIC);
     if (sqlite3_step(s) != SQLITE_ROW)
-        goto out_rollback;
+        return end_write(st, s, REMATD_STORE_ERROR, "DELETE model");
     long long have = sqlite3_column_int64(s, 0), users = sqlite3_column_int64(s, 1);
     sqlite3_finalize(s);
     s = NULL;
-    if (have == 0 || users > 0) {
-        ret = have == 0 ? REMATD_STORE_NOT_FOUND : REMATD_STORE_CONFLICT;
-        goto out_rollback;
-    }
+    if (have == 0 || users > 0)
+        return end_write(st, s, have == 0 ? REMATD_STORE_NOT_FOUND : REMATD_STORE_CONFLICT,
+                         "DELETE model");
     if (sqlite3_prepare_v2(st->w, "DELETE FROM models WHERE id = ?", -1, &s, NULL) != SQLITE_OK)
-        goto out_rollback;
+        return end_write(st, s, REMATD_STORE_ERROR, "DELETE model");
     sqlite3_bind_text(s, 1, id, -1, SQLITE_STATIC);
-    if (sqlite3_step(s) != SQLITE_DONE)
-        goto out_rollback;
-    if (rematd__sql_exec(st->w, "COMMIT") == 0) {
-        ret = REMATD_STORE_OK;
-        goto out_unlock;
-    }
-out_rollback:
-    rematd__sql_exec(st->w, "ROLLBACK");
-out_unlock:
-    sqlite3_finalize(s);
-    pthread_mutex_unlock(&st->wmu);
-    return ret;
+    return end_write(st, s, sqlite3_step(s) == SQLITE_DONE ? REMATD_STORE_OK : REMATD_STORE_ERROR,
+                     "DELETE model");
 }
 
-enum rematd_store_result rematd_store_models_bytes(struct rematd_store *st,
-                                                   unsigned long long *total)
+enum rematd_store_result rematd__sqlite_models_bytes(struct rematd_store *base,
+                                                     unsigned long long *total)
 {
+    struct rematd_sqlite *st = (struct rematd_sqlite *)base;
     sqlite3_stmt *s = NULL;
     enum rematd_store_result ret = REMATD_STORE_ERROR;
     *total = 0;

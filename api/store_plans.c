@@ -14,7 +14,7 @@
 
 #include "store_sqlite.h"
 
-int rematd__plan_insert(struct rematd_store *st, const struct rematd_plan_write *w)
+int rematd__plan_insert(struct rematd_sqlite *st, const struct rematd_plan_write *w)
 {
     sqlite3_stmt *s = st->ins_plan;
     sqlite3_bind_text(s, 1, w->id, -1, SQLITE_STATIC);
@@ -27,7 +27,7 @@ int rematd__plan_insert(struct rematd_store *st, const struct rematd_plan_write 
     return rematd__sql_step_reset(s);
 }
 
-static enum rematd_store_result get_plan_v1(struct rematd_store *st, const char *id,
+static enum rematd_store_result get_plan_v1(struct rematd_sqlite *st, const char *id,
                                             struct rematd_stored_plan *out)
 {
     sqlite3_stmt *s = NULL;
@@ -52,9 +52,10 @@ static enum rematd_store_result get_plan_v1(struct rematd_store *st, const char 
     return found;
 }
 
-enum rematd_store_result rematd_store_get_plan(struct rematd_store *st, const char *id,
-                                               struct rematd_stored_plan *out)
+enum rematd_store_result rematd__sqlite_get_plan(struct rematd_store *base, const char *id,
+                                                 struct rematd_stored_plan *out)
 {
+    struct rematd_sqlite *st = (struct rematd_sqlite *)base;
     memset(out, 0, sizeof *out);
     sqlite3_stmt *s = NULL;
     enum rematd_store_result found = REMATD_STORE_ERROR;
@@ -90,13 +91,4 @@ enum rematd_store_result rematd_store_get_plan(struct rematd_store *st, const ch
     if (found != REMATD_STORE_OK)
         rematd_stored_plan_clear(out);
     return found;
-}
-
-void rematd_stored_plan_clear(struct rematd_stored_plan *p)
-{
-    free(p->record);
-    free(p->options);
-    free(p->legacy_body);
-    free(p->legacy_request);
-    memset(p, 0, sizeof *p);
 }

@@ -123,7 +123,7 @@ static int too_new(long long v, char *errbuf, size_t errlen)
     return -1;
 }
 
-int rematd__schema_migrate(struct rematd_store *st, char *errbuf, size_t errlen)
+int rematd__schema_migrate(struct rematd_sqlite *st, char *errbuf, size_t errlen)
 {
     sqlite3 *db = st->w;
     long long v = query_int(db, "PRAGMA user_version");

@@ -6,6 +6,8 @@
  * connections: w for every write, under wmu (the writer thread's group
  * commits and the inline job and lease changes); r for reads, under rmu
  * (WAL lets it read while w writes); ck for the checkpoint thread alone.
+ * The calls of store.h are the rematd__sqlite_* functions below, reached
+ * through the backend table (store_backend.h).
  */
 #ifndef REMATD_STORE_SQLITE_H
 #define REMATD_STORE_SQLITE_H
@@ -15,14 +17,15 @@
 
 #include <sqlite3.h>
 
-#include "store.h"
+#include "store_backend.h"
 
 /* The schema version this rematd writes (PRAGMA user_version); older
  * databases are migrated up to it at open (store_schema.c). */
 #define REMATD_SCHEMA_VERSION 4
 
-struct rematd_store {
-    sqlite3 *w; /* writes, under wmu */
+struct rematd_sqlite {
+    struct rematd_store base; /* ops: the SQLite table (store_sqlite.c) */
+    sqlite3 *w;               /* writes, under wmu */
     pthread_mutex_t wmu;
     sqlite3 *r; /* reads, under rmu */
     pthread_mutex_t rmu;
@@ -73,14 +76,14 @@ struct rematd_store {
 
 /* 0 when the store may write; -1 when its database is gone (logged once).
  * Cheap (one stat): called before every write transaction. */
-int rematd__store_check(struct rematd_store *st);
+int rematd__store_check(struct rematd_sqlite *st);
 /* A write on w failed: logs what (the statement or step) with SQLite's own
  * error, marks the store failed, and rolls back the open transaction if
  * there still is one (SQLite ends it by itself on some errors, such as a
  * full disk).  Under wmu. */
-void rematd__store_write_failed(struct rematd_store *st, const char *what);
+void rematd__store_write_failed(struct rematd_sqlite *st, const char *what);
 /* A write transaction committed: the store is writable again. */
-void rematd__store_write_ok(struct rematd_store *st);
+void rematd__store_write_ok(struct rematd_sqlite *st);
 
 /* Runs sql (one or more statements) on db; logs and returns -1 on failure. */
 int rematd__sql_exec(sqlite3 *db, const char *sql);
@@ -92,30 +95,83 @@ char *rematd__sql_col_dup(sqlite3_stmt *s, int i);
 
 /* store_schema.c: brings w's database to REMATD_SCHEMA_VERSION and sets
  * has_legacy.  Returns 0, or -1 with a message in errbuf. */
-int rematd__schema_migrate(struct rematd_store *st, char *errbuf, size_t errlen);
+int rematd__schema_migrate(struct rematd_sqlite *st, char *errbuf, size_t errlen);
 
 /* store_writer.c: installs the WAL bound on w and starts the writer and
  * checkpoint threads; stops them (the writer commits what is queued). */
-int rematd__writer_start(struct rematd_store *st, char *errbuf, size_t errlen);
-void rematd__writer_stop(struct rematd_store *st);
+int rematd__writer_start(struct rematd_sqlite *st, char *errbuf, size_t errlen);
+void rematd__writer_stop(struct rematd_sqlite *st);
 
 /* store_plans.c: inserts w's plan row on w (in the caller's transaction):
  * sqlite3_step's code. */
-int rematd__plan_insert(struct rematd_store *st, const struct rematd_plan_write *w);
+int rematd__plan_insert(struct rematd_sqlite *st, const struct rematd_plan_write *w);
 
 /* store_idem.c, on w under wmu inside the caller's transaction: records
  * (scope, key) for resource_id.  OK; CONFLICT when a live record holds the
  * key (existing filled); ERROR.  A record past the TTL that the purge has
  * not removed yet gives way. */
-enum rematd_store_result rematd__idem_insert(struct rematd_store *st, const char *scope,
+enum rematd_store_result rematd__idem_insert(struct rematd_sqlite *st, const char *scope,
                                              const char *key, const char *body_hash,
                                              const char *resource_id, const char *body, double now,
                                              struct rematd_idem *existing);
 /* Deletes records past the TTL, at most once a minute.  Under wmu. */
-void rematd__idem_purge(struct rematd_store *st, double now);
+void rematd__idem_purge(struct rematd_sqlite *st, double now);
 
 /* store_jobs.c: puts jobs whose lease expired back in the queue (or fails
  * them).  Under wmu, outside a transaction. */
-void rematd__jobs_expire(struct rematd_store *st);
+void rematd__jobs_expire(struct rematd_sqlite *st);
+
+/* The backend table's entries (store.h has their contracts), defined in
+ * the file of their concern. */
+void rematd__sqlite_close(struct rematd_store *base);
+enum rematd_store_result rematd__sqlite_ready(struct rematd_store *base);
+enum rematd_store_result rematd__sqlite_get_idempotency(struct rematd_store *base,
+                                                        const char *scope, const char *key,
+                                                        struct rematd_idem *out);
+void rematd__sqlite_enqueue_plan(struct rematd_store *base, struct rematd_plan_write *w);
+void rematd__sqlite_commit_stats(struct rematd_store *base, unsigned long *commits,
+                                 unsigned long *plans);
+enum rematd_store_result rematd__sqlite_get_plan(struct rematd_store *base, const char *id,
+                                                 struct rematd_stored_plan *out);
+enum rematd_store_result rematd__sqlite_create_job(struct rematd_store *base,
+                                                   const struct rematd_job_new *job,
+                                                   struct rematd_idem *existing);
+enum rematd_store_result rematd__sqlite_find_reusable(struct rematd_store *base, const char *kind,
+                                                      const char *reuse_key,
+                                                      struct rematd_job *out);
+enum rematd_store_result rematd__sqlite_get_job(struct rematd_store *base, const char *id,
+                                                struct rematd_job *out);
+enum rematd_store_result rematd__sqlite_job_kind(struct rematd_store *base, const char *id,
+                                                 char kind[16]);
+enum rematd_store_result rematd__sqlite_count_jobs(struct rematd_store *base,
+                                                   struct rematd_job_counts *out);
+enum rematd_store_result rematd__sqlite_lease_job(struct rematd_store *base, const char *worker_id,
+                                                  const char *const *kinds,
+                                                  const char *const *devices,
+                                                  struct rematd_lease *out);
+enum rematd_store_result rematd__sqlite_renew_lease(struct rematd_store *base, const char *id,
+                                                    const char *lease_id, const char *progress,
+                                                    double *lease_expires_at);
+enum rematd_store_result rematd__sqlite_complete_job(struct rematd_store *base, const char *id,
+                                                     const char *lease_id, const char *result);
+enum rematd_store_result rematd__sqlite_advance_job(struct rematd_store *base, const char *id,
+                                                    const char *status, const char *spec,
+                                                    const char *result, const char *reason);
+enum rematd_store_result rematd__sqlite_fail_job(struct rematd_store *base, const char *id,
+                                                 const char *lease_id, const char *reason,
+                                                 int retryable);
+enum rematd_store_result rematd__sqlite_release_job(struct rematd_store *base, const char *id,
+                                                    const char *lease_id);
+enum rematd_store_result rematd__sqlite_add_model(struct rematd_store *base,
+                                                  const struct rematd_model *m,
+                                                  unsigned long long quota_bytes,
+                                                  struct rematd_model *existing);
+enum rematd_store_result rematd__sqlite_get_model(struct rematd_store *base, const char *id,
+                                                  struct rematd_model *out);
+enum rematd_store_result rematd__sqlite_list_models(struct rematd_store *base, size_t max,
+                                                    struct rematd_model **out, size_t *n);
+enum rematd_store_result rematd__sqlite_delete_model(struct rematd_store *base, const char *id);
+enum rematd_store_result rematd__sqlite_models_bytes(struct rematd_store *base,
+                                                     unsigned long long *total);
 
 #endif

@@ -20,8 +20,9 @@
 
 #include "store_sqlite.h"
 
-void rematd_store_enqueue_plan(struct rematd_store *st, struct rematd_plan_write *w)
+void rematd__sqlite_enqueue_plan(struct rematd_store *base, struct rematd_plan_write *w)
 {
+    struct rematd_sqlite *st = (struct rematd_sqlite *)base;
     w->next = NULL;
     pthread_mutex_lock(&st->qmu);
     if (st->tail)
@@ -33,9 +34,10 @@ void rematd_store_enqueue_plan(struct rematd_store *st, struct rematd_plan_write
     pthread_mutex_unlock(&st->qmu);
 }
 
-void rematd_store_commit_stats(struct rematd_store *st, unsigned long *commits,
-                               unsigned long *plans)
+void rematd__sqlite_commit_stats(struct rematd_store *base, unsigned long *commits,
+                                 unsigned long *plans)
 {
+    struct rematd_sqlite *st = (struct rematd_sqlite *)base;
     *commits = atomic_load(&st->commits);
     *plans = atomic_load(&st->committed_plans);
 }
@@ -45,7 +47,7 @@ void rematd_store_commit_stats(struct rematd_store *st, unsigned long *commits,
  * record must stand or fall with the plan: otherwise a failed insert
  * undoes itself (statement atomicity), and parsing two more statements per
  * plan is measurable on the hot path. */
-static void write_one(struct rematd_store *st, struct rematd_plan_write *w, double now)
+static void write_one(struct rematd_sqlite *st, struct rematd_plan_write *w, double now)
 {
     if (!w->idem_key) {
         w->result =
@@ -75,7 +77,7 @@ static void fail_batch(struct rematd_plan_write *batch)
     }
 }
 
-static void write_batch(struct rematd_store *st, struct rematd_plan_write *batch)
+static void write_batch(struct rematd_sqlite *st, struct rematd_plan_write *batch)
 {
     double now = rematd_now();
     pthread_mutex_lock(&st->wmu);
@@ -119,7 +121,7 @@ static void write_batch(struct rematd_store *st, struct rematd_plan_write *batch
     pthread_mutex_unlock(&st->wmu);
 }
 
-static int probe_space(struct rematd_store *st)
+static int probe_space(struct rematd_sqlite *st)
 {
     char path[1200];
     snprintf(path, sizeof path, "%s.probe", st->db_path);
@@ -140,7 +142,7 @@ static int probe_space(struct rematd_store *st)
 /* In a quiet second: expire leases so that GET shows a job whose worker
  * vanished as queued again without waiting for a lease request, and purge
  * old Idempotency-Key records. */
-static void housekeeping(struct rematd_store *st)
+static void housekeeping(struct rematd_sqlite *st)
 {
     pthread_mutex_lock(&st->wmu);
     if (rematd__store_check(st) < 0) {
@@ -184,7 +186,7 @@ static void *writer_main(void *arg)
 {
     /* Named for top -H, perf and /proc/PID/task. */
     prctl(PR_SET_NAME, "rematd-writer", 0, 0, 0);
-    struct rematd_store *st = arg;
+    struct rematd_sqlite *st = arg;
     pthread_mutex_lock(&st->qmu);
     for (;;) {
         if (!st->head) {
@@ -224,7 +226,7 @@ static void *checkpoint_main(void *arg)
 {
     /* Named for top -H, perf and /proc/PID/task. */
     prctl(PR_SET_NAME, "rematd-ckpt", 0, 0, 0);
-    struct rematd_store *st = arg;
+    struct rematd_sqlite *st = arg;
     pthread_mutex_lock(&st->qmu);
     while (!st->stopping) {
         struct timespec ts;
@@ -267,13 +269,13 @@ static void *checkpoint_main(void *arg)
  * one fsync every second or two, which shows in p99 (docs/jobs.md). */
 static int wal_committed(void *arg, sqlite3 *db, const char *name, int frames)
 {
-    struct rematd_store *st = arg;
+    struct rematd_sqlite *st = arg;
     if (frames >= 32768 || (frames >= 16384 && atomic_exchange(&st->ck_caught_up, 0)))
         sqlite3_wal_checkpoint_v2(db, name, SQLITE_CHECKPOINT_PASSIVE, NULL, NULL);
     return SQLITE_OK;
 }
 
-int rematd__writer_start(struct rematd_store *st, char *errbuf, size_t errlen)
+int rematd__writer_start(struct rematd_sqlite *st, char *errbuf, size_t errlen)
 {
     sqlite3_wal_hook(st->w, wal_committed, st);
     if (pthread_create(&st->thread, NULL, writer_main, st) != 0) {
@@ -289,7 +291,7 @@ int rematd__writer_start(struct rematd_store *st, char *errbuf, size_t errlen)
     return 0;
 }
 
-void rematd__writer_stop(struct rematd_store *st)
+void rematd__writer_stop(struct rematd_sqlite *st)
 {
     if (st->thread_started) {
         pthread_mutex_lock(&st->qmu);

@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "rematx/pointer.h"
 #include "rematx/rematx.h"
 #include "worker_check.h"
 
@@ -40,16 +41,43 @@ static int device_fits(const char *want, const char *got)
     return 1;
 }
 
-/* The number of stages the job's model has: one per layer of its list. */
-static int expected_stages(const json_t *spec, size_t *n)
+static int same(const char *a, const char *b)
 {
+    return a && b && strcmp(a, b) == 0;
+}
+
+/* What a profile of the job's model must say. */
+struct expected_model {
+    char name[64];      /* as the worker names it */
+    size_t n_stages;    /* 0: not known here */
+    const char *source; /* who gives n_stages, for the message */
+};
+
+/* The model the job names: a zoo model or a layer list, one stage per
+ * layer; or an uploaded model, named by its id, whose stages are known
+ * here only when the job lists them (by default they are the module's
+ * top-level children, which only the worker sees).  -1 when the job's
+ * model cannot be expanded. */
+static int expect_model(const json_t *spec, struct expected_model *e)
+{
+    const json_t *zoo = json_object_get(spec, "model");
+    const char *model_id = json_string_value(json_object_get(spec, "model_id"));
+    e->n_stages = 0;
+    if (model_id) {
+        snprintf(e->name, sizeof e->name, "uploaded:%.40s", model_id);
+        e->source = "the job lists";
+        e->n_stages = json_array_size(json_object_get(spec, "stages"));
+        return 0;
+    }
+    snprintf(e->name, sizeof e->name, "%.63s",
+             json_is_string(zoo) ? json_string_value(zoo) : "layers");
+    e->source = "the job's model has";
     const json_t *layers = json_object_get(spec, "layers");
     if (layers) {
-        *n = json_array_size(layers);
-        return *n > 0 ? 0 : -1;
+        e->n_stages = json_array_size(layers);
+        return e->n_stages > 0 ? 0 : -1;
     }
-    const struct rematx_zoo_model *zm =
-        rematx_zoo_find(json_string_value(json_object_get(spec, "model")));
+    const struct rematx_zoo_model *zm = rematx_zoo_find(json_string_value(zoo));
     if (!zm)
         return -1;
     json_int_t values[REMATX_ZOO_MAX_OPTIONS];
@@ -58,14 +86,9 @@ static int expected_stages(const json_t *spec, size_t *n)
     json_t *list = rematx_zoo_layers(zm, values);
     if (!list)
         return -1;
-    *n = json_array_size(list);
+    e->n_stages = json_array_size(list);
     json_decref(list);
     return 0;
-}
-
-static int same(const char *a, const char *b)
-{
-    return a && b && strcmp(a, b) == 0;
 }
 
 static int check_profile(const json_t *spec, const json_t *result, struct remat_error *err)
@@ -73,26 +96,15 @@ static int check_profile(const json_t *spec, const json_t *result, struct remat_
     struct remat_profile *p = remat_profile_from_json(result, "/result", err);
     if (!p)
         return err && err->code ? err->code : REMAT_EINVAL;
-    const json_t *zoo = json_object_get(spec, "model");
-    const char *model_id = json_string_value(json_object_get(spec, "model_id"));
-    char uploaded[64];
-    const char *model = json_is_string(zoo) ? json_string_value(zoo) : "layers";
-    if (model_id) {
-        /* An uploaded model: the worker names it by its id. */
-        snprintf(uploaded, sizeof uploaded, "uploaded:%.40s", model_id);
-        model = uploaded;
-    }
-    /* Its stages are known here only when the job lists them; by default
-     * they are the module's top-level children, which only the worker sees. */
-    const json_t *named = json_object_get(spec, "stages");
+    struct expected_model want;
+    int expanded = expect_model(spec, &want);
     const char *dtype = json_string_value(json_object_get(spec, "dtype"));
     const char *device = json_string_value(json_object_get(spec, "device"));
     json_int_t batch = json_integer_value(json_object_get(spec, "batch_size"));
-    size_t n = 0;
     int rc = REMAT_OK;
-    if (!same(p->model, model))
+    if (!same(p->model, want.name))
         rc = refuse(err, "/result/model", "the job is for model %s; the profile is for %.100s",
-                    model, p->model ? p->model : "no model");
+                    want.name, p->model ? p->model : "no model");
     else if (p->batch_size != batch)
         rc = refuse(err, "/result/batch_size",
                     "the job is for batch_size %lld; the profile is for %lld", (long long)batch,
@@ -104,28 +116,22 @@ static int check_profile(const json_t *spec, const json_t *result, struct remat_
         rc = refuse(err, "/result/device",
                     "the job is for device %s; the profile was measured on %.100s",
                     device ? device : "?", p->device ? p->device : "no device");
-    else if (model_id && !named)
-        rc =
-            p->n_stages > 0 ? REMAT_OK : refuse(err, "/result/stages", "the profile has no stages");
-    else if (model_id && (n = json_array_size(named), p->n_stages != n))
-        rc = refuse(err, "/result/stages", "the job lists %zu stages; the profile has %zu", n,
-                    p->n_stages);
-    else if (model_id)
-        rc = REMAT_OK;
-    else if (expected_stages(spec, &n) < 0)
+    else if (expanded < 0)
         rc = refuse(err, "/result", "the job's model cannot be expanded to check the profile");
-    else if (p->n_stages != n)
-        rc = refuse(err, "/result/stages", "the job's model has %zu stages; the profile has %zu", n,
-                    p->n_stages);
+    else if (want.n_stages == 0 && p->n_stages == 0)
+        rc = refuse(err, "/result/stages", "the profile has no stages");
+    else if (want.n_stages != 0 && p->n_stages != want.n_stages)
+        rc = refuse(err, "/result/stages", "%s %zu stages; the profile has %zu", want.source,
+                    want.n_stages, p->n_stages);
     if (rc == REMAT_OK) {
         /* The optimizer the job asked the worker to measure, and no other. */
-        const char *want =
+        const char *want_opt =
             json_string_value(json_object_get(json_object_get(spec, "optimizer"), "name"));
         const char *got = remat_optim_name(p->optimizer.kind);
-        if (!same(got, want ? want : "none"))
+        if (!same(got, want_opt ? want_opt : "none"))
             rc = refuse(err, "/result/optimizer",
                         "the job is for optimizer %s; the profile measured %s",
-                        want ? want : "none", got);
+                        want_opt ? want_opt : "none", got);
     }
     remat_profile_free(p);
     return rc;
@@ -142,6 +148,10 @@ static const struct {
     {"predicted_peak_bytes", F_BYTES, 1},
     {"relative_error", F_REAL, 0},
     {"step_ms", F_MS, 0},
+    {"step_ms_min", F_MS, 0},
+    {"step_ms_max", F_MS, 0},
+    {"predicted_step_ms", F_MS, 0},
+    {"step_time_error", F_REAL, 0},
     {"store_all_step_ms", F_MS, 0},
     {"store_all_measured_peak_bytes", F_BYTES, 0},
     {"max_grad_diff", F_MS, 0},
@@ -248,6 +258,48 @@ static int check_timeline(const json_t *spec, const json_t *tl, struct remat_err
     return REMAT_OK;
 }
 
+/* Whether a and b are the same number but for the last bits of a double. */
+static int close_to(double a, double b, double rel)
+{
+    return fabs(a - b) <= rel * (1 + fabs(b));
+}
+
+/* The step times of a validation result: the prediction is the job's
+ * plan's total_ms, the error (measured - predicted) / predicted, and the
+ * median step_ms lies between the fastest and the slowest step. */
+static int check_step_time(const json_t *plan, const json_t *result, struct remat_error *err)
+{
+    const json_t *ms = json_object_get(result, "step_ms");
+    const json_t *lo = json_object_get(result, "step_ms_min");
+    const json_t *hi = json_object_get(result, "step_ms_max");
+    const json_t *pred = json_object_get(result, "predicted_step_ms");
+    const json_t *te = json_object_get(result, "step_time_error");
+    if ((lo || hi) && !(lo && hi && ms))
+        return refuse(err, lo ? "/result/step_ms_min" : "/result/step_ms_max",
+                      "step_ms_min and step_ms_max come together, with step_ms");
+    if (lo && !(json_number_value(lo) <= json_number_value(ms) &&
+                json_number_value(ms) <= json_number_value(hi)))
+        return refuse(err, "/result/step_ms", "step_ms %.9g is not within [%.9g, %.9g]",
+                      json_number_value(ms), json_number_value(lo), json_number_value(hi));
+    const json_t *want = json_object_get(plan, "total_ms");
+    if (pred && json_is_number(want) &&
+        !close_to(json_number_value(pred), json_number_value(want), 1e-9))
+        return refuse(err, "/result/predicted_step_ms", "the job's plan predicts %.9g ms, not %.9g",
+                      json_number_value(want), json_number_value(pred));
+    if (te) {
+        if (!ms || !pred || !(json_number_value(pred) > 0))
+            return refuse(err, "/result/step_time_error",
+                          "step_time_error needs step_ms and a predicted_step_ms above 0");
+        double p = json_number_value(pred), e = (json_number_value(ms) - p) / p;
+        if (!close_to(json_number_value(te), e, 1e-6))
+            return refuse(err, "/result/step_time_error",
+                          "step_time_error is (step_ms - predicted_step_ms) / predicted_step_ms: "
+                          "%.9g",
+                          e);
+    }
+    return REMAT_OK;
+}
+
 static int check_validation(const json_t *spec, const json_t *result, struct remat_error *err)
 {
     const char *k;
@@ -259,7 +311,8 @@ static int check_validation(const json_t *spec, const json_t *result, struct rem
                 break;
         if (i == N_VALIDATION_FIELDS) {
             char ptr[128];
-            snprintf(ptr, sizeof ptr, "/result/%.100s", k);
+            snprintf(ptr, sizeof ptr, "/result");
+            rematx_pointer_append(ptr, sizeof ptr, k);
             return refuse(err, ptr, "unknown field '%.100s' in a validation result", k);
         }
         int rc = check_field(k, validation_fields[i].type, v, err);
@@ -313,6 +366,9 @@ static int check_validation(const json_t *spec, const json_t *result, struct rem
               want_opt ? want_opt : "none"))
         return refuse(err, "/result/optimizer", "the job's profile has optimizer %s",
                       want_opt ? want_opt : "none");
+    int rc = check_step_time(plan, result, err);
+    if (rc != REMAT_OK)
+        return rc;
     const json_t *tl = json_object_get(result, "timeline");
     if (tl)
         return check_timeline(spec, tl, err);

@@ -187,8 +187,8 @@ enum rematd_zip_verdict rematd_zipcheck_fd(int fd, uint64_t size,
     }
     char root[128] = "";
     size_t root_len = 0;
-    int has_data_pkl = 0, has_code = 0;
-    uint64_t total = 0;
+    int has_data_pkl = 0, has_code = 0, pkl_stored = 0;
+    uint64_t total = 0, pkl_offset = 0, pkl_bytes = 0;
     size_t pos = 0;
     for (size_t i = 0; i < n_entries; i++) {
         const unsigned char *h = cd + pos;
@@ -291,8 +291,12 @@ enum rematd_zip_verdict rematd_zipcheck_fd(int fd, uint64_t size,
         }
         const char *rest = name + rl + 1;
         size_t restl = nl - rl - 1;
-        if (restl == 8 && memcmp(rest, "data.pkl", 8) == 0)
+        if (restl == 8 && memcmp(rest, "data.pkl", 8) == 0) {
             has_data_pkl = 1;
+            pkl_offset = data;
+            pkl_bytes = csize;
+            pkl_stored = method == 0;
+        }
         if (restl > 5 && memcmp(rest, "code/", 5) == 0)
             has_code = 1;
         pos += 46 + nl + xl + cl;
@@ -317,6 +321,9 @@ enum rematd_zip_verdict rematd_zipcheck_fd(int fd, uint64_t size,
         info->entries = (size_t)n_entries;
         info->uncompressed_bytes = total;
         memcpy(info->root, root, sizeof info->root);
+        info->pickle_offset = pkl_offset;
+        info->pickle_bytes = pkl_bytes;
+        info->pickle_stored = pkl_stored;
     }
 out:
     free(cd);

@@ -34,6 +34,10 @@ struct rematd_zip_info {
     size_t entries;
     uint64_t uncompressed_bytes;
     char root[128]; /* the folder every entry sits in */
+    /* Where <root>/data.pkl's data sit in the file, and whether they are
+     * stored as they are (not deflated), so that they can be read there. */
+    uint64_t pickle_offset, pickle_bytes;
+    int pickle_stored;
 };
 
 /* Checks the size bytes of fd (read with pread; the offset is not used).

@@ -42,6 +42,7 @@ static struct remat_profile *cnn_chain(size_t n, uint64_t seed)
         st->out_bytes = level;
         st->saved_bytes = level + (int64_t)(mix(&s) % 3) * level;
         st->fwd_tmp_bytes = (int64_t)(mix(&s) % 2) * level;
+        st->fwd_grad_tmp_bytes = st->fwd_tmp_bytes;
         st->bwd_tmp_bytes = (int64_t)(mix(&s) % 3) * level;
         st->param_bytes = (int64_t)(mix(&s) % 8) << 18;
         st->fwd_ms = 0.5 + (double)(mix(&s) % 40) / 8.0;

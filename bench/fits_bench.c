@@ -40,6 +40,7 @@ static struct remat_profile *at(const struct remat_profile *base, int64_t b)
         d->out_bytes = s->out_bytes * 1000 * b;
         d->saved_bytes = s->saved_bytes * 1000 * b;
         d->fwd_tmp_bytes = s->fwd_tmp_bytes * 1000 * b;
+        d->fwd_grad_tmp_bytes = d->fwd_tmp_bytes;
         d->bwd_tmp_bytes = s->bwd_tmp_bytes * 1000 * b;
         d->param_bytes = s->param_bytes * 1000;
         d->fwd_ms = 0.05 + s->fwd_ms * (double)b / 8;

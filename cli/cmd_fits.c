@@ -1,41 +1,10 @@
 /* cmd_fits.c - `remat fits`: from profiles of one model measured at a few
  * batch sizes, the largest batch that fits each memory and the batch that
  * trains fastest under it (docs/scheduling.md), offline. */
-#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "cli.h"
-
-static const char *opt_value(int argc, char **argv, int *i, const char *name, int *missing)
-{
-    size_t len = strlen(name);
-    const char *a = argv[*i];
-    if (strncmp(a, name, len) != 0)
-        return NULL;
-    if (a[len] == '=')
-        return a + len + 1;
-    if (a[len] != '\0')
-        return NULL;
-    if (*i + 1 >= argc) {
-        *missing = 1;
-        return NULL;
-    }
-    return argv[++*i];
-}
-
-static int parse_i64(const char *s, int64_t max, int64_t *out)
-{
-    if (s == NULL || *s < '0' || *s > '9')
-        return -1;
-    errno = 0;
-    char *end;
-    unsigned long long v = strtoull(s, &end, 10);
-    if (errno != 0 || *end != '\0' || v > (unsigned long long)max)
-        return -1;
-    *out = (int64_t)v;
-    return 0;
-}
 
 /* "none" .. "adamw", with an optional ":foreach". */
 static int parse_optimizer(const char *v, struct remat_optim_spec *spec)
@@ -66,16 +35,22 @@ int remat_cmd_fits(int argc, char **argv)
     struct remat_optim_spec spec;
     remat_optim_spec_init(&spec);
     int have_opt = 0;
+    enum cli_format fmt = CLI_FORMAT_AUTO;
     for (int i = 1; i < argc; i++) {
         int missing = 0;
         const char *v;
         int64_t x;
-        if ((v = opt_value(argc, argv, &i, "--memory", &missing)) != NULL) {
+        int fo = cli_format_option("fits", argc, argv, &i, 0, &fmt);
+        if (fo < 0)
+            return 2;
+        if (fo > 0)
+            continue;
+        if ((v = cli_opt_value(argc, argv, &i, "--memory", &missing)) != NULL) {
             if (n_mem == REMAT_FITS_MAX_MEMORIES) {
                 fprintf(stderr, "remat fits: at most %d --memory\n", REMAT_FITS_MAX_MEMORIES);
                 return 2;
             }
-            if (parse_i64(v, REMAT_MAX_BYTES, &x) == 0 && x > 0)
+            if (cli_parse_count(v, REMAT_MAX_BYTES, &x) == 0 && x > 0)
                 mem[n_mem++] = x;
             else if (remat_gpu_memory_bytes(v, &mem[n_mem]) == REMAT_OK)
                 n_mem++;
@@ -86,24 +61,24 @@ int remat_cmd_fits(int argc, char **argv)
                 fprintf(stderr, ")\n");
                 return 2;
             }
-        } else if ((v = opt_value(argc, argv, &i, "--margin", &missing)) != NULL) {
-            if (parse_i64(v, REMAT_MAX_BYTES, &o.margin_bytes) < 0) {
+        } else if ((v = cli_opt_value(argc, argv, &i, "--margin", &missing)) != NULL) {
+            if (cli_parse_count(v, REMAT_MAX_BYTES, &o.margin_bytes) < 0) {
                 fprintf(stderr, "remat fits: --margin: '%s' is not a byte count\n", v);
                 return 2;
             }
-        } else if ((v = opt_value(argc, argv, &i, "--margin-fraction", &missing)) != NULL) {
+        } else if ((v = cli_opt_value(argc, argv, &i, "--margin-fraction", &missing)) != NULL) {
             char *end;
             o.margin_fraction = strtod(v, &end);
             if (*end != '\0' || !(o.margin_fraction >= 0 && o.margin_fraction <= 0.9)) {
                 fprintf(stderr, "remat fits: --margin-fraction: '%s' is not in [0, 0.9]\n", v);
                 return 2;
             }
-        } else if ((v = opt_value(argc, argv, &i, "--max-batch", &missing)) != NULL) {
-            if (parse_i64(v, REMAT_FITS_MAX_BATCH, &o.max_batch) < 0 || o.max_batch == 0) {
+        } else if ((v = cli_opt_value(argc, argv, &i, "--max-batch", &missing)) != NULL) {
+            if (cli_parse_count(v, REMAT_FITS_MAX_BATCH, &o.max_batch) < 0 || o.max_batch == 0) {
                 fprintf(stderr, "remat fits: --max-batch: '%s' is not in 1..2^24\n", v);
                 return 2;
             }
-        } else if ((v = opt_value(argc, argv, &i, "--optimizer", &missing)) != NULL) {
+        } else if ((v = cli_opt_value(argc, argv, &i, "--optimizer", &missing)) != NULL) {
             if (parse_optimizer(v, &spec) < 0) {
                 fprintf(stderr,
                         "remat fits: --optimizer: '%s' is not none, sgd, sgd-momentum, adam or "
@@ -153,7 +128,11 @@ int remat_cmd_fits(int argc, char **argv)
         status = cli_fail("fits", &err);
     if (status == 0 && remat_fits(cps, loaded, mem, n_mem, &o, ans, &err) < 0)
         status = cli_fail("fits", &err);
-    else if (status == 0) {
+    else if (status == 0 && cli_format_resolve(fmt) == CLI_FORMAT_TABLE) {
+        status = cli_table_fits(ans, n_mem, chk, n_chk);
+        for (size_t k = 0; k < n_mem; k++)
+            remat_fits_answer_clear(&ans[k]);
+    } else if (status == 0) {
         json_t *root = json_object(), *arr = json_array(), *fit = json_array();
         int bad = root == NULL || arr == NULL || fit == NULL;
         for (size_t k = 0; !bad && k < n_mem; k++)

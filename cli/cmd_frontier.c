@@ -1,17 +1,25 @@
 /* cmd_frontier.c - `remat frontier`: every (peak, time) Pareto point of a
- * profile, from the least-memory schedule to store-all, as JSON. */
+ * profile, from the least-memory schedule to store-all, as JSON, a table
+ * or a picture (rematx/svg.h, the one rematd draws). */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "cli.h"
+#include "rematx/svg.h"
 
 int remat_cmd_frontier(int argc, char **argv)
 {
     const char *path = NULL;
     size_t slots = 0;
+    enum cli_format fmt = CLI_FORMAT_AUTO;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
+        int fo = cli_format_option("frontier", argc, argv, &i, 1, &fmt);
+        if (fo < 0)
+            return 2;
+        if (fo > 0)
+            continue;
         if (strncmp(a, "--slots", 7) == 0 && (a[7] == '\0' || a[7] == '=')) {
             const char *v = a[7] == '=' ? a + 8 : (i + 1 < argc ? argv[++i] : NULL);
             if (v == NULL) {
@@ -52,7 +60,19 @@ int remat_cmd_frontier(int argc, char **argv)
         remat_profile_free(p);
         return status;
     }
-    status = cli_print_json(remat_frontier_to_json(p, &f));
+    fmt = cli_format_resolve(fmt);
+    if (fmt == CLI_FORMAT_TABLE) {
+        status = cli_table_frontier(p, &f);
+    } else if (fmt == CLI_FORMAT_SVG) {
+        char title[160];
+        snprintf(title, sizeof title, "Memory against time: %.80s, %zu stages",
+                 p->model != NULL ? p->model : "profile", p->n_stages);
+        size_t len = 0;
+        char *svg = rematx_svg_frontier(title, p, &f, NULL, 0, &len, &err);
+        status = svg != NULL ? cli_print_svg(svg, len) : cli_fail(path, &err);
+    } else {
+        status = cli_print_json(remat_frontier_to_json(p, &f));
+    }
     remat_frontier_clear(&f);
     remat_profile_free(p);
     return status;

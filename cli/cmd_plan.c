@@ -1,80 +1,52 @@
-/* cmd_plan.c - `remat plan`: solve a profile and print the plan as JSON. */
+/* cmd_plan.c - `remat plan`: solve a profile and print the plan, as JSON
+ * or as a table beside store-all and sqrt(n). */
 #include <errno.h>
 #include <inttypes.h>
-#include <stdlib.h>
-#include <string.h>
 
 #include "cli.h"
-
-/* Reads a non-negative decimal integer; 0 on success. */
-static int parse_count(const char *s, unsigned long long max, unsigned long long *out)
-{
-    if (s == NULL || *s < '0' || *s > '9')
-        return -1;
-    errno = 0;
-    char *end;
-    unsigned long long v = strtoull(s, &end, 10);
-    if (errno != 0 || *end != '\0' || v > max)
-        return -1;
-    *out = v;
-    return 0;
-}
-
-/* Takes the value of --name VALUE or --name=VALUE at argv[*i]; NULL when
- * argv[*i] is another option. */
-static const char *opt_value(int argc, char **argv, int *i, const char *name, int *missing)
-{
-    size_t len = strlen(name);
-    const char *a = argv[*i];
-    if (strncmp(a, name, len) != 0)
-        return NULL;
-    if (a[len] == '=')
-        return a + len + 1;
-    if (a[len] != '\0')
-        return NULL;
-    if (*i + 1 >= argc) {
-        *missing = 1;
-        return NULL;
-    }
-    return argv[++*i];
-}
 
 int remat_cmd_plan(int argc, char **argv)
 {
     struct remat_options opts;
     remat_options_init(&opts);
     const char *path = NULL;
+    enum cli_format fmt = CLI_FORMAT_AUTO;
     for (int i = 1; i < argc; i++) {
         int missing = 0;
         const char *v;
-        unsigned long long x;
-        if ((v = opt_value(argc, argv, &i, "--algorithm", &missing)) != NULL) {
+        int64_t x;
+        int f = cli_format_option("plan", argc, argv, &i, 0, &fmt);
+        if (f < 0)
+            return 2;
+        if (f > 0)
+            continue;
+        if ((v = cli_opt_value(argc, argv, &i, "--algorithm", &missing)) != NULL) {
             if (remat_algorithm_parse(v, &opts.algorithm) < 0) {
                 fprintf(stderr, "remat plan: --algorithm: unknown algorithm '%s'\n", v);
                 return 2;
             }
-        } else if ((v = opt_value(argc, argv, &i, "--model", &missing)) != NULL) {
+        } else if ((v = cli_opt_value(argc, argv, &i, "--model", &missing)) != NULL) {
             if (remat_model_parse(v, &opts.model) < 0) {
                 fprintf(stderr, "remat plan: --model: unknown model '%s' (sum, prefix, traced)\n",
                         v);
                 return 2;
             }
             opts.has_model = 1;
-        } else if ((v = opt_value(argc, argv, &i, "--segments", &missing)) != NULL) {
-            if (parse_count(v, REMAT_MAX_STAGES, &x) < 0 || x == 0) {
+        } else if ((v = cli_opt_value(argc, argv, &i, "--segments", &missing)) != NULL) {
+            if (cli_parse_count(v, REMAT_MAX_STAGES, &x) < 0 || x == 0) {
                 fprintf(stderr, "remat plan: --segments: '%s' is not a count in 1..%d\n", v,
                         REMAT_MAX_STAGES);
                 return 2;
             }
             opts.segments = (size_t)x;
-        } else if ((v = opt_value(argc, argv, &i, "--budget", &missing)) != NULL) {
-            if (parse_count(v, (unsigned long long)REMAT_MAX_BYTES, &x) < 0 || x == 0) {
+        } else if ((v = cli_opt_value(argc, argv, &i, "--budget", &missing)) != NULL) {
+            if (cli_parse_count(v, REMAT_MAX_BYTES, &x) < 0 || x == 0) {
                 fprintf(stderr, "remat plan: --budget: '%s' is not a byte count in 1..2^60\n", v);
                 return 2;
             }
             opts.budget_bytes = (int64_t)x;
-        } else if ((v = opt_value(argc, argv, &i, "--slots", &missing)) != NULL) {
-            if (parse_count(v, 1000000, &x) < 0 || x == 0) {
+        } else if ((v = cli_opt_value(argc, argv, &i, "--slots", &missing)) != NULL) {
+            if (cli_parse_count(v, 1000000, &x) < 0 || x == 0) {
                 fprintf(stderr, "remat plan: --slots: '%s' is not a count in 1..1000000\n", v);
                 return 2;
             }
@@ -122,7 +94,10 @@ int remat_cmd_plan(int argc, char **argv)
         remat_profile_free(p);
         return rc == REMAT_EINFEASIBLE ? 2 : status;
     }
-    status = cli_print_json(remat_plan_to_json(p, &plan));
+    if (cli_format_resolve(fmt) == CLI_FORMAT_TABLE)
+        status = cli_table_plan(p, &plan);
+    else
+        status = cli_print_json(remat_plan_to_json(p, &plan));
     remat_plan_clear(&plan);
     remat_profile_free(p);
     return status;

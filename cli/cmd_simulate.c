@@ -42,9 +42,15 @@ int remat_cmd_simulate(int argc, char **argv)
     const char *path = NULL, *list = NULL;
     enum remat_model model = REMAT_MODEL_TRACED;
     int want_timeline = 0;
+    enum cli_format fmt = CLI_FORMAT_AUTO;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         const char *v = NULL;
+        int fo = cli_format_option("simulate", argc, argv, &i, 0, &fmt);
+        if (fo < 0)
+            return 2;
+        if (fo > 0)
+            continue;
         if (strncmp(a, "--checkpoints", 13) == 0 || strncmp(a, "--model", 7) == 0) {
             const char *eq = strchr(a, '=');
             if (eq != NULL) {
@@ -99,12 +105,20 @@ int remat_cmd_simulate(int argc, char **argv)
     struct remat_sim sim;
     struct remat_error err = {0};
     int rc = remat_simulate_checkpoints(p, model, ck, n_ck, want_timeline, &sim, &err);
-    free(ck);
     if (rc < 0) {
+        free(ck);
         status = cli_fail(path, &err);
         remat_profile_free(p);
         return status;
     }
+    if (cli_format_resolve(fmt) == CLI_FORMAT_TABLE) {
+        status = cli_table_simulate(p, model, ck, n_ck, &sim);
+        free(ck);
+        remat_sim_clear(&sim);
+        remat_profile_free(p);
+        return status;
+    }
+    free(ck);
     json_t *out = json_object();
     json_t *tl = want_timeline ? json_array() : NULL;
     int bad = out == NULL || (want_timeline && tl == NULL);

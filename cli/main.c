@@ -12,13 +12,16 @@
 
 static const char usage[] =
     "usage: remat plan [--algorithm NAME] [--segments K] [--model sum|prefix|traced]\n"
-    "                  [--budget BYTES] [--slots S] PROFILE.json|-\n"
-    "       remat simulate --checkpoints C1,C2,... [--model M] [--timeline] PROFILE.json|-\n"
-    "       remat frontier [--slots S] PROFILE.json|-\n"
+    "                  [--budget BYTES] [--slots S] [--format F] PROFILE.json|-\n"
+    "       remat simulate --checkpoints C1,C2,... [--model M] [--timeline] [--format F]\n"
+    "                  PROFILE.json|-\n"
+    "       remat frontier [--slots S] [--format table|json|svg] PROFILE.json|-\n"
     "       remat fits --memory BYTES|GPU [--memory ...] [--margin BYTES]\n"
     "                  [--margin-fraction F] [--max-batch N] [--optimizer NAME[:foreach]]\n"
-    "                  [--no-throughput] PROFILE.json...\n"
-    "       remat --version\n";
+    "                  [--no-throughput] [--format F] PROFILE.json...\n"
+    "       remat --version\n"
+    "--format table (the default on a terminal; colour unless NO_COLOR is set) or json\n"
+    "(the default otherwise); frontier also draws an svg.\n";
 
 struct remat_profile *cli_load_profile(const char *path, int *status)
 {

@@ -10,7 +10,14 @@ $SUDO apt-get update -qq
 $SUDO apt-get install -y -qq --no-install-recommends \
     build-essential autoconf automake libtool autoconf-archive pkg-config \
     libmicrohttpd-dev libjansson-dev libcmocka-dev libsqlite3-dev libcurl4-openssl-dev \
-    python3 python3-jsonschema python3-yaml curl wrk clang clang-format cppcheck libclang-rt-14-dev git ca-certificates
+    python3 python3-jsonschema python3-yaml curl wrk clang clang-format cppcheck libclang-rt-14-dev git ca-certificates \
+    librsvg2-bin
+# The PostgreSQL store: libpq to build it, and a server (PostgreSQL 15) and
+# psql for its tests (tests/api/postgresql.sh; skipped without them).
+# REMAT_NO_POSTGRESQL=1 leaves them out: rematd then has the SQLite store only.
+if [ "${REMAT_NO_POSTGRESQL:-0}" != 1 ]; then
+    $SUDO apt-get install -y -qq --no-install-recommends libpq-dev postgresql postgresql-client
+fi
 if [ "${REMAT_NO_TORCH:-0}" != 1 ]; then
     $SUDO apt-get install -y -qq libtorch-dev
     # The uploaded-model tests script real modules (tests/worker/models-e2e.py)
@@ -23,5 +30,5 @@ fi
 # images with (rootful podman, runc, mmdebstrap for the local Debian base);
 # without them tests/run-all says "containers: skipped".
 if [ "${REMAT_CONTAINERS:-0}" = 1 ]; then
-    $SUDO apt-get install -y -qq --no-install-recommends podman runc mmdebstrap uidmap
+    $SUDO apt-get install -y -qq --no-install-recommends podman runc mmdebstrap uidmap podman-compose
 fi

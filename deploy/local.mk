@@ -14,9 +14,11 @@ TESTS += $(DEPLOY_TESTS)
 dist_doc_DATA += docs/deploy.md
 EXTRA_DIST += .dockerignore deploy/install-deps.sh deploy/make-base.sh deploy/rematd.service.in \
 	deploy/Dockerfile.rematd deploy/Dockerfile.worker-cpu deploy/Dockerfile.worker-cuda \
+	deploy/compose.yaml deploy/compose.gpu.yaml \
 	deploy/k8s/base/kustomization.yaml deploy/k8s/base/rematd.yaml deploy/k8s/base/worker.yaml \
 	deploy/k8s/base/networkpolicy.yaml deploy/k8s/overlays/cpu/kustomization.yaml \
-	deploy/k8s/overlays/gpu/kustomization.yaml \
+	deploy/k8s/overlays/gpu/kustomization.yaml deploy/k8s/overlays/postgresql/kustomization.yaml \
+	deploy/k8s/overlays/postgresql/pdb.yaml deploy/k8s/overlays/postgresql/postgres-example.yaml \
 	tests/deploy/k8s_check.py tests/deploy/k8s-schema.js tests/deploy/podman.py
 
 # A developer's schema check of the rendered manifests (needs the npm

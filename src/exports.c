@@ -30,14 +30,51 @@ static int forward_kinds(const struct remat_schedule *s, size_t n, uint8_t *fk)
     return s->ops[n].kind == REMAT_OP_LOSS;
 }
 
-static int same_ops(const struct remat_schedule *a, const struct remat_schedule *b)
+/* Whether op k of the schedule is (kind, stage); steps k past it if so. */
+static int op_is(const struct remat_schedule *s, size_t *k, enum remat_op_kind kind, size_t stage)
 {
-    if (a->n_ops != b->n_ops)
+    if (*k >= s->n_ops || s->ops[*k].kind != kind || s->ops[*k].stage != stage)
         return 0;
-    for (size_t k = 0; k < a->n_ops; k++)
-        if (a->ops[k].kind != b->ops[k].kind || a->ops[k].stage != b->ops[k].stage)
-            return 0;
+    ++*k;
     return 1;
+}
+
+/* Whether the schedule is, op for op, the single-level one that
+ * remat_schedule_from_checkpoints makes of the checkpoints ck[0..m-1]
+ * (ascending, within 1..n-1): each segment but the last forward without
+ * grad from its kept input, the last with grad, the loss, its backward,
+ * then each earlier segment, last to first, recomputed with grad and
+ * backward. */
+static int single_level_schedule(const struct remat_schedule *s, size_t n, const size_t *ck,
+                                 size_t m)
+{
+    size_t k = 0, start = 0, last = m > 0 ? ck[m - 1] : 0;
+    for (size_t j = 0; j < m; j++) {
+        if (!op_is(s, &k, REMAT_OP_F_CK, start + 1))
+            return 0;
+        for (size_t i = start + 2; i <= ck[j]; i++)
+            if (!op_is(s, &k, REMAT_OP_F_NONE, i))
+                return 0;
+        start = ck[j];
+    }
+    for (size_t i = last + 1; i <= n; i++)
+        if (!op_is(s, &k, REMAT_OP_F_ALL, i))
+            return 0;
+    if (!op_is(s, &k, REMAT_OP_LOSS, n))
+        return 0;
+    for (size_t i = n; i > last; i--)
+        if (!op_is(s, &k, REMAT_OP_B, i))
+            return 0;
+    for (size_t j = m; j > 0; j--) {
+        size_t end = ck[j - 1], begin = j >= 2 ? ck[j - 2] : 0;
+        for (size_t i = begin + 1; i <= end; i++)
+            if (!op_is(s, &k, REMAT_OP_F_ALL, i))
+                return 0;
+        for (size_t i = end; i > begin; i--)
+            if (!op_is(s, &k, REMAT_OP_B, i))
+                return 0;
+    }
+    return k == s->n_ops;
 }
 
 /* Whether the schedule is what wrapping each stage i with fk[i] == F_ck in
@@ -85,8 +122,6 @@ int remat__plan_exports_text(const struct remat_profile *p, const struct remat_p
     uint8_t *fk = calloc(n + 1, 1);
     size_t *ck = calloc(n > 0 ? n : 1, sizeof *ck);
     size_t *mods = calloc(n > 0 ? n : 1, sizeof *mods);
-    struct remat_schedule single;
-    remat_schedule_init(&single);
     int bad = fk == NULL || ck == NULL || mods == NULL;
     int chain = !bad && n > 0 && forward_kinds(s, n, fk);
     size_t m = 0, wrapped = 0, lead = 0;
@@ -97,11 +132,7 @@ int remat__plan_exports_text(const struct remat_profile *p, const struct remat_p
         for (size_t i = 2; i <= n; i++)
             if (fk[i] == REMAT_OP_F_CK || (fk[i] == REMAT_OP_F_ALL && fk[i - 1] != REMAT_OP_F_ALL))
                 ck[m++] = i - 1;
-        struct remat_error err;
-        int rc = remat_schedule_from_checkpoints(p, ck, m, &single, &err);
-        if (rc == REMAT_ENOMEM)
-            bad = 1;
-        is_single = rc == REMAT_OK && same_ops(s, &single);
+        is_single = single_level_schedule(s, n, ck, m);
         is_per_module = per_module_schedule(s, n, fk);
         for (size_t i = 1; i <= n; i++)
             if (fk[i] == REMAT_OP_F_CK) {
@@ -110,7 +141,6 @@ int remat__plan_exports_text(const struct remat_profile *p, const struct remat_p
                     lead = i;
             }
     }
-    remat_schedule_clear(&single);
     const char *not_chain = "the schedule is not one forward per stage before the loss";
     lit(b, "{");
 

@@ -90,6 +90,10 @@ static int bmodel_init(struct bmodel *md, const struct remat_profile *const *ps,
     return REMAT_OK;
 }
 
+/* A field the batch model predicts but does not report on (not in enum
+ * remat_fit_field): the forward with grad's transient. */
+#define FIT_FWD_GRAD_TMP_BYTES REMAT_FIT_N_FIELDS
+
 /* The value of field f of stage i (0 = the profile's input) of profile p. */
 static int64_t field_i(const struct remat_profile *p, size_t i, int f)
 {
@@ -103,6 +107,8 @@ static int64_t field_i(const struct remat_profile *p, size_t i, int f)
         return s->saved_bytes;
     case REMAT_FIT_FWD_TMP_BYTES:
         return s->fwd_tmp_bytes;
+    case FIT_FWD_GRAD_TMP_BYTES:
+        return s->fwd_grad_tmp_bytes;
     default:
         return s->bwd_tmp_bytes;
     }
@@ -201,7 +207,14 @@ static struct remat_profile *predict(const struct bmodel *md, const struct remat
         if (s->saved_bytes < s->out_bytes)
             s->saved_bytes = s->out_bytes;
         s->fwd_tmp_bytes = predict_i(md, ps, b, m, i, REMAT_FIT_FWD_TMP_BYTES, x);
+        s->fwd_grad_tmp_bytes = predict_i(md, ps, b, m, i, FIT_FWD_GRAD_TMP_BYTES, x);
         s->bwd_tmp_bytes = predict_i(md, ps, b, m, i, REMAT_FIT_BWD_TMP_BYTES, x);
+        /* What a backward frees before its peak takes bytes away, and a
+         * field that takes away would make the peak of a plan fall as the
+         * batch grows: the bisection's monotonicity is worth more than
+         * those bytes, so a predicted profile leaves it at 0 (an over-,
+         * never an under-prediction). */
+        s->bwd_freed_bytes = 0;
         s->fwd_ms = predict_d(md, ps, b, m, i, REMAT_FIT_FWD_MS, x);
         s->bwd_ms = predict_d(md, ps, b, m, i, REMAT_FIT_BWD_MS, x);
     }

@@ -297,104 +297,82 @@ const double remat__lex_pow10[23] = {1e0,  1e1,  1e2,  1e3,  1e4,  1e5,  1e6,  1
 static int read_number(struct remat__lex *lx, struct remat__jval *v)
 {
     const char *q = lx->p, *end = lx->end, *begin = q;
-    int neg = 0;
-    if (*q == '-') {
-        neg = 1;
-        q++;
-    }
+    int neg = *q == '-';
+    q += neg;
     if (!is_digit(q, end))
         return remat__lex_syntax_error(lx, "invalid token");
+    /* One pass checks the syntax and reads what either kind of number
+     * needs.  An integer: its magnitude m, exactly strtoll's range as
+     * jansson reads integers (too_big past it).  A real: most are short
+     * decimals, a mantissa below 2^53 (at most 15 significant digits, in
+     * m) and a power of ten up to 10^22, both exact doubles, so one
+     * multiplication or division is correctly rounded, which is what
+     * strtod returns too; digits counts the significant digits up to 16,
+     * frac those after the point while they may matter. */
+    uint64_t limit = neg ? (uint64_t)INT64_MAX + 1 : (uint64_t)INT64_MAX, m = 0;
+    int too_big = 0, digits = 0, frac = 0, exp = 0, exp_neg = 0, exp_huge = 0, real = 0;
     if (*q == '0') {
         q++;
         if (is_digit(q, end))
             return remat__lex_syntax_error(lx, "invalid token");
     } else {
-        while (is_digit(q, end))
-            q++;
+        for (; is_digit(q, end); q++) {
+            unsigned digit = (unsigned)(*q - '0');
+            if (too_big || m > (limit - digit) / 10)
+                too_big = 1;
+            else
+                m = m * 10 + digit;
+            digits += digits <= 15;
+        }
     }
-    int real = 0;
     if (q < end && *q == '.') {
         q++;
         if (!is_digit(q, end))
             return remat__lex_syntax_error(lx, "invalid token");
-        while (is_digit(q, end))
-            q++;
+        for (; is_digit(q, end); q++) {
+            /* Past 15 digits, or so many zeros that no exponent within
+             * reach brings the power back to 10^-22: not short. */
+            if (digits > 15 || frac > 100000)
+                continue;
+            frac++;
+            if (m == 0 && *q == '0')
+                continue;
+            if (++digits <= 15)
+                m = m * 10 + (uint64_t)(*q - '0');
+        }
         real = 1;
     }
     if (q < end && (*q == 'e' || *q == 'E')) {
         q++;
         if (q < end && (*q == '+' || *q == '-'))
-            q++;
+            exp_neg = *q++ == '-';
         if (!is_digit(q, end))
             return remat__lex_syntax_error(lx, "invalid token");
-        while (is_digit(q, end))
-            q++;
+        for (; is_digit(q, end); q++) {
+            if (exp > 1000)
+                exp_huge = 1;
+            else
+                exp = exp * 10 + (*q - '0');
+        }
         real = 1;
     }
     if (!real) {
-        /* Exactly strtoll's range, as jansson reads integers. */
-        uint64_t limit = neg ? (uint64_t)INT64_MAX + 1 : (uint64_t)INT64_MAX;
-        uint64_t x = 0;
-        const char *d = begin + neg;
-        /* 18 digits cannot overflow: check only past them. */
-        for (const char *safe = q - d > 18 ? d + 18 : q; d < safe; d++)
-            x = x * 10 + (unsigned)(*d - '0');
-        for (; d < q; d++) {
-            unsigned digit = (unsigned)(*d - '0');
-            if (x > (limit - digit) / 10)
-                return remat__lex_syntax_error(lx, neg ? "too big negative integer"
-                                                       : "too big integer");
-            x = x * 10 + digit;
-        }
+        if (too_big)
+            return remat__lex_syntax_error(lx,
+                                           neg ? "too big negative integer" : "too big integer");
         v->type = REMAT__J_INT;
-        v->i = neg ? (x == (uint64_t)INT64_MAX + 1 ? INT64_MIN : -(int64_t)x) : (int64_t)x;
+        v->i = neg ? (m == (uint64_t)INT64_MAX + 1 ? INT64_MIN : -(int64_t)m) : (int64_t)m;
         lx->p = q;
         return 0;
     }
-    /* Most times are short decimals: a mantissa below 2^53 and a power of
-     * ten up to 10^22 are both exact doubles, so one multiplication or
-     * division is correctly rounded, which is what strtod returns too. */
-    {
-        uint64_t m = 0;
-        int digits = 0, frac = 0, seen_dot = 0, exp = 0, exp_neg = 0, ok = 1;
-        const char *d = begin + neg;
-        for (; d < q && *d != 'e' && *d != 'E'; d++) {
-            if (*d == '.') {
-                seen_dot = 1;
-                continue;
-            }
-            if (m == 0 && *d == '0') {
-                frac += seen_dot;
-                continue;
-            }
-            if (++digits > 15) {
-                ok = 0;
-                break;
-            }
-            m = m * 10 + (uint64_t)(*d - '0');
-            frac += seen_dot;
-        }
-        if (ok && d < q) {
-            d++;
-            if (*d == '+' || *d == '-')
-                exp_neg = *d++ == '-';
-            for (; d < q; d++) {
-                if (exp > 1000) {
-                    ok = 0;
-                    break;
-                }
-                exp = exp * 10 + (*d - '0');
-            }
-        }
-        int e = (exp_neg ? -exp : exp) - frac;
-        if (ok && e >= -22 && e <= 22) {
-            double x = (double)m;
-            x = e >= 0 ? x * remat__lex_pow10[e] : x / remat__lex_pow10[-e];
-            v->type = REMAT__J_REAL;
-            v->d = neg ? -x : x;
-            lx->p = q;
-            return 0;
-        }
+    int e = (exp_neg ? -exp : exp) - frac;
+    if (digits <= 15 && !exp_huge && e >= -22 && e <= 22) {
+        double x = (double)m;
+        x = e >= 0 ? x * remat__lex_pow10[e] : x / remat__lex_pow10[-e];
+        v->type = REMAT__J_REAL;
+        v->d = neg ? -x : x;
+        lx->p = q;
+        return 0;
     }
     /* strtod needs a NUL-terminated copy: the text need not end in one. */
     size_t len = (size_t)(q - begin);
@@ -530,12 +508,8 @@ int remat__lex_object(struct remat__lex *lx, const char *const *known,
 {
     uint64_t frame = lx->next_frame++;
     unsigned seen = 0;
-    lx->p++; /* '{' */
-    remat__lex_skip_ws(lx);
-    if (lx->p < lx->end && *lx->p == '}') {
-        lx->p++;
+    if (remat__lex_open(lx, '}'))
         return 0;
-    }
     do {
         const char *k;
         size_t klen;
@@ -564,12 +538,8 @@ int remat__lex_object(struct remat__lex *lx, const char *const *known,
 
 static int read_array_rest(struct remat__lex *lx)
 {
-    lx->p++; /* '[' */
-    remat__lex_skip_ws(lx);
-    if (lx->p < lx->end && *lx->p == ']') {
-        lx->p++;
+    if (remat__lex_open(lx, ']'))
         return 0;
-    }
     do {
         struct remat__jval v;
         if (remat__lex_value(lx, &v) < 0)

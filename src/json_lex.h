@@ -107,6 +107,20 @@ static inline void remat__lex_skip_ws(struct remat__lex *lx)
         lx->p++;
 }
 
+/* Takes the '{' or '[' at lx->p and the whitespace after it: 1 when the
+ * container closes at once (its closer taken too), 0 when a member or an
+ * element follows. */
+static inline int remat__lex_open(struct remat__lex *lx, char closer)
+{
+    lx->p++;
+    remat__lex_skip_ws(lx);
+    if (lx->p < lx->end && *lx->p == closer) {
+        lx->p++;
+        return 1;
+    }
+    return 0;
+}
+
 /* remat__lex_skip_ws where the next byte may be whitespace: a byte above
  * ' ' is never any, and most often there is none. */
 static inline void remat__lex_skip_ws_if_any(struct remat__lex *lx)

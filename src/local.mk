@@ -3,8 +3,12 @@
 noinst_LTLIBRARIES += src/rematx/librematx.la
 src_rematx_librematx_la_SOURCES = src/rematx/rematx.h src/rematx/dynbuf.h src/rematx/dynbuf.c \
 	src/rematx/zoo.h src/rematx/zoo.c src/rematx/core.h src/rematx/core.c \
-	src/rematx/sha256.h src/rematx/sha256.c src/rematx/real.h src/rematx/real.c
+	src/rematx/sha256.h src/rematx/sha256.c src/rematx/real.h src/rematx/real.c \
+	src/rematx/svg.h src/rematx/svg.c
 src_rematx_librematx_la_CFLAGS = $(AM_CFLAGS) $(JANSSON_CFLAGS)
+
+# JSON pointers to a member a request named (the problems' pointer).
+src_rematx_librematx_la_SOURCES += src/rematx/pointer.h src/rematx/pointer.c
 
 # libremat.  The convenience library holds everything, internals included,
 # so the tests can reach remat__ functions; the installed library exports

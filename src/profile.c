@@ -96,8 +96,12 @@ int remat__profile_total_bytes(const struct remat_profile *p, int64_t *out)
     int64_t total = p->input_bytes;
     for (size_t i = 0; i < p->n_stages; i++) {
         const struct remat_stage *s = &p->stages[i];
-        total += s->out_bytes + s->saved_bytes + s->fwd_tmp_bytes + s->bwd_tmp_bytes +
-                 2 * s->param_bytes;
+        /* One forward transient counts, the larger: no op holds both, and a
+         * profile without fwd_grad_tmp_bytes totals what it always did.
+         * bwd_freed_bytes only takes away. */
+        int64_t f =
+            s->fwd_tmp_bytes > s->fwd_grad_tmp_bytes ? s->fwd_tmp_bytes : s->fwd_grad_tmp_bytes;
+        total += s->out_bytes + s->saved_bytes + f + s->bwd_tmp_bytes + 2 * s->param_bytes;
         if (total > REMAT_MAX_BYTES)
             return REMAT_ELIMIT;
     }
@@ -153,6 +157,11 @@ int remat_profile_validate(const struct remat_profile *profile, struct remat_err
         if (s->saved_bytes < s->out_bytes)
             return remat__error(err, REMAT_EINVAL, stage_pointer(ptr, sizeof ptr, i, "saved_bytes"),
                                 "saved_bytes must be at least out_bytes (it holds the output)");
+        if (s->bwd_freed_bytes > s->saved_bytes + s->out_bytes)
+            return remat__error(err, REMAT_EINVAL,
+                                stage_pointer(ptr, sizeof ptr, i, "bwd_freed_bytes"),
+                                "bwd_freed_bytes must be at most saved_bytes + out_bytes (what the "
+                                "backward holds)");
         if (s->name != NULL && strlen(s->name) > REMAT_MAX_NAME)
             return remat__error(err, REMAT_ELIMIT, stage_pointer(ptr, sizeof ptr, i, "name"),
                                 "name is longer than %d bytes", REMAT_MAX_NAME);

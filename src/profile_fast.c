@@ -39,6 +39,17 @@ static int nomem(struct reader *r)
     return remat__lex_nomem(&r->lx);
 }
 
+/* A string value at lx->p, read one level deeper as remat__lex_value
+ * reads it. */
+static int read_string(struct remat__lex *lx, const char **s, size_t *len)
+{
+    if (remat__lex_enter(lx) < 0)
+        return -1;
+    int rc = remat__lex_string(lx, s, len);
+    lx->depth--;
+    return rc;
+}
+
 /* ---- stages ----------------------------------------------------------- */
 
 /* The stage members as they appear in compact text, quotes and colon
@@ -106,11 +117,7 @@ static int stage_member(struct reader *r, struct remat__pstage *c, int which)
             len = (size_t)((const char *)q - s);
             lx->p = (const char *)q + 1;
         } else {
-            if (remat__lex_enter(lx) < 0)
-                return -1;
-            int rc = remat__lex_string(lx, &s, &len);
-            lx->depth--;
-            if (rc < 0)
+            if (read_string(lx, &s, &len) < 0)
                 return -1;
         }
         if (remat__pb_stage_name(&r->pb, c, s, len) < 0)
@@ -136,12 +143,8 @@ static int read_stage_object(struct reader *r, struct remat__pstage *c)
     struct remat__lex *lx = &r->lx;
     uint64_t frame = lx->next_frame++;
     unsigned seen = 0;
-    lx->p++; /* '{' */
-    remat__lex_skip_ws(lx);
-    if (lx->p < lx->end && *lx->p == '}') {
-        lx->p++;
+    if (remat__lex_open(lx, '}'))
         return 0;
-    }
     int prev = N_FIELDS + 1; /* the object's start in r->follow */
     for (;;) {
         int which = -1;
@@ -187,12 +190,8 @@ static int read_stage_object(struct reader *r, struct remat__pstage *c)
 static int read_stages(struct reader *r)
 {
     struct remat__lex *lx = &r->lx;
-    lx->p++; /* '[' */
-    remat__lex_skip_ws(lx);
-    if (lx->p < lx->end && *lx->p == ']') {
-        lx->p++;
+    if (remat__lex_open(lx, ']'))
         return 0;
-    }
     do {
         remat__lex_skip_ws(lx);
         if (lx->p < lx->end && *lx->p == '{') {
@@ -225,13 +224,9 @@ static int read_optim_member(struct remat__lex *lx, void *ctx, int which)
 {
     struct reader *r = ctx;
     if (which == REMAT__OF_name && lx->p < lx->end && *lx->p == '"') {
-        if (remat__lex_enter(lx) < 0)
-            return -1;
         const char *s;
         size_t len;
-        int rc = remat__lex_string(lx, &s, &len);
-        lx->depth--;
-        if (rc < 0)
+        if (read_string(lx, &s, &len) < 0)
             return -1;
         remat__pb_optim_name(&r->pb, s, len);
         return 0;
@@ -249,13 +244,9 @@ static int read_root_member(struct remat__lex *lx, void *ctx, int which)
     enum remat__root_kind kind = remat__root_kind[which];
     if ((kind == REMAT__ROOT_FORMAT || kind == REMAT__ROOT_META) && lx->p < lx->end &&
         *lx->p == '"') {
-        if (remat__lex_enter(lx) < 0)
-            return -1;
         const char *s;
         size_t len;
-        int rc = remat__lex_string(lx, &s, &len);
-        lx->depth--;
-        if (rc < 0)
+        if (read_string(lx, &s, &len) < 0)
             return -1;
         if (remat__pb_root_string(&r->pb, which, s, len) < 0)
             return nomem(r);

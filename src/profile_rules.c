@@ -296,7 +296,8 @@ int remat__pb_stage_not_object(struct remat__pbuild *pb)
     return REMAT_OK;
 }
 
-/* Every field of a stage by REMAT__STAGE_FIELDS, then saved >= out. */
+/* Every field of a stage by REMAT__STAGE_FIELDS, then saved >= out, then
+ * freed <= saved + out. */
 static void check_stage(struct remat__pbuild *pb, struct remat__pstage *c)
 {
     size_t i = c->i;
@@ -329,6 +330,11 @@ static void check_stage(struct remat__pbuild *pb, struct remat__pstage *c)
         note(pb, stage_rank(2, i, REMAT__N_STAGE_FIELDS), REMAT_EINVAL,
              pointer_of(ptr, sizeof ptr, pb->prefix, i, "saved_bytes"),
              "saved_bytes must be at least out_bytes (it holds the output)");
+    } else if (s->bwd_freed_bytes > s->saved_bytes + s->out_bytes) {
+        char ptr[128];
+        note(pb, stage_rank(2, i, REMAT__N_STAGE_FIELDS + 1), REMAT_EINVAL,
+             pointer_of(ptr, sizeof ptr, pb->prefix, i, "bwd_freed_bytes"),
+             "bwd_freed_bytes must be at most saved_bytes + out_bytes (what the backward holds)");
     }
 }
 

@@ -34,12 +34,16 @@ enum remat__field_kind { REMAT__FIELD_BYTES, REMAT__FIELD_MS };
  * fields above this one are already set.  The stage's name, its one string,
  * is checked before all of them (every stage's name before any stage's
  * numbers, as jansson's tree path always did), then saved_bytes >=
- * out_bytes after them. */
+ * out_bytes and bwd_freed_bytes <= saved_bytes + out_bytes after them.
+ * fwd_grad_tmp_bytes and bwd_freed_bytes are optional refinements
+ * (docs/profile.md): a profile without them means what it always did. */
 #define REMAT__STAGE_FIELDS(X)                                                                     \
     X(out_bytes, REMAT__FIELD_BYTES, 1, 0)                                                         \
     X(saved_bytes, REMAT__FIELD_BYTES, 0, s->out_bytes)                                            \
     X(fwd_tmp_bytes, REMAT__FIELD_BYTES, 0, 0)                                                     \
+    X(fwd_grad_tmp_bytes, REMAT__FIELD_BYTES, 0, s->fwd_tmp_bytes)                                 \
     X(bwd_tmp_bytes, REMAT__FIELD_BYTES, 0, 0)                                                     \
+    X(bwd_freed_bytes, REMAT__FIELD_BYTES, 0, 0)                                                   \
     X(param_bytes, REMAT__FIELD_BYTES, 0, 0)                                                       \
     X(fwd_ms, REMAT__FIELD_MS, 0, 1.0)                                                             \
     X(bwd_ms, REMAT__FIELD_MS, 0, 2.0)

@@ -62,12 +62,20 @@ const char *remat_strerror(int code);
  */
 
 struct remat_stage {
-    const char *name;      /* borrowed from the profile */
-    int64_t out_bytes;     /* size of x_i */
-    int64_t saved_bytes;   /* kept for backward by a grad-enabled forward, x_i included */
-    int64_t fwd_tmp_bytes; /* forward transient above what is live before and after */
-    int64_t bwd_tmp_bytes; /* backward transient above inputs, saved tensors and gradients */
-    int64_t param_bytes;   /* weights; their gradients count the same again */
+    const char *name;           /* borrowed from the profile */
+    int64_t out_bytes;          /* size of x_i */
+    int64_t saved_bytes;        /* kept for backward by a grad-enabled forward, x_i included */
+    int64_t fwd_tmp_bytes;      /* forward transient above what is live before and after: the
+                                 * forward without grad (F_none, F_ck), and the one with grad
+                                 * unless fwd_grad_tmp_bytes says otherwise */
+    int64_t fwd_grad_tmp_bytes; /* the forward with grad's (F_all) transient; the readers and
+                                 * remat_profile_new default it to fwd_tmp_bytes: a program
+                                 * that sets fwd_tmp_bytes sets this too */
+    int64_t bwd_tmp_bytes;      /* backward transient above inputs, saved tensors and gradients */
+    int64_t bwd_freed_bytes;    /* of the saved tensors and δ_i, what the backward has freed by
+                                 * its peak: that peak is bwd_tmp_bytes - bwd_freed_bytes above
+                                 * them (at most saved_bytes + out_bytes; 0: nothing) */
+    int64_t param_bytes;        /* weights; their gradients count the same again */
     double fwd_ms;
     double bwd_ms;
 };

@@ -36,13 +36,27 @@ static int64_t traced_saved(const struct remat_profile *p, size_t i)
 {
     return p->stages[i - 1].saved_bytes;
 }
-static int64_t traced_fwd_tmp(const struct remat_profile *p, size_t i)
+/* The forward's transient: with grad (F_all) or without (F_∅, F_ck).  A
+ * block that saves its internals for backward holds them as a transient
+ * when it runs without grad, so the two differ. */
+static int64_t traced_fwd_tmp(const struct remat_profile *p, size_t i, int grad)
 {
-    return p->stages[i - 1].fwd_tmp_bytes;
+    const struct remat_stage *s = &p->stages[i - 1];
+    return grad ? s->fwd_grad_tmp_bytes : s->fwd_tmp_bytes;
 }
+/* The backward's transient above its inputs and the gradients it makes,
+ * and what it has freed of x̄_i and δ_i by its peak: their difference, the
+ * net transient, is below zero for a block that frees saved tensors before
+ * it makes all its gradients.  It is at least -(x̄_i + x_i)
+ * (remat_profile_validate), so the peak during B(i) is never below the
+ * live bytes after it.  Each is added on its own, with its own check. */
 static int64_t traced_bwd_tmp(const struct remat_profile *p, size_t i)
 {
     return p->stages[i - 1].bwd_tmp_bytes;
+}
+static int64_t traced_bwd_freed(const struct remat_profile *p, size_t i)
+{
+    return p->stages[i - 1].bwd_freed_bytes;
 }
 static int64_t traced_param(const struct remat_profile *p, size_t i)
 {
@@ -79,13 +93,17 @@ static int64_t w_saved(const struct sim_ctx *c, size_t i)
 {
     return c->model == REMAT_MODEL_TRACED ? traced_saved(c->p, i) : w_act(c, i);
 }
-static int64_t w_fwd_tmp(const struct sim_ctx *c, size_t i)
+static int64_t w_fwd_tmp(const struct sim_ctx *c, size_t i, int grad)
 {
-    return c->model == REMAT_MODEL_TRACED ? traced_fwd_tmp(c->p, i) : 0;
+    return c->model == REMAT_MODEL_TRACED ? traced_fwd_tmp(c->p, i, grad) : 0;
 }
 static int64_t w_bwd_tmp(const struct sim_ctx *c, size_t i)
 {
     return c->model == REMAT_MODEL_TRACED ? traced_bwd_tmp(c->p, i) : 0;
+}
+static int64_t w_bwd_freed(const struct sim_ctx *c, size_t i)
+{
+    return c->model == REMAT_MODEL_TRACED ? traced_bwd_freed(c->p, i) : 0;
 }
 static int64_t w_param(const struct sim_ctx *c, size_t i)
 {
@@ -143,6 +161,10 @@ static int bad_op(struct remat_error *err, size_t k, const struct remat_op *op, 
 static int add(int64_t *acc, int64_t v)
 {
     return __builtin_add_overflow(*acc, v, acc) ? -1 : 0;
+}
+static int sub(int64_t *acc, int64_t v)
+{
+    return __builtin_sub_overflow(*acc, v, acc) ? -1 : 0;
 }
 
 static int run(const struct remat_profile *p, enum remat_model model,
@@ -213,7 +235,7 @@ static int run(const struct remat_profile *p, enum remat_model model,
             int saved = op->kind == REMAT_OP_F_ALL;
             int64_t made = saved ? w_saved(&c, i) : w_act(&c, i);
             overflow |= add(&during, made);
-            overflow |= add(&during, w_fwd_tmp(&c, i));
+            overflow |= add(&during, w_fwd_tmp(&c, i, saved));
             overflow |= add(&live, made);
             /* A fresh value: a kept mark belonged to an earlier copy. */
             c.st[i] = (uint8_t)((c.st[i] & ~ST_KEPT) | (saved ? ST_SAVED : ST_PLAIN));
@@ -261,6 +283,7 @@ static int run(const struct remat_profile *p, enum remat_model model,
             int64_t made = (i > 1 ? w_grad(&c, i - 1) : 0) + w_param(&c, i);
             overflow |= add(&during, made);
             overflow |= add(&during, w_bwd_tmp(&c, i));
+            overflow |= sub(&during, w_bwd_freed(&c, i));
             overflow |= add(&live, made);
             live -= w_saved(&c, i) + w_grad(&c, i);
             c.st[i] &= (uint8_t) ~(ST_SAVED | ST_GRAD | ST_KEPT);
@@ -354,7 +377,7 @@ static int run_store_all_traced(const struct remat_profile *p, struct remat_sim 
     for (size_t i = 1; i <= n; i++, k++) {
         int64_t during = live, made = traced_saved(p, i);
         overflow |= add(&during, made);
-        overflow |= add(&during, traced_fwd_tmp(p, i));
+        overflow |= add(&during, traced_fwd_tmp(p, i, 1));
         overflow |= add(&live, made);
         total_ms += p->stages[i - 1].fwd_ms;
         if (overflow)
@@ -381,6 +404,7 @@ static int run_store_all_traced(const struct remat_profile *p, struct remat_sim 
         int64_t made = (i > 1 ? traced_grad(p, i - 1) : 0) + traced_param(p, i);
         overflow |= add(&during, made);
         overflow |= add(&during, traced_bwd_tmp(p, i));
+        overflow |= sub(&during, traced_bwd_freed(p, i));
         overflow |= add(&live, made);
         live -= traced_saved(p, i) + traced_grad(p, i);
         total_ms += p->stages[i - 1].bwd_ms;

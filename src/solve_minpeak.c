@@ -76,11 +76,12 @@ struct chain {
     size_t n;
     int64_t w;        /* W: the weights, live throughout */
     int64_t loss;     /* Sb_n + x_n: the LOSS op of the last segment */
-    int saved_ge_out; /* every x̄_i >= x_i: the no-grad forward term is dominated */
+    int saved_ge_out; /* every x̄_i >= x_i and x̄_i + f^g_i >= x_i + f_i: the no-grad
+                       * forward term is dominated (Lemma 2) */
     int64_t *x;       /* x_i, out_bytes; x_0 the input */
     int64_t *sb;      /* Sb_i = x̄_1 + ... + x̄_i */
-    int64_t *u;       /* u_l = Sb_l + f_l: F_all(l) during recompute */
-    int64_t *beta;    /* beta_l = Sb_l + x_l + G_{>=l} + [l>1] x_{l-1} + b_l: B(l) */
+    int64_t *u;       /* u_l = Sb_l + f^g_l: F_all(l) during recompute */
+    int64_t *beta;    /* beta_l = Sb_l + x_l + G_{>=l} + [l>1] x_{l-1} + b_l - r_l: B(l) */
     int64_t *gam; /* gam_j = x_j + G_{>j}: delta_j and dW live while segment (., j] recomputes */
     int64_t *g;   /* g_l = x_l + f_l: F_∅/F_ck(l); h_l = x_{l-1} + g_l when l is not first */
     int64_t *m;   /* M(i), i in 0..n-1 */
@@ -114,9 +115,14 @@ static int chain_build(const struct remat_profile *p, struct chain *c, struct re
         goto too_big;
     for (size_t i = 0; i < n; i++) {
         const struct remat_stage *s = &p->stages[i];
+        /* bwd_freed_bytes only takes away, but it must not take away more
+         * than x̄_i + x_i (remat_profile_validate), so no value below falls
+         * under minus a total. */
         if (add_checked(&total, s->out_bytes) || add_checked(&total, s->saved_bytes) ||
-            add_checked(&total, s->fwd_tmp_bytes) || add_checked(&total, s->bwd_tmp_bytes) ||
-            add_checked(&total, s->param_bytes) || add_checked(&total, s->param_bytes))
+            add_checked(&total, s->fwd_tmp_bytes) || add_checked(&total, s->fwd_grad_tmp_bytes) ||
+            add_checked(&total, s->bwd_tmp_bytes) || add_checked(&total, s->param_bytes) ||
+            add_checked(&total, s->param_bytes) || s->bwd_freed_bytes < 0 ||
+            s->bwd_freed_bytes > s->saved_bytes + s->out_bytes)
             goto too_big;
     }
     if (add_checked(&total, p->optimizer.state_bytes) ||
@@ -146,7 +152,10 @@ static int chain_build(const struct remat_profile *p, struct chain *c, struct re
         c->x[i] = s->out_bytes;
         c->sb[i] = c->sb[i - 1] + s->saved_bytes;
         c->w += s->param_bytes;
-        if (s->saved_bytes < s->out_bytes)
+        /* Lemma 2 of docs/min-peak.md: x̄_l >= x_l, and the forward with
+         * grad holds at least what the one without does. */
+        if (s->saved_bytes < s->out_bytes ||
+            s->saved_bytes + s->fwd_grad_tmp_bytes < s->out_bytes + s->fwd_tmp_bytes)
             c->saved_ge_out = 0;
     }
     /* The optimizer's state is live throughout, like the weights. */
@@ -157,8 +166,9 @@ static int chain_build(const struct remat_profile *p, struct chain *c, struct re
         const struct remat_stage *s = &p->stages[l - 1];
         c->gam[l] = c->x[l] + gsuf;
         gsuf += s->param_bytes;
-        c->u[l] = c->sb[l] + s->fwd_tmp_bytes;
-        c->beta[l] = c->sb[l] + c->x[l] + gsuf + (l > 1 ? c->x[l - 1] : 0) + s->bwd_tmp_bytes;
+        c->u[l] = c->sb[l] + s->fwd_grad_tmp_bytes;
+        c->beta[l] = c->sb[l] + c->x[l] + gsuf + (l > 1 ? c->x[l - 1] : 0) + s->bwd_tmp_bytes -
+                     s->bwd_freed_bytes;
         c->g[l] = c->x[l] + s->fwd_tmp_bytes;
     }
     c->loss = c->sb[n] + c->x[n];
@@ -895,8 +905,9 @@ int remat__min_peak_with(const struct remat_profile *p, enum remat__minpeak_meth
                                                             : SCAN_PER_STAGE * n + SCAN_BASE;
     /* The sweep needs the no-grad forward term to be dominated (every
      * saved_bytes >= out_bytes, as docs/memory-model.md defines x̄ and
-     * remat_profile_validate checks); the quadratic program keeps that term
-     * and is exact either way. */
+     * remat_profile_validate checks, and no stage whose forward without
+     * grad holds more than x̄ + its forward with grad); the quadratic
+     * program keeps that term and is exact either way. */
     if (method == REMAT__MINPEAK_REF || !c.saved_ge_out ||
         (method == REMAT__MINPEAK_AUTO && n <= SMALL_N)) {
         dp_ref(&c);

@@ -38,7 +38,9 @@ struct remat__mt {
     int64_t base; /* W + x_0: live before the first op */
     int prune;
     /* Stage data, 1-based; x[0] is the input. */
-    const int64_t *x, *xb, *ft, *bt;
+    /* ft: the forward's transient without grad (F_ck, F_∅), fg: with grad
+     * (F_all), bt: the backward's, signed (bwd_tmp_bytes - bwd_freed_bytes). */
+    const int64_t *x, *xb, *ft, *fg, *bt;
     const double *tf, *tb;
     const int64_t *pp; /* pp[k] = Σ_{1..k} p */
     int64_t *buf_i64;
@@ -157,31 +159,36 @@ static int load_stages(struct remat__mt *t, const struct remat_profile *p, struc
 {
     size_t n = p->n_stages;
     t->n = n;
-    t->buf_i64 = malloc(5 * (n + 2) * sizeof(int64_t));
+    t->buf_i64 = malloc(6 * (n + 2) * sizeof(int64_t));
     t->buf_f64 = malloc(2 * (n + 2) * sizeof(double));
     if (t->buf_i64 == NULL || t->buf_f64 == NULL)
         return remat__error(err, REMAT_ENOMEM, "", "out of memory");
-    int64_t *x = t->buf_i64, *xb = x + (n + 2), *ft = xb + (n + 2), *bt = ft + (n + 2);
-    int64_t *pp = bt + (n + 2);
+    int64_t *x = t->buf_i64, *xb = x + (n + 2), *ft = xb + (n + 2), *fg = ft + (n + 2);
+    int64_t *bt = fg + (n + 2), *pp = bt + (n + 2);
     double *tf = t->buf_f64, *tb = tf + (n + 2);
     /* 2^61 bounds the sum of everything: every amount the program adds
      * is a sum of distinct fields, so int64 never overflows. */
     const int64_t cap = INT64_C(1) << 61;
     int64_t total = p->input_bytes;
     x[0] = p->input_bytes;
-    xb[0] = ft[0] = bt[0] = pp[0] = 0;
+    xb[0] = ft[0] = fg[0] = bt[0] = pp[0] = 0;
     tf[0] = tb[0] = 0;
     for (size_t k = 1; k <= n; k++) {
         const struct remat_stage *s = &p->stages[k - 1];
         x[k] = s->out_bytes;
         xb[k] = s->saved_bytes;
         ft[k] = s->fwd_tmp_bytes;
-        bt[k] = s->bwd_tmp_bytes;
+        fg[k] = s->fwd_grad_tmp_bytes;
+        bt[k] = s->bwd_tmp_bytes - s->bwd_freed_bytes;
         pp[k] = pp[k - 1] + s->param_bytes;
         tf[k] = s->fwd_ms;
         tb[k] = s->bwd_ms;
-        int64_t add[5] = {x[k], xb[k], ft[k], bt[k], 2 * s->param_bytes};
-        for (int a = 0; a < 5; a++) {
+        /* What bt takes away is at most x̄_k + x_k (remat_profile_validate),
+         * so no amount below falls under minus the total either. */
+        if (s->bwd_freed_bytes < 0 || s->bwd_freed_bytes > s->saved_bytes + s->out_bytes)
+            return remat__error(err, REMAT_EINVAL, "", "stage %zu frees more than it holds", k);
+        int64_t add[6] = {x[k], xb[k], ft[k], fg[k], s->bwd_tmp_bytes, 2 * s->param_bytes};
+        for (int a = 0; a < 6; a++) {
             if (add[a] < 0 || add[a] > cap || total > cap - add[a])
                 return remat__error(err, REMAT_ELIMIT, "", "byte sizes add up past 2^61");
             total += add[a];
@@ -193,12 +200,13 @@ static int load_stages(struct remat__mt *t, const struct remat_profile *p, struc
             return remat__error(err, REMAT_ELIMIT, "", "byte sizes add up past 2^61");
         total += opt[a];
     }
-    x[n + 1] = xb[n + 1] = ft[n + 1] = bt[n + 1] = 0;
+    x[n + 1] = xb[n + 1] = ft[n + 1] = fg[n + 1] = bt[n + 1] = 0;
     pp[n + 1] = pp[n];
     tf[n + 1] = tb[n + 1] = 0;
     t->x = x;
     t->xb = xb;
     t->ft = ft;
+    t->fg = fg;
     t->bt = bt;
     t->pp = pp;
     t->tf = tf;
@@ -222,7 +230,7 @@ static void floors(struct remat__mt *t)
         for (size_t i = l; i >= 1; i--) {
             size_t c = cell(t, i, l), q = cell(t, i + 1, l);
             int32_t a = up(t, t->xb[i]);
-            int32_t own = max32(up(t, t->xb[i] + t->ft[i]), up(t, chain_bwd_bytes(t, i, l)));
+            int32_t own = max32(up(t, t->xb[i] + t->fg[i]), up(t, chain_bwd_bytes(t, i, l)));
             int32_t lo = max32(own, min32(a + t->lo[q], S1));
             int32_t sat = max32(own, min32(a + t->sat[q], S1));
             t->ca[c] = (t->tf[i] + t->ca[q]) + t->tb[i];
@@ -314,7 +322,7 @@ static void fill_pruned(struct remat__mt *t)
                 /* chain: (tf_i + cell(i+1, l)[m - a]) + tb_i */
                 int32_t a = up(t, t->xb[i]);
                 int32_t ms =
-                    max32(lo, max32(up(t, t->xb[i] + t->ft[i]), up(t, chain_bwd_bytes(t, i, l))));
+                    max32(lo, max32(up(t, t->xb[i] + t->fg[i]), up(t, chain_bwd_bytes(t, i, l))));
                 ms = max32(ms, t->lo[q] + a);
                 if (ms < hi)
                     relax(T, ms - lo, me, t->tf[i], cell_vals(t, q), a + t->lo[q] - lo,
@@ -397,7 +405,7 @@ static double cell_best(const struct remat__mt *t, size_t i, size_t l, int32_t m
     double best = HUGE_VAL;
     size_t pick = 0;
     int32_t a = up(t, t->xb[i]);
-    int32_t own = max32(up(t, t->xb[i] + t->ft[i]), up(t, chain_bwd_bytes(t, i, l)));
+    int32_t own = max32(up(t, t->xb[i] + t->fg[i]), up(t, chain_bwd_bytes(t, i, l)));
     if (m >= own && m - a >= 0)
         best = (t->tf[i] + get(t, cell(t, i + 1, l), m - a)) + t->tb[i];
     double cf = t->tf[i];
@@ -708,7 +716,7 @@ int remat__mt_min_peak_cancel(const struct remat_profile *p, int64_t *peak_bytes
                 break;
             for (size_t i = l; i >= 1; i--) {
                 size_t c = cell(t, i, l), q = cell(t, i + 1, l);
-                int64_t best = t->xb[i] + t->ft[i];
+                int64_t best = t->xb[i] + t->fg[i];
                 if (t->xb[i] + d.need[q] > best)
                     best = t->xb[i] + d.need[q];
                 if (chain_bwd_bytes(t, i, l) > best)

@@ -72,6 +72,7 @@ EXTRA_DIST += \
 	tests/data/profiles/bad/duplicate_key.json \
 	tests/data/profiles/bad/empty_stages.json \
 	tests/data/profiles/bad/fractional_bytes.json \
+	tests/data/profiles/bad/freed_over_held.json \
 	tests/data/profiles/bad/index.txt \
 	tests/data/profiles/bad/missing_input_bytes.json \
 	tests/data/profiles/bad/missing_out_bytes.json \
@@ -80,6 +81,7 @@ EXTRA_DIST += \
 	tests/data/profiles/bad/name_not_string.json \
 	tests/data/profiles/bad/name_too_long.json \
 	tests/data/profiles/bad/negative_batch_size.json \
+	tests/data/profiles/bad/negative_grad_tmp.json \
 	tests/data/profiles/bad/negative_input_bytes.json \
 	tests/data/profiles/bad/negative_out_bytes.json \
 	tests/data/profiles/bad/negative_time.json \
@@ -161,4 +163,8 @@ tests_test_fits_LDADD = $(CORE_TEST_LDADD)
 # remat fits end to end on profiles of one model at three batch sizes.
 dist_check_SCRIPTS += tests/fits-cli.sh
 TESTS += tests/fits-cli.sh
+# The CLI at a terminal (a pseudo-terminal) and its pictures (issue 17).
+dist_check_SCRIPTS += tests/cli-human.sh
+TESTS += tests/cli-human.sh
+EXTRA_DIST += tests/pty-run.py tests/png-check.py
 EXTRA_DIST += tests/data/fits/b4.json tests/data/fits/b8.json tests/data/fits/b16.json

@@ -65,6 +65,29 @@ static int64_t draw(struct randchain_rng *r, enum randchain_dist dist, int64_t *
     }
 }
 
+void randchain_refine(struct randchain_rng *r, struct remat_stage *s)
+{
+    int64_t x = s->out_bytes, extra = s->saved_bytes - x, f = s->fwd_tmp_bytes;
+    s->fwd_grad_tmp_bytes = f;
+    switch (randchain_below(r, 4)) {
+    case 0: /* a block that saves its internals: its no-grad forward holds
+             * them as a transient, at most x̄_i - x_i more (the sweep's case) */
+        s->fwd_grad_tmp_bytes =
+            f - (int64_t)randchain_below(r, (uint64_t)(f < extra ? f : extra) + 1);
+        break;
+    case 1: /* anything, the forward with grad's even larger */
+        s->fwd_grad_tmp_bytes = (int64_t)randchain_below(r, (uint64_t)x + (uint64_t)f + 1);
+        break;
+    default:
+        break;
+    }
+    /* Half of the backwards free some of x̄_i and δ_i before their peak,
+     * often more than their transient: a negative net transient. */
+    s->bwd_freed_bytes = randchain_below(r, 2) == 0
+                             ? 0
+                             : (int64_t)randchain_below(r, (uint64_t)(s->saved_bytes + x) + 1);
+}
+
 struct remat_profile *randchain_profile(uint64_t seed, size_t n, enum randchain_dist dist, int full)
 {
     struct remat_profile *p = remat_profile_new(n, NULL);
@@ -76,6 +99,10 @@ struct remat_profile *randchain_profile(uint64_t seed, size_t n, enum randchain_
     p->input_bytes = draw(&r, dist, &level);
     if (dist == RANDCHAIN_TIES && p->input_bytes == 0)
         p->input_bytes = 1;
+    /* The refinements of a block (fwd_grad_tmp_bytes, bwd_freed_bytes) come
+     * from a stream of their own, so every other field is drawn as before. */
+    struct randchain_rng r2;
+    randchain_seed(&r2, seed ^ ((uint64_t)dist << 48) ^ ((uint64_t)n << 24) ^ 0x5eed);
     for (size_t i = 0; i < n; i++) {
         struct remat_stage *s = &p->stages[i];
         s->out_bytes = draw(&r, dist, &level);
@@ -92,6 +119,7 @@ struct remat_profile *randchain_profile(uint64_t seed, size_t n, enum randchain_
         s->param_bytes = randchain_below(&r, 4) == 0 ? 0 : (int64_t)randchain_below(&r, 1000);
         s->fwd_ms = 0.25 * (double)randchain_below(&r, 16);
         s->bwd_ms = 0.25 * (double)(1 + randchain_below(&r, 32));
+        randchain_refine(&r2, s);
     }
     return p;
 }

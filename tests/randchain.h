@@ -32,8 +32,15 @@ const char *randchain_dist_name(enum randchain_dist d);
 
 /* A new profile of n stages (caller frees with remat_profile_free).
  * full = 0: only out_bytes and input_bytes are random, the rest at their
- * documented defaults; full = 1: saved/tmp/param bytes and times random too.
+ * documented defaults; full = 1: saved/tmp/param bytes and times random too,
+ * fwd_grad_tmp_bytes and bwd_freed_bytes included (randchain_refine).
  * Returns NULL when out of memory. */
+/* Draws a stage's fwd_grad_tmp_bytes (equal to, below or above its
+ * fwd_tmp_bytes) and bwd_freed_bytes (0 half the time, else up to
+ * saved_bytes + out_bytes, so often a negative net backward transient),
+ * from its other fields. */
+void randchain_refine(struct randchain_rng *r, struct remat_stage *s);
+
 struct remat_profile *randchain_profile(uint64_t seed, size_t n, enum randchain_dist dist,
                                         int full);
 

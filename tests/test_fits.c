@@ -26,6 +26,7 @@ static struct remat_profile *at(const struct remat_profile *base, int64_t b)
         d->out_bytes = s->out_bytes / 4 + s->out_bytes * b;
         d->saved_bytes = s->saved_bytes / 4 + s->saved_bytes * b;
         d->fwd_tmp_bytes = s->fwd_tmp_bytes * b;
+        d->fwd_grad_tmp_bytes = s->fwd_grad_tmp_bytes * b;
         d->bwd_tmp_bytes = s->bwd_tmp_bytes / 2 + s->bwd_tmp_bytes * b;
         d->param_bytes = s->param_bytes;
         d->fwd_ms = 0.25 + s->fwd_ms * (double)b;
@@ -57,6 +58,7 @@ static void assert_same_profile(const struct remat_profile *a, const struct rema
         assert_int_equal(a->stages[i].out_bytes, b->stages[i].out_bytes);
         assert_int_equal(a->stages[i].saved_bytes, b->stages[i].saved_bytes);
         assert_int_equal(a->stages[i].fwd_tmp_bytes, b->stages[i].fwd_tmp_bytes);
+        assert_int_equal(a->stages[i].fwd_grad_tmp_bytes, b->stages[i].fwd_grad_tmp_bytes);
         assert_int_equal(a->stages[i].bwd_tmp_bytes, b->stages[i].bwd_tmp_bytes);
         assert_int_equal(a->stages[i].param_bytes, b->stages[i].param_bytes);
         assert_true(fabs(a->stages[i].fwd_ms - b->stages[i].fwd_ms) < 1e-9);

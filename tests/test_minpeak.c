@@ -27,8 +27,10 @@ static struct remat_profile *chain_variant(uint64_t seed, size_t n, int dist, in
         randchain_seed(&r, seed * 31 + n);
         for (size_t i = 0; i < n; i++) {
             struct remat_stage *s = &p->stages[i];
-            if (randchain_below(&r, 3) == 0)
+            if (randchain_below(&r, 3) == 0) {
                 s->fwd_tmp_bytes = s->out_bytes * (int64_t)(1 + randchain_below(&r, 8));
+                s->fwd_grad_tmp_bytes = s->fwd_tmp_bytes;
+            }
             s->bwd_tmp_bytes = s->bwd_tmp_bytes / 8;
         }
         assert_int_equal(remat_profile_validate(p, NULL), REMAT_OK);
@@ -278,6 +280,7 @@ static struct remat_profile *make_chain(int64_t input, size_t n, const int64_t *
         s->out_bytes = out[i];
         s->saved_bytes = saved ? saved[i] : out[i];
         s->fwd_tmp_bytes = ftmp ? ftmp[i] : 0;
+        s->fwd_grad_tmp_bytes = s->fwd_tmp_bytes;
         s->bwd_tmp_bytes = btmp ? btmp[i] : 0;
         s->param_bytes = param ? param[i] : 0;
         s->fwd_ms = 1;

@@ -37,13 +37,27 @@ static int64_t rng_in(uint64_t *s, int64_t lo, int64_t hi)
     return lo + (int64_t)(rng_next(s) % (uint64_t)(hi - lo + 1));
 }
 
+/* A block's refinements, from a stream of their own (so the other fields
+ * are drawn as before): the forward with grad's transient equal to, below
+ * or above the one without, and half the time a backward that frees part
+ * of x̄_i and δ_i before its peak (often a negative net transient). */
+static void refine(uint64_t *s, struct remat_stage *st)
+{
+    int64_t f = st->fwd_tmp_bytes;
+    int64_t k = rng_in(s, 0, 3);
+    st->fwd_grad_tmp_bytes = k == 0   ? rng_in(s, 0, f)
+                             : k == 1 ? rng_in(s, 0, f + st->out_bytes)
+                                      : f;
+    st->bwd_freed_bytes = rng_in(s, 0, 1) ? rng_in(s, 0, st->saved_bytes + st->out_bytes) : 0;
+}
+
 /* A chain whose every field is a small random integer (scale multiplies the
  * byte sizes), times in quarter milliseconds. */
 static struct remat_profile *tiny_chain(uint64_t seed, size_t n, int64_t scale)
 {
     struct remat_profile *p = remat_profile_new(n, NULL);
     assert_non_null(p);
-    uint64_t s = seed * 7919 + n;
+    uint64_t s = seed * 7919 + n, s2 = s ^ 0x5eedull;
     p->input_bytes = rng_in(&s, 1, 6) * scale;
     for (size_t i = 0; i < n; i++) {
         struct remat_stage *st = &p->stages[i];
@@ -54,6 +68,7 @@ static struct remat_profile *tiny_chain(uint64_t seed, size_t n, int64_t scale)
         st->param_bytes = rng_in(&s, 0, 2) * scale;
         st->fwd_ms = (double)rng_in(&s, 1, 12) / 4.0;
         st->bwd_ms = (double)rng_in(&s, 1, 16) / 4.0;
+        refine(&s2, st);
     }
     return p;
 }
@@ -63,7 +78,7 @@ static struct remat_profile *big_chain(uint64_t seed, size_t n)
 {
     struct remat_profile *p = remat_profile_new(n, NULL);
     assert_non_null(p);
-    uint64_t s = seed * 104729 + n;
+    uint64_t s = seed * 104729 + n, s2 = s ^ 0x5eedull;
     p->input_bytes = rng_in(&s, 1000, 50000);
     for (size_t i = 0; i < n; i++) {
         struct remat_stage *st = &p->stages[i];
@@ -74,6 +89,7 @@ static struct remat_profile *big_chain(uint64_t seed, size_t n)
         st->param_bytes = rng_in(&s, 0, 100000);
         st->fwd_ms = (double)rng_in(&s, 1, 40) / 4.0;
         st->bwd_ms = (double)rng_in(&s, 1, 80) / 4.0;
+        refine(&s2, st);
     }
     return p;
 }

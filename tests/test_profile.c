@@ -195,6 +195,52 @@ static void defaults(void **state)
     remat_profile_free(p);
 }
 
+/* The block refinements: absent, a profile means what it always did (the
+ * forward with grad's transient is fwd_tmp_bytes, nothing freed early), by
+ * both readers; present, they are read, printed and read back. */
+static void block_fields(void **state)
+{
+    (void)state;
+    const char *v1 = "{\"input_bytes\": 7, \"stages\": [{\"out_bytes\": 5, \"saved_bytes\": 9,"
+                     " \"fwd_tmp_bytes\": 11, \"bwd_tmp_bytes\": 3}]}";
+    const char *v2 = "{\"input_bytes\": 7, \"stages\": [{\"out_bytes\": 5, \"saved_bytes\": 9,"
+                     " \"fwd_tmp_bytes\": 11, \"fwd_grad_tmp_bytes\": 2, \"bwd_tmp_bytes\": 3,"
+                     " \"bwd_freed_bytes\": 14}]}";
+    const char *texts[2] = {v1, v2};
+    const int64_t grad[2] = {11, 2}, freed[2] = {0, 14};
+    for (int k = 0; k < 2; k++) {
+        struct remat_error err;
+        struct remat_profile *p = remat_profile_loadb(texts[k], strlen(texts[k]), &err);
+        assert_non_null(p);
+        json_error_t je;
+        json_t *j = json_loads(texts[k], 0, &je);
+        assert_non_null(j);
+        struct remat_profile *q = remat_profile_from_json(j, NULL, &err);
+        json_decref(j);
+        assert_non_null(q);
+        j = remat_profile_to_json(p);
+        assert_non_null(j);
+        struct remat_profile *r = remat_profile_from_json(j, NULL, &err);
+        json_decref(j);
+        assert_non_null(r);
+        const struct remat_profile *all[3] = {p, q, r};
+        for (int m = 0; m < 3; m++) {
+            assert_int_equal(all[m]->stages[0].fwd_tmp_bytes, 11);
+            assert_int_equal(all[m]->stages[0].fwd_grad_tmp_bytes, grad[k]);
+            assert_int_equal(all[m]->stages[0].bwd_tmp_bytes, 3);
+            assert_int_equal(all[m]->stages[0].bwd_freed_bytes, freed[k]);
+            assert_int_equal(remat_profile_validate(all[m], NULL), 0);
+        }
+        /* Freeing one byte more than x̄ + x (14) is refused by validate too. */
+        p->stages[0].bwd_freed_bytes = 15;
+        assert_int_equal(remat_profile_validate(p, &err), REMAT_EINVAL);
+        assert_string_equal(err.pointer, "/stages/0/bwd_freed_bytes");
+        remat_profile_free(r);
+        remat_profile_free(q);
+        remat_profile_free(p);
+    }
+}
+
 static void round_trip(void **state)
 {
     (void)state;
@@ -216,7 +262,9 @@ static void round_trip(void **state)
         assert_int_equal(a->out_bytes, b->out_bytes);
         assert_int_equal(a->saved_bytes, b->saved_bytes);
         assert_int_equal(a->fwd_tmp_bytes, b->fwd_tmp_bytes);
+        assert_int_equal(a->fwd_grad_tmp_bytes, b->fwd_grad_tmp_bytes);
         assert_int_equal(a->bwd_tmp_bytes, b->bwd_tmp_bytes);
+        assert_int_equal(a->bwd_freed_bytes, b->bwd_freed_bytes);
         assert_int_equal(a->param_bytes, b->param_bytes);
         assert_true(a->fwd_ms == b->fwd_ms);
         assert_true(a->bwd_ms == b->bwd_ms);
@@ -529,13 +577,10 @@ static void validate_by_hand(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(bad_profiles),
-        cmocka_unit_test(defaults),
-        cmocka_unit_test(round_trip),
-        cmocka_unit_test(random_round_trip),
-        cmocka_unit_test(stage_limit),
-        cmocka_unit_test(validate_by_hand),
-        cmocka_unit_test(streaming_matches_jansson),
+        cmocka_unit_test(bad_profiles),      cmocka_unit_test(defaults),
+        cmocka_unit_test(block_fields),      cmocka_unit_test(round_trip),
+        cmocka_unit_test(random_round_trip), cmocka_unit_test(stage_limit),
+        cmocka_unit_test(validate_by_hand),  cmocka_unit_test(streaming_matches_jansson),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

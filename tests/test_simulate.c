@@ -27,6 +27,7 @@ static struct remat_profile *hand_chain(void)
         s->out_bytes = v[i][0];
         s->saved_bytes = v[i][1];
         s->fwd_tmp_bytes = v[i][2];
+        s->fwd_grad_tmp_bytes = v[i][2];
         s->bwd_tmp_bytes = v[i][3];
         s->param_bytes = v[i][4];
         s->fwd_ms = ms[i][0];
@@ -103,6 +104,46 @@ static void traced_two_checkpoints(void **state)
     const size_t ck[] = {1, 2};
     const int64_t tl[] = {21, 24, 31, 36, 29, 32, 26, 32, 32};
     expect_sim(p, REMAT_MODEL_TRACED, ck, 2, 45, 4, tl, 9);
+    remat_profile_free(p);
+}
+
+/* A block's refinements on the hand chain: stage 2's forward without grad
+ * holds 9 for a moment (f_2 = 9, g_2 = 0), and stages 1 and 3 free saved
+ * tensors before their backward's peak (r_1 = 10, r_3 = 6: net transients
+ * 3 - 10 = -7 and 1 - 6 = -5).  Traced, C = {2}:
+ *   F_ck(1): 17+4+1 = 22, L = 21
+ *   F_∅(2): 21+3+f_2 9 = 33, L = 24, the plain unkept x_1 freed: 20
+ *   F_all(3): 20+7+2 = 29, L = 27     loss: 32, L = 32
+ *   B(3): 32 + x_2 3 + p 5 + 1 - 6 = 35; L = 32+3+5-7-5 = 28, plain x_2 freed: 25
+ *   F_all(1): 25+6+1 = 32, L = 31     F_all(2): 31+3+g_2 0 = 34, L = 34
+ *   B(2): 34+4+0+2 = 40, L = 32       B(1): 32+0+10+3-10 = 35, L = 32
+ * The peak is B(2)'s 40 (phase 7); without the refinements B(1) would
+ * reach 45. */
+static void traced_block_fields(void **state)
+{
+    (void)state;
+    struct remat_profile *p = hand_chain();
+    p->stages[1].fwd_tmp_bytes = 9;
+    p->stages[1].fwd_grad_tmp_bytes = 0;
+    p->stages[0].bwd_freed_bytes = 10;
+    p->stages[2].bwd_freed_bytes = 6;
+    assert_int_equal(remat_profile_validate(p, NULL), REMAT_OK);
+    const size_t ck[] = {2};
+    const int64_t tl[] = {21, 20, 27, 32, 25, 31, 34, 32, 32};
+    expect_sim(p, REMAT_MODEL_TRACED, ck, 1, 40, 7, tl, 9);
+    /* Store-all (both of the simulator's paths): F_all(2) adds g_2 = 0,
+     * B(3) 38+3+5+1-6 = 41, B(1) 32+10+3-10 = 35; the peak is B(3)'s 41. */
+    const int64_t tl0[] = {23, 26, 33, 38, 34, 32, 32};
+    expect_sim(p, REMAT_MODEL_TRACED, NULL, 0, 41, 4, tl0, 7);
+    struct remat_sim sim;
+    assert_int_equal(remat_simulate_checkpoints(p, REMAT_MODEL_TRACED, NULL, 0, 0, &sim, NULL), 0);
+    assert_int_equal(sim.peak_bytes, 41);
+    remat_sim_clear(&sim);
+    /* One byte more than x̄_1 + x_1 freed is refused. */
+    p->stages[0].bwd_freed_bytes = 11;
+    struct remat_error err;
+    assert_int_equal(remat_profile_validate(p, &err), REMAT_EINVAL);
+    assert_string_equal(err.pointer, "/stages/0/bwd_freed_bytes");
     remat_profile_free(p);
 }
 
@@ -270,7 +311,7 @@ int main(void)
         cmocka_unit_test(traced_two_checkpoints), cmocka_unit_test(prefix_one_checkpoint),
         cmocka_unit_test(sum_one_checkpoint),     cmocka_unit_test(sum_needs_checkpoints),
         cmocka_unit_test(invalid_schedules),      cmocka_unit_test(bad_checkpoints),
-        cmocka_unit_test(schedule_shape),
+        cmocka_unit_test(schedule_shape),         cmocka_unit_test(traced_block_fields),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -121,7 +121,9 @@ static struct remat_profile *odd_profile(struct randchain_rng *rng, size_t n)
         s->out_bytes = held_value(rng);
         s->saved_bytes = held_value(rng);
         s->fwd_tmp_bytes = any_value(rng);
+        s->fwd_grad_tmp_bytes = any_value(rng);
         s->bwd_tmp_bytes = any_value(rng);
+        s->bwd_freed_bytes = randchain_below(rng, 2) != 0 ? 0 : any_value(rng);
         s->param_bytes =
             randchain_below(rng, 8) != 0 ? (int64_t)randchain_below(rng, 1000) : held_value(rng);
         s->fwd_ms = (double)randchain_below(rng, 1000) / 7.0;
@@ -165,7 +167,7 @@ static void overflow_at_each_op(void **state)
             s->bwd_ms = 2.5;
         }
         if (op < n)
-            p->stages[op].fwd_tmp_bytes = 2000; /* F_all(op + 1) */
+            p->stages[op].fwd_grad_tmp_bytes = 2000; /* F_all(op + 1) */
         else if (op == n)
             p->stages[n - 1].out_bytes = 2000; /* the loss adds x_n's gradient */
         else

@@ -4,7 +4,8 @@
 # documentation's, run by hand on a GPU machine.
 EXTRA_DIST += tests/worker/e2e.py tests/worker/accuracy-ci.sh tests/worker/accuracy.sh \
 	tests/worker/gpu-accuracy.sh tests/worker/compare-timeline.py tests/worker/plan-check.py \
-	tests/worker/models-e2e.py tests/worker/optim-e2e.py tests/worker/fits-e2e.py
+	tests/worker/models-e2e.py tests/worker/gpu-time.sh tests/worker/side-by-side.py \
+	tests/worker/step-noise.sh tests/worker/optim-e2e.py tests/worker/fits-e2e.py
 if HAVE_TORCH
 TESTS += tests/worker/e2e.py tests/worker/accuracy-ci.sh tests/worker/plan-check.py \
 	tests/worker/models-e2e.py tests/worker/optim-e2e.py tests/worker/fits-e2e.py

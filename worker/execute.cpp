@@ -18,6 +18,8 @@
 #include <ATen/ops/zeros.h>
 #include <c10/core/GradMode.h>
 
+#include <algorithm>
+#include <cmath>
 #include <memory>
 #include <string>
 #include <vector>
@@ -133,15 +135,18 @@ void plan_schedule(const json_t *plan, const struct remat_profile *p, Schedule &
 }
 
 /* Refuses an op list that uses a value before it exists, makes one twice
- * or leaves work undone, naming the op (libremat's simulator decides). */
-void check_schedule(const struct remat_profile *p, const Schedule &s)
+ * or leaves work undone, naming the op (libremat's simulator decides).
+ * Returns the step time the simulator predicts for it on p. */
+double check_schedule(const struct remat_profile *p, const Schedule &s)
 {
     struct remat_sim sim = {};
     struct remat_error err = {};
     int rc = remat_simulate(p, REMAT_MODEL_TRACED, &s.s, 0, &sim, &err);
+    double ms = sim.total_ms;
     remat_sim_clear(&sim);
     if (rc != REMAT_OK)
         throw remat_failure("plan: the schedule cannot run", rc, err);
+    return ms;
 }
 
 /* ------------------------------------------------------------------------
@@ -309,13 +314,20 @@ json_t *validate(const json_t *spec, const Progress &progress)
     ProfilePtr profile = job_profile(spec, ms.n_stages());
     Schedule ops, store_all;
     plan_schedule(plan, profile.get(), ops);
-    check_schedule(profile.get(), ops);
+    double simulated_ms = check_schedule(profile.get(), ops);
     struct remat_error err = {};
     int rc = remat_schedule_from_checkpoints(profile.get(), nullptr, 0, &store_all.s, &err);
     if (rc != REMAT_OK)
         throw remat_failure("store-all", rc, err);
     const json_t *pk = json_object_get(plan, "peak_bytes");
     int64_t predicted = json_is_integer(pk) ? (int64_t)json_integer_value(pk) : -1;
+    /* The step time the user was told: the plan's total_ms (fwd_ms and
+     * bwd_ms of the profile summed over the op list); the simulator's on
+     * the job's profile when the plan gives none. */
+    const json_t *tm = json_object_get(plan, "total_ms");
+    double predicted_ms = simulated_ms;
+    if (json_is_number(tm) && std::isfinite(json_number_value(tm)) && json_number_value(tm) >= 0)
+        predicted_ms = json_number_value(tm);
 
     /* The optimizer the profile was measured with (the profile job's
      * spec): its step runs after the last backward of every run, at lr 0,
@@ -383,11 +395,12 @@ json_t *validate(const json_t *spec, const Progress &progress)
         clear_grads(m);
     }
     json_t *info = device_info_json(d);
+    double step_ms = median(t_plan);
     json_t *res = json_pack(
         "{s:I, s:I, s:f, s:f, s:o, s:s, s:I, s:s, s:I}", "measured_peak_bytes",
         (json_int_t)peak_plan, "predicted_peak_bytes", (json_int_t)predicted, "relative_error",
         predicted > 0 ? (double)(predicted - peak_plan) / (double)peak_plan : 0.0, "step_ms",
-        median(t_plan), "device", json_deep_copy(json_object_get(info, "device")), "model",
+        step_ms, "device", json_deep_copy(json_object_get(info, "device")), "model",
         m.spec.name.c_str(), "batch_size", (json_int_t)m.spec.batch, "dtype",
         m.spec.dtype_name.c_str(), "n_ops", (json_int_t)ops.s.n_ops);
     if (with_store_all) {
@@ -408,6 +421,16 @@ json_t *validate(const json_t *spec, const Progress &progress)
                                       (json_int_t)optim_peak, "predicted_step_peak_bytes",
                                       (json_int_t)remat_optim_step_peak_bytes(profile.get())));
     }
+    /* Step time against the prediction, and the spread over the repeats
+     * (how far one step's time can be trusted on this device). */
+    json_object_set_new(res, "predicted_step_ms", json_real(predicted_ms));
+    if (predicted_ms > 0)
+        json_object_set_new(res, "step_time_error",
+                            json_real((step_ms - predicted_ms) / predicted_ms));
+    json_object_set_new(res, "step_ms_min",
+                        json_real(*std::min_element(t_plan.begin(), t_plan.end())));
+    json_object_set_new(res, "step_ms_max",
+                        json_real(*std::max_element(t_plan.begin(), t_plan.end())));
     if (timeline != nullptr)
         json_object_set_new(res, "timeline", timeline);
     json_object_set(res, "driver", json_object_get(info, "driver"));

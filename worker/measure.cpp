@@ -12,6 +12,7 @@
 #include <ATen/ops/randn_like.h>
 #include <c10/core/GradMode.h>
 
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -23,8 +24,13 @@ namespace rw
 namespace
 {
 
+/* The bytes of docs/profile.md: fwd_tmp is the forward without grad's
+ * transient, fwd_grad_tmp the forward with grad's, bwd_tmp the backward's
+ * signed transient (below zero when it frees saved tensors before it has
+ * made all its gradients; written as bwd_freed_bytes). */
 struct StageCost {
-    int64_t saved = 0, fwd_tmp = 0, bwd_tmp = 0;
+    int64_t saved = 0, fwd_tmp = 0, fwd_grad_tmp = 0;
+    int64_t bwd_tmp = std::numeric_limits<int64_t>::min();
     double fwd_ms = 0, bwd_ms = 0;
 };
 
@@ -63,12 +69,14 @@ StageCost measure_stage(Model &m, size_t i, const at::Tensor &x, int warmup, int
         int64_t pk = d.peak();
         if (keep) {
             c.saved = std::max(c.saved, after - before);
-            c.fwd_tmp = std::max(c.fwd_tmp, pk - after);
+            c.fwd_grad_tmp = std::max(c.fwd_grad_tmp, pk - after);
             tf.push_back(ms);
         }
         if (!y.requires_grad())
             continue;
-        /* B: the transient above δ_{i-1} and ∂W_i, over what was live. */
+        /* B: the transient above δ_{i-1} and ∂W_i, over what was live:
+         * signed, as the peak may come after the backward has freed more
+         * of x̄_i than it has allocated (the largest over the repeats). */
         at::Tensor dy = at::randn_like(y);
         d.sync();
         before = d.current();
@@ -83,6 +91,8 @@ StageCost measure_stage(Model &m, size_t i, const at::Tensor &x, int warmup, int
         }
     }
     clear_grads(m);
+    if (c.bwd_tmp == std::numeric_limits<int64_t>::min())
+        c.bwd_tmp = 0; /* no backward ran (nothing needs a gradient) */
     c.fwd_ms = median(tf);
     c.bwd_ms = median(tb);
     return c;
@@ -125,14 +135,20 @@ json_t *profile(const json_t *spec, const Progress &progress)
                 throw Failure("layers[" + std::to_string(i) +
                               "]: output bytes differ from the shape");
             x = y;
+            int64_t sb = std::max(c.saved, ob);
+            /* A backward below zero frees before it allocates: what it frees
+             * is at most what it holds, x̄_i and δ_i (the format's limit). */
+            int64_t freed = std::min(std::max<int64_t>(-c.bwd_tmp, 0), sb + ob);
             json_array_append_new(
-                stages, json_pack("{s:s, s:I, s:I, s:I, s:I, s:I, s:f, s:f}", "name",
-                                  m.stages[i].name.c_str(), "out_bytes", (json_int_t)ob,
-                                  "saved_bytes", (json_int_t)std::max(c.saved, ob), "fwd_tmp_bytes",
-                                  (json_int_t)std::max<int64_t>(c.fwd_tmp, 0), "bwd_tmp_bytes",
-                                  (json_int_t)std::max<int64_t>(c.bwd_tmp, 0), "param_bytes",
-                                  (json_int_t)m.stages[i].param_bytes, "fwd_ms", c.fwd_ms, "bwd_ms",
-                                  c.bwd_ms));
+                stages,
+                json_pack("{s:s, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:f, s:f}", "name",
+                          m.stages[i].name.c_str(), "out_bytes", (json_int_t)ob, "saved_bytes",
+                          (json_int_t)sb, "fwd_tmp_bytes",
+                          (json_int_t)std::max<int64_t>(c.fwd_tmp, 0), "fwd_grad_tmp_bytes",
+                          (json_int_t)std::max<int64_t>(c.fwd_grad_tmp, 0), "bwd_tmp_bytes",
+                          (json_int_t)std::max<int64_t>(c.bwd_tmp, 0), "bwd_freed_bytes",
+                          (json_int_t)freed, "param_bytes", (json_int_t)m.stages[i].param_bytes,
+                          "fwd_ms", c.fwd_ms, "bwd_ms", c.bwd_ms));
         }
     } catch (...) {
         json_decref(stages);

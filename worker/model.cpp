@@ -31,6 +31,7 @@
 
 #include <cmath>
 #include <string>
+#include <unordered_set>
 #include <utility>
 
 #include "rematx/zoo.h"
@@ -687,15 +688,20 @@ Model build_model(const ModelSpec &spec)
     return m;
 }
 
-/* Integer buffers (BatchNorm's counter, the attention mask) keep their dtype. */
+/* Integer buffers (BatchNorm's counter, the attention mask) keep their dtype.
+ * A parameter that several stages use (tied embeddings: the head's weight
+ * is the embedding's) is one tensor in memory: its bytes count once, in the
+ * first stage that uses it, told apart by its storage. */
 void place(Model &m, const Device &d)
 {
+    std::unordered_set<const void *> counted;
     for (auto &st : m.stages) {
         StageNet &net = *st.net;
         st.param_bytes = 0;
         for (auto &p : net.parameters()) {
             p.set_data(p.detach().to(d.dev, m.spec.dtype));
-            st.param_bytes += p.numel() * (int64_t)p.element_size();
+            if (counted.insert(p.storage().unsafeGetStorageImpl()).second)
+                st.param_bytes += p.numel() * (int64_t)p.element_size();
         }
         for (auto &b : net.buffers())
             b.set_data(b.is_floating_point() ? b.to(d.dev, m.spec.dtype) : b.to(d.dev));

@@ -94,7 +94,11 @@ def _measure_stage(mod, i, x, warmup, repeats, meter, device):
     input_grad = i > 0 and x.is_floating_point()
     in_bytes = _nbytes(x) if input_grad else 0
     p_bytes = sum(_nbytes(p) for p in mod.parameters())
-    saved = fwd_tmp = bwd_tmp = 0
+    # fwd_tmp: the forward without grad's transient, fwd_grad_tmp: with
+    # grad's, bwd_tmp: the backward's, signed (below zero when it frees saved
+    # tensors before it has made all its gradients), as the worker measures.
+    saved = fwd_tmp = fwd_grad_tmp = 0
+    bwd_tmp = None
     tf, tb = [], []
     for r in range(warmup + repeats):
         keep = r >= warmup
@@ -109,12 +113,13 @@ def _measure_stage(mod, i, x, warmup, repeats, meter, device):
         y, live, pk = meter.measure(lambda: _run_stage(mod, leaf))
         if keep:
             saved = max(saved, live)
-            fwd_tmp = max(fwd_tmp, pk - live)
+            fwd_grad_tmp = max(fwd_grad_tmp, pk - live)
         if y.requires_grad:
             dy = torch.randn_like(y)
             _, live, pk = meter.measure(lambda: torch.autograd.backward(y, dy))
             if keep:
-                bwd_tmp = max(bwd_tmp, pk - in_bytes - p_bytes)
+                b = pk - in_bytes - p_bytes
+                bwd_tmp = b if bwd_tmp is None else max(bwd_tmp, b)
         del y, leaf
         # Times, without the meter's overhead.
         _clear_grads(mod)
@@ -137,7 +142,8 @@ def _measure_stage(mod, i, x, warmup, repeats, meter, device):
             tf.append((t1 - t0) * 1e3)
         del y, leaf
     _clear_grads(mod)
-    return {"saved": saved, "fwd_tmp": fwd_tmp, "bwd_tmp": bwd_tmp, "p_bytes": p_bytes,
+    return {"saved": saved, "fwd_tmp": fwd_tmp, "fwd_grad_tmp": fwd_grad_tmp,
+            "bwd_tmp": bwd_tmp or 0, "p_bytes": p_bytes,
             "fwd_ms": statistics.median(tf), "bwd_ms": statistics.median(tb) if tb else 0.0}
 
 
@@ -169,9 +175,13 @@ def profile_local(blocks, sample_input, device=None, warmup=2, repeats=5, model=
         with torch.no_grad():
             y = _run_stage(mod, x)
         ob = _nbytes(y)
-        stages.append({"name": names[i], "out_bytes": ob, "saved_bytes": max(c["saved"], ob),
+        sb = max(c["saved"], ob)
+        stages.append({"name": names[i], "out_bytes": ob, "saved_bytes": sb,
                        "fwd_tmp_bytes": max(c["fwd_tmp"], 0),
-                       "bwd_tmp_bytes": max(c["bwd_tmp"], 0), "param_bytes": c["p_bytes"],
+                       "fwd_grad_tmp_bytes": max(c["fwd_grad_tmp"], 0),
+                       "bwd_tmp_bytes": max(c["bwd_tmp"], 0),
+                       "bwd_freed_bytes": min(max(-c["bwd_tmp"], 0), sb + ob),
+                       "param_bytes": c["p_bytes"],
                        "fwd_ms": c["fwd_ms"], "bwd_ms": c["bwd_ms"]})
         x = y
     for m, t in zip(mods, was_training):

@@ -19,6 +19,8 @@
  *    wrapped so that remat_private.h stays inside src/.
  *  - sha256.h: SHA-256, one-shot and streaming (request fingerprints,
  *    uploaded models named by content, the worker's cache checks).
+ *  - svg.h: the timeline and frontier pictures, and bytes in human units
+ *    (rematd's .svg routes and the CLI's tables and --format svg).
  */
 #ifndef REMATX_H
 #define REMATX_H
@@ -28,6 +30,7 @@
 #include "rematx/dynbuf.h"
 #include "rematx/real.h"
 #include "rematx/sha256.h"
+#include "rematx/svg.h"
 #include "rematx/zoo.h"
 
 #endif

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "remat.h"
+#include "rematx/pointer.h"
 #include "rematx/zoo.h"
 
 enum zoo_kind { ZOO_ALEXNET, ZOO_VGG, ZOO_RESNET, ZOO_GPT };
@@ -170,7 +171,8 @@ int rematx_zoo_options(const struct rematx_zoo_model *m, const json_t *model_opt
             k++;
         if (k == n) {
             char ptr[128];
-            snprintf(ptr, sizeof ptr, "/model_options/%.100s", key);
+            snprintf(ptr, sizeof ptr, "/model_options");
+            rematx_pointer_append(ptr, sizeof ptr, key);
             return invalid(err, ptr, "unknown field '%.100s'", key);
         }
     }

@@ -5,10 +5,9 @@ response schemas of openapi.yaml.
 Usage: check_schema.py OPENAPI.yaml MANIFEST
 MANIFEST lines: METHOD PATH-TEMPLATE STATUS CONTENT-TYPE FILE
 (e.g. "post /v1/plans 201 application/json /tmp/x/3.json"); a PATH-TEMPLATE
-of "-" checks the body against the Problem schema alone.  Every
-$ref is resolved in place (the document has no recursive references but
-Layer, which is cut at depth), then each body is validated with the
-Draft 2020-12 validator (OpenAPI 3.1 schemas are JSON Schema 2020-12)."""
+of "-" checks the body against the Problem schema alone.  Each body is
+validated with the Draft 2020-12 validator (OpenAPI 3.1 schemas are JSON
+Schema 2020-12), its references resolved in the document."""
 import json
 import sys
 
@@ -16,25 +15,25 @@ import jsonschema
 import yaml
 
 
-def resolve(node, doc, depth=0):
-    """Inlines $refs; depth counts references followed, so the one
-    recursive schema (Layer) is cut to an accept-all {} deep down."""
-    if isinstance(node, dict):
-        if "$ref" in node:
-            if depth > 8:
-                return {}
-            target = doc
-            for part in node["$ref"].lstrip("#/").split("/"):
-                target = target[part]
-            merged = dict(resolve(target, doc, depth + 1))
-            for k, v in node.items():
-                if k != "$ref":
-                    merged[k] = resolve(v, doc, depth)
-            return merged
-        return {k: resolve(v, doc, depth) for k, v in node.items()}
-    if isinstance(node, list):
-        return [resolve(v, doc, depth) for v in node]
+def deref(node, doc):
+    """Follows the $ref of a response, parameter or header (one that is only
+    a reference) to the object it names."""
+    while isinstance(node, dict) and "$ref" in node:
+        target = doc
+        for part in node["$ref"].lstrip("#/").split("/"):
+            target = target[part]
+        node = target
     return node
+
+
+def validator(schema, doc):
+    """A Draft 2020-12 validator of a schema of the document: the schema is
+    made the root of a copy that carries the document's components, so its
+    "#/components/..." references (recursive ones included: Layer,
+    JsonValue) resolve as they do in openapi.yaml."""
+    root = dict(schema) if isinstance(schema, dict) else {"allOf": [schema]}
+    root["components"] = doc["components"]
+    return jsonschema.Draft202012Validator(root)
 
 
 def main():
@@ -44,12 +43,12 @@ def main():
     checked = 0
     with open(sys.argv[2]) as f:
         lines = [l.split() for l in f if l.strip()]
-    problem = resolve(doc["components"]["schemas"]["Problem"], doc)
+    problem = validator({"$ref": "#/components/schemas/Problem"}, doc)
     for method, path, status, ctype, body_file in lines:
         if path == "-":
             # An error from any route: the Problem schema itself.
             with open(body_file) as f:
-                errors = list(jsonschema.Draft202012Validator(problem).iter_errors(json.load(f)))
+                errors = list(problem.iter_errors(json.load(f)))
             for e in errors[:3]:
                 print(f"FAIL {method} {status} problem: {e.message}")
             failures += 1 if errors else 0
@@ -65,7 +64,7 @@ def main():
             print(f"FAIL {method} {path} {status}: status not documented")
             failures += 1
             continue
-        resp = resolve(resp, doc)
+        resp = deref(resp, doc)
         content = resp.get("content", {})
         if status == "204" or not content:
             checked += 1
@@ -88,7 +87,7 @@ def main():
             print(f"FAIL {method} {path} {status}: not JSON: {e}")
             failures += 1
             continue
-        errors = list(jsonschema.Draft202012Validator(schema).iter_errors(body))
+        errors = list(validator(schema, doc).iter_errors(body))
         if errors:
             failures += 1
             for e in errors[:3]:

@@ -12,7 +12,9 @@
 . "$(dirname "$0")/lib.sh"
 RAW="$top_srcdir/tests/api"
 
-start_rematd --request-timeout 20
+# The idle connections must outlive the checks however slow the machine:
+# a request deadline far past them.
+start_rematd --request-timeout 300
 "$PYTHON" - "$PORT" "$RAW" <<'PY' >"$T/flood.out" 2>&1
 import socket, sys, time
 sys.path.insert(0, sys.argv[2])
@@ -24,11 +26,29 @@ for i in range(1030):
     s.bind(("127.0.0.%d" % (2 + i // 60), 0))
     s.connect(("127.0.0.1", port))
     idle.append(s)
-time.sleep(1.0)
+# Wait until rematd has accepted them all (the listening socket's accept
+# queue, rx_queue in /proc/net/tcp, is empty), not for a fixed time: on a
+# loaded machine the probes below would otherwise find free slots.
+hexport = ":%04X" % port
+deadline = time.time() + 60
+while time.time() < deadline:
+    queued = 0
+    with open("/proc/net/tcp") as f:
+        for line in f.readlines()[1:]:
+            col = line.split()
+            if col[1].endswith(hexport) and col[3] == "0A":
+                queued += int(col[4].split(":")[1], 16)
+    if queued == 0:
+        break
+    time.sleep(0.05)
+time.sleep(0.2)
 fails = 0
+# At once: within 5 s on a loaded machine; without the health slots a probe
+# waits in the backlog until an idle connection is cut (minutes here).
 for path, want in (("/healthz", 200), ("/readyz", 200), ("/v1/models", 503)):
-    st, buf, closed, took = exchange(port, b"GET %s HTTP/1.1\r\nHost: t\r\n\r\n" % path.encode())
-    ok = st == want and took < 2.0 and (want != 503 or b"Retry-After: 1" in buf)
+    st, buf, closed, took = exchange(port, b"GET %s HTTP/1.1\r\nHost: t\r\n\r\n" % path.encode(),
+                                     timeout=10.0)
+    ok = st == want and took < 5.0 and (want != 503 or b"Retry-After: 1" in buf)
     print("%s: %s %d in %.2f s" % ("ok" if ok else "FAIL", path, st, took))
     fails += not ok
 # The idle connections are all still open: the pool was full.
@@ -89,7 +109,9 @@ def trickle(name, first, drip):
         i += 1
     took = time.time() - t0
     s.close()
-    ok = 2.5 <= took <= 5.5 and (not got or got.startswith(b"HTTP/1.1 408"))
+    # --request-timeout 3; the 12 s loop is what a client that is never cut
+    # gets.  The upper bound leaves the reaper room on a loaded machine.
+    ok = 2.5 <= took <= 9 and (not got or got.startswith(b"HTTP/1.1 408"))
     print("%s: %s cut after %.1f s: %r" % ("ok" if ok else "FAIL", name, took, got[:40]))
     fails += not ok
 
@@ -107,23 +129,36 @@ for t in threads:
     t.join()
 # The per-IP limit: of 12 connections from one address, 8 are kept and 4
 # closed at accept (which 4 depends on the order the polling threads
-# accept them in).
+# accept them in). They come from an address of their own: the server may
+# still be closing the trickled connections above (from 127.0.0.1), and
+# those count against their address until it has.
 conns = []
 for i in range(12):
     s = socket.socket()
+    s.bind(("127.0.0.5", 0))
     s.connect(("127.0.0.1", port))
     conns.append(s)
+# Poll until the server has closed what it will (under load it accepts
+# late), then give it a moment more to close one too many.
+def count_closed():
+    n = 0
+    for s in conns:
+        s.setblocking(False)
+        try:
+            n += s.recv(1, socket.MSG_PEEK) == b""
+        except BlockingIOError:
+            pass
+        except ConnectionResetError:
+            n += 1
+    return n
+deadline = time.time() + 10
+closed = count_closed()
+while closed < 4 and time.time() < deadline:
+    time.sleep(0.1)
+    closed = count_closed()
 time.sleep(0.5)
-closed = 0
-for s in conns:
-    s.setblocking(False)
-    try:
-        closed += s.recv(1) == b""
-    except BlockingIOError:
-        pass
-    except ConnectionResetError:
-        closed += 1
-print("%s: of 12 connections from one address %d closed at once, want 4" %
+closed = count_closed()
+print("%s: of 12 connections from one address %d closed, want 4" %
       ("ok" if closed == 4 else "FAIL", closed))
 fails += closed != 4
 # Another address is still served.

@@ -4,11 +4,17 @@
 # data directory, every plan that was acknowledged (201) is readable with
 # exactly the body that was answered, and every acknowledged job is still
 # there in its state (queued stays queued, the leased one is running).
+# With two replicas (REMAT_TEST_REPLICAS=2) both are killed together and
+# the clients are spread over them.
 # Then the same storm ends with SIGTERM: exit 0, nothing acknowledged lost;
 # and rounds of requests arriving just after SIGTERM on connections opened
 # before it: each is answered, exit 0, nothing acknowledged lost.
 . "$(dirname "$0")/lib.sh"
-start_rematd
+# The leased job must still be running after the kill and the restart: its
+# lease is made longer than this test can take on a loaded machine (the
+# default 30 s is not), so the check does not depend on the time a storm
+# takes.
+start_rematd --lease-seconds 3600
 P=$(profile 12)
 printf '{"algorithm":"sqrt","profile":%s}' "$P" >"$T/plan.json"
 
@@ -25,11 +31,12 @@ LEASED=$(field job_id)
 # acknowledged plan (id and body).
 client() {
     k=$1
+    b=$(base_of "$k") # with two replicas, clients 1 and 3 on one, 2 and 4 on the other
     i=0
     while [ $i -lt 400 ]; do
         i=$((i + 1))
         code=$(curl -s -o "$T/c$k.$i" -w '%{http_code}' -H 'Content-Type: application/json' \
-            --data-binary @"$T/plan.json" "$BASE/v1/plans") || break
+            --data-binary @"$T/plan.json" "$b/v1/plans") || break
         [ "$code" = 201 ] || break
         id=$(sed -n 's/.*"id":"\([0-9a-f]\{32\}\)".*/\1/p' "$T/c$k.$i")
         echo "$id $T/c$k.$i" >>"$T/ack.$k"
@@ -42,13 +49,19 @@ storm() { # signal
     client 2 & c2=$!
     client 3 & c3=$!
     client 4 & c4=$!
-    # Let some plans through, then kill in mid-flight.
+    # Let some plans through, then kill in mid-flight (polled: under load
+    # 40 plans can take much more than the usual second).
     n=0
-    while [ "$(cat "$T"/ack.* | wc -l)" -lt 40 ] && [ $n -lt 200 ]; do sleep 0.05; n=$((n + 1)); done
+    while [ "$(cat "$T"/ack.* | wc -l)" -lt 40 ] && [ $n -lt 1200 ]; do sleep 0.05; n=$((n + 1)); done
+    [ -n "$PID2" ] && kill "-$1" "$PID2"
     kill "-$1" "$PID"
     wait "$PID"
     RC=$?
     PID=
+    if [ -n "$PID2" ]; then
+        wait "$PID2"
+        PID2=
+    fi
     wait $c1 $c2 $c3 $c4
     cat "$T"/ack.* >"$T/acked"
 }
@@ -70,7 +83,7 @@ check_acked() { # label
 
 storm KILL
 [ "$RC" = 137 ] && ok || fail "rematd was not killed by SIGKILL (status $RC)"
-start_rematd
+start_rematd --lease-seconds 3600
 check_acked "kill -9"
 while read -r id; do
     req GET "/v1/profiles/$id" && expect 200

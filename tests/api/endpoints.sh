@@ -70,9 +70,13 @@ post /v1/plans "{\"algorithm\":\"min-time\",\"budget_bytes\":$MP_PEAK,\"mem_slot
 # The timeline chart.
 req GET "/v1/plans/$SQRT_ID/timeline.svg" && expect 200 '/v1/plans/{id}/timeline.svg'
 [ "$CTYPE" = image/svg+xml ] && ok || fail "timeline content type $CTYPE"
-grep -q '<svg' "$BODY" && grep -q 'store-all' "$BODY" && grep -q 'sqrt(n)' "$BODY" &&
-    grep -q 'MiB' "$BODY" && [ "$(grep -c '<polyline' "$BODY")" = 3 ] && ok ||
-    fail "timeline lacks the svg, the three lines, the legend or the MiB axis"
+# A 19-byte peak is drawn in bytes; the x axis names each op's stage and
+# the phases are shaded (this plan recomputes stages 1 and 2).
+grep -q '<svg' "$BODY" && grep -q 'store-all: peak 19 B<' "$BODY" && grep -q 'sqrt(n)' "$BODY" &&
+    grep -q 'live memory (B)' "$BODY" && [ "$(grep -c '<polyline' "$BODY")" = 3 ] &&
+    grep -q '>stage 4 B<' "$BODY" && grep -q '>loss <' "$BODY" &&
+    grep -q 'fill="#f6dede"' "$BODY" && ok ||
+    fail "timeline lacks the svg, the three lines, the legend, the byte axis or the stage axis"
 if [ -n "${MP_ID:-}" ]; then
     req GET "/v1/plans/$MP_ID/timeline.svg" && expect 200 '/v1/plans/{id}/timeline.svg'
     cp "$BODY" "$T/timeline.svg"

@@ -15,6 +15,21 @@ plans() { # n: posts n plans, stops at the first non-201; sets CODE
     done
 }
 P=$(profile 64)
+# A small TorchScript-shaped archive: an upload's file fits any disk here,
+# so only the store's write can fail.
+model_zip() { # FILE: one per call (its digest, and so its id, differs)
+    "$PYTHON" - "$1" <<'PY'
+import os, sys, zipfile
+with zipfile.ZipFile(sys.argv[1], "w", zipfile.ZIP_STORED) as z:
+    z.writestr("net/code/__torch__/net.py", "class Net(Module):\n  pass\n")
+    z.writestr("net/data.pkl", b"\x80\x02}q\x00.")
+    z.writestr("net/version", "3\n")
+    z.writestr("net/data/0", os.urandom(1000))
+PY
+}
+upload() { # FILE
+    req POST /v1/models -H Content-Type:application/octet-stream --data-binary "@$1"
+}
 
 # ---- the data directory removed under a running rematd ----
 start_rematd
@@ -30,6 +45,25 @@ grep -q '"msg":"data directory lost"' "$T/rematd.log" && ok || fail "no log line
 kill -TERM "$PID"
 wait "$PID" && fail "exit 0 after losing the data directory" || ok
 PID=
+
+# ---- the database file removed, its folder kept: a model's record ----
+# The upload's file still lands in models/, but its record would go into
+# the unlinked database and vanish at exit: refused like every write.
+rm -rf "$T/data"
+: >"$T/rematd.log"
+start_rematd
+model_zip "$T/m1.pt"
+upload "$T/m1.pt" && expect 201
+rm -f "$T/data/rematd.db"
+model_zip "$T/m2.pt"
+upload "$T/m2.pt"
+problem "model upload with the database removed" 503 unavailable
+req GET /readyz
+[ "$CODE" = 503 ] && ok || fail "/readyz after the database was removed: $CODE"
+req DELETE "/v1/models/$(sha256sum "$T/m1.pt" | cut -c1-32)"
+problem "model delete with the database removed" 503 unavailable
+grep -q '"msg":"data directory lost"' "$T/rematd.log" && ok || fail "no log line for the lost database"
+stop_rematd_kill
 
 # ---- a disk that refuses writes (RLIMIT_FSIZE: write(2) fails) ----
 : >"$T/rematd.log"
@@ -48,13 +82,27 @@ plans 400
 problem "plan on a full disk" 503 unavailable
 req GET /readyz
 [ "$CODE" = 503 ] && ok || fail "/readyz with writes failing: $CODE"
+# A small write may still fit (the WAL starts again from its beginning
+# after a checkpoint, under the file size limit): then the job is accepted,
+# and it must be stored for real. Otherwise it is refused.
 post /v1/profiles '{"model":"alexnet","device":"cpu"}'
-[ "$CODE" = 503 ] && ok || fail "a job accepted with writes failing: $CODE"
+LATE_JOB=
+case $CODE in
+503) problem "a job with writes failing" 503 unavailable ;;
+202) LATE_JOB=$(field id) ;;
+*) fail "a job with writes failing: $CODE, want 503, or 202 and stored" ;;
+esac
 grep -q '"msg":"store write failed"' "$T/rematd.log" && ok || fail "no store write failed line"
 grep -q 'cannot rollback\|cannot commit - no transaction' "$T/rematd.log" &&
     fail "the log hides the real error: $(grep -m1 'cannot' "$T/rematd.log")" || ok
 grep '"msg":"store write failed"' "$T/rematd.log" | grep -q 'I/O\|full' && ok ||
     fail "not SQLite's error: $(grep -m1 'store write failed' "$T/rematd.log")"
+# A model's record goes the same way: 503, and SQLite's error in the log.
+model_zip "$T/m3.pt"
+upload "$T/m3.pt"
+problem "model upload on a full disk" 503 unavailable
+grep '"msg":"store write failed"' "$T/rematd.log" | grep '"op":"[A-Z]* model"' | grep -q 'I/O\|full' &&
+    ok || fail "a model's failed write not logged with SQLite's error"
 # Space again: ready within a few seconds without a request to try.
 if command -v prlimit >/dev/null 2>&1; then
     prlimit --pid "$PID" --fsize=unlimited:unlimited
@@ -69,6 +117,12 @@ if command -v prlimit >/dev/null 2>&1; then
     plans 1 && expect 201
 fi
 stop_rematd_kill
+if [ -n "$LATE_JOB" ]; then
+    start_rematd
+    req GET "/v1/profiles/$LATE_JOB"
+    [ "$CODE" = 200 ] && ok || fail "a job accepted (202) with writes failing is lost: $CODE"
+    stop_rematd_kill
+fi
 
 # ---- a database damaged mid-file does not start ----
 rm -rf "$T/data"

@@ -1,13 +1,20 @@
 #!/bin/sh
 # The job lifecycle with a scripted fake worker (curl) on a server with a
-# 2-second lease and 3 attempts: lease, heartbeat, complete; a lease that
+# short lease and 3 attempts: lease, heartbeat, complete; a lease that
 # expires goes back to queued with the attempt counted, and the third
 # expiry fails the job with "lease expired 3 times"; a retryable failure
 # requeues, a final one fails with its reason; release does not count; a
 # stale lease is refused (409) after expiry; Idempotency-Key replays, also
-# to concurrent requests with one key.
+# to concurrent requests with one key (on two replicas, with
+# REMAT_TEST_REPLICAS=2: tests/api/postgresql.sh).
+#
+# Every wait is derived from the lease (JOBS_LEASE_SECONDS, 4 by default)
+# and polls for the state it waits for: on a loaded machine a fixed sleep
+# either ends before the writer thread has expired the lease, or lets a
+# heartbeat come too late.
 . "$(dirname "$0")/lib.sh"
-start_rematd --lease-seconds 2 --max-attempts 3
+LEASE_S=${JOBS_LEASE_SECONDS:-4}
+start_rematd --lease-seconds "$LEASE_S" --max-attempts 3
 W='{"worker_id":"fake-1","kinds":["profile"],"devices":["cpu"]}'
 
 status_of() { req GET "/v1/profiles/$1"; field status; }
@@ -17,21 +24,53 @@ lease() {
     LEASE=$(field lease_id)
     ATTEMPT=$(field attempt)
 }
+now() { date +%s.%N; }
+# since T0: seconds since T0 (a now() value).
+since() { echo "$(now) $1" | awk '{printf "%.2f", $1 - $2}'; }
+# until_status JOB STATUS: polls until the job has STATUS; a lease lapses
+# within its length and the writer thread expires it within a second
+# more, so the wait is bounded by the lease plus a margin for a loaded
+# machine.
+until_status() {
+    limit=$((LEASE_S * 3 + 30))
+    t0=$(now)
+    while [ "$(status_of "$1")" != "$2" ]; do
+        if [ "$(echo "$(since "$t0") $limit" | awk '{print ($1 > $2)}')" = 1 ]; then
+            fail "job $1 not $2 after $limit s: $(head -c 300 "$BODY")"
+            return 1
+        fi
+        sleep 0.2
+    done
+}
 
 # Expiry: lease, let it lapse, the job is queued again with one attempt.
 post /v1/profiles '{"model":"vgg11","device":"cpu"}' && expect 202 /v1/profiles
 J1=$(field id)
 lease
 [ "$JOB" = "$J1" ] && [ "$ATTEMPT" = 1 ] && ok || fail "first lease: $JOB attempt $ATTEMPT"
-# Heartbeats keep the lease alive past its length.
-for _ in 1 2 3; do
-    sleep 0.8
+# Heartbeats keep the lease alive past its length: one every quarter lease
+# for one and a half leases.  Each heartbeat is timed from the answer to the
+# previous one; a gap over the lease (a stalled machine, not rematd) is
+# reported as such rather than as a lease that rematd let lapse.
+hb_sleep=$(echo "$LEASE_S" | awk '{printf "%.2f", $1 / 4}')
+t_start=$(now)
+t_last=$t_start
+while [ "$(echo "$(since "$t_start") $LEASE_S" | awk '{print ($1 < $2 * 1.5)}')" = 1 ]; do
+    sleep "$hb_sleep"
     post "/v1/worker/jobs/$J1/heartbeat" "{\"lease_id\":\"$LEASE\",\"progress\":{\"stage\":1,\"stages\":10,\"phase\":\"measuring\"}}"
-    expect 200 '/v1/worker/jobs/{id}/heartbeat'
+    gap=$(since "$t_last")
+    t_last=$(now)
+    if [ "$CODE" != 200 ] && [ "$(echo "$gap $LEASE_S" | awk '{print ($1 >= $2)}')" = 1 ]; then
+        fail "the machine stalled $gap s between heartbeats, past the $LEASE_S s lease (JOBS_LEASE_SECONDS)"
+        break
+    fi
+    expect 200 '/v1/worker/jobs/{id}/heartbeat' || break
 done
 [ "$(status_of "$J1")" = running ] && ok || fail "heartbeats did not keep the job running"
 OLD=$LEASE
-sleep 3.2 # the writer thread expires leases once a second
+# No more heartbeats: the writer thread expires the lease (it looks once a
+# second).
+until_status "$J1" queued && ok
 req GET "/v1/profiles/$J1" && expect 200 '/v1/profiles/{id}'
 [ "$(field status)" = queued ] && [ "$(field attempts)" = 1 ] && ok ||
     fail "after expiry: status $(field status), attempts $(field attempts)"
@@ -41,10 +80,10 @@ post "/v1/worker/jobs/$J1/complete" "{\"lease_id\":\"$OLD\",\"result\":$(job_pro
 # Two more expiries: failed with the reason.
 lease
 [ "$ATTEMPT" = 2 ] && ok || fail "second lease attempt $ATTEMPT"
-sleep 2.3
-lease # expiry is also checked when a worker asks for a job
+until_status "$J1" queued && ok
+lease
 [ "$JOB" = "$J1" ] && [ "$ATTEMPT" = 3 ] && ok || fail "third lease: $JOB attempt $ATTEMPT"
-sleep 2.3
+until_status "$J1" failed && ok
 post /v1/worker/lease "$W" && expect 204 /v1/worker/lease
 req GET "/v1/profiles/$J1"
 [ "$(field status)" = failed ] && [ "$(field error)" = "lease expired 3 times" ] && [ "$(field attempts)" = 3 ] &&
@@ -109,7 +148,7 @@ post /v1/plans "{\"algorithm\":\"sqrt\",\"profile\":$(profile 4)}" -H 'Idempoten
 pids=
 for i in 1 2 3 4 5 6; do
     curl -s -o "$T/c$i" -H 'Content-Type: application/json' -H 'Idempotency-Key: burst' \
-        --data-binary '{"model":"resnet101","device":"cpu"}' "$BASE/v1/profiles" &
+        --data-binary '{"model":"resnet101","device":"cpu"}' "$(base_of $i)/v1/profiles" &
     pids="$pids $!"
 done
 for p in $pids; do wait "$p"; done
@@ -121,7 +160,7 @@ pids=
 for i in 1 2 3 4 5 6 7 8; do
     curl -s -o "$T/p$i" -w '%{http_code}\n' -H 'Content-Type: application/json' \
         -H 'Idempotency-Key: plan-burst' --data-binary "{\"profile\":$(profile 6)}" \
-        "$BASE/v1/plans" >"$T/p$i.code" &
+        "$(base_of $i)/v1/plans" >"$T/p$i.code" &
     pids="$pids $!"
 done
 for p in $pids; do wait "$p"; done

@@ -4,6 +4,15 @@
 # bound port read back from --port-file) with a temporary data directory,
 # and talks HTTP to it with curl.  Every response is saved; responses of the
 # happy paths are listed in $T/manifest for the openapi.yaml schema check.
+#
+# Another store: with REMAT_TEST_PG set (a PostgreSQL URI of a server's
+# maintenance database, as tests/api/postgresql.sh sets it), each test
+# script gets a database of its own on that server (dropped at exit) and
+# rematd runs with --store on it.  With REMAT_TEST_REPLICAS=2 as well,
+# start_rematd starts two replicas on that database, each with its own
+# data directory, and req alternates between them (BASE is the one the
+# last request went to; PID and PORT are the first replica's, PID2 and
+# PORT2 the second's).
 set -u
 : "${top_srcdir:=$(cd "$(dirname "$0")/../.." && pwd)}"
 : "${top_builddir:=$top_srcdir}"
@@ -17,7 +26,23 @@ N=0
 FAILS=0
 CHECKS=0
 PID=
-trap 'stop_rematd_kill; [ -n "${KEEP:-}" ] || rm -rf "$T"' EXIT
+PID2=
+REPLICAS=${REMAT_TEST_REPLICAS:-1}
+STORE_DB=
+STORE_ARGS=
+if [ -n "${REMAT_TEST_PG:-}" ]; then
+    STORE_DB="remat_test_$$_$(od -An -N4 -tx4 /dev/urandom | tr -d ' ')"
+    psql -q -X -v ON_ERROR_STOP=1 -d "$REMAT_TEST_PG" -c "CREATE DATABASE $STORE_DB" >/dev/null ||
+        { echo "cannot create database $STORE_DB on $REMAT_TEST_PG"; exit 1; }
+    # The maintenance database's URI with this script's database instead.
+    STORE_URI=$(echo "$REMAT_TEST_PG" | sed "s|/[^/?]*\(?.*\)\{0,1\}$|/$STORE_DB\1|")
+    STORE_ARGS="--store $STORE_URI"
+fi
+drop_store_db() {
+    [ -n "$STORE_DB" ] || return 0
+    psql -q -X -d "$REMAT_TEST_PG" -c "DROP DATABASE IF EXISTS $STORE_DB WITH (FORCE)" >/dev/null 2>&1
+}
+trap 'stop_rematd_kill; drop_store_db; [ -n "${KEEP:-}" ] || rm -rf "$T"' EXIT
 trap 'exit 1' INT TERM
 
 fail() {
@@ -28,36 +53,69 @@ ok() {
     CHECKS=$((CHECKS + 1))
 }
 
-# start_rematd [flags...]: starts rematd with $T/data, sets PORT, BASE, PID.
-start_rematd() {
-    rm -f "$T/port"
-    "$REMATD" --listen 127.0.0.1:0 --data-dir "$T/data" --port-file "$T/port" "$@" \
+# start_one DATA PORTFILE [flags...]: starts one rematd; sets STARTED
+# (its pid).  Its own names only: the tests' variables are theirs.
+start_one() {
+    start_data=$1
+    start_pf=$2
+    shift 2
+    rm -f "$start_pf"
+    # shellcheck disable=SC2086 # STORE_ARGS is one flag and a URI without spaces
+    "$REMATD" --listen 127.0.0.1:0 --data-dir "$start_data" --port-file "$start_pf" $STORE_ARGS "$@" \
         2>>"$T/rematd.log" &
-    PID=$!
+    STARTED=$!
     i=0
-    while [ ! -s "$T/port" ]; do
+    while [ ! -s "$start_pf" ]; do
         i=$((i + 1))
-        if [ $i -gt 200 ] || ! kill -0 "$PID" 2>/dev/null; then
+        if [ $i -gt 400 ] || ! kill -0 "$STARTED" 2>/dev/null; then
             echo "rematd did not start:"
             cat "$T/rematd.log"
             exit 1
         fi
         sleep 0.05
     done
+}
+
+# start_rematd [flags...]: starts rematd with $T/data, sets PORT, BASE, PID
+# (and the second replica's PORT2, BASE2, PID2 with REMAT_TEST_REPLICAS=2).
+start_rematd() {
+    # A second replica left running when the first was killed goes first:
+    # the test restarts the service, not half of it.
+    if [ -n "$PID2" ]; then
+        kill -TERM "$PID2" 2>/dev/null
+        wait "$PID2" 2>/dev/null
+        PID2=
+    fi
+    start_one "$T/data" "$T/port" "$@"
+    PID=$STARTED
     PORT=$(cat "$T/port")
-    BASE="http://127.0.0.1:$PORT"
+    BASE1="http://127.0.0.1:$PORT"
+    BASE=$BASE1
+    if [ "$REPLICAS" -ge 2 ]; then
+        start_one "$T/data2" "$T/port2" "$@"
+        PID2=$STARTED
+        PORT2=$(cat "$T/port2")
+        BASE2="http://127.0.0.1:$PORT2"
+    fi
 }
 
 # stop_rematd: SIGTERM, and the exit status must be 0.
 stop_rematd() {
     [ -n "$PID" ] || return 0
     kill -TERM "$PID"
+    [ -n "$PID2" ] && kill -TERM "$PID2"
     if wait "$PID"; then ok; else fail "rematd exited with $? after SIGTERM"; fi
+    if [ -n "$PID2" ]; then
+        if wait "$PID2"; then ok; else fail "the second replica exited with $? after SIGTERM"; fi
+    fi
     PID=
+    PID2=
 }
 stop_rematd_kill() {
     [ -n "$PID" ] && kill -9 "$PID" 2>/dev/null && wait "$PID" 2>/dev/null
+    [ -n "$PID2" ] && kill -9 "$PID2" 2>/dev/null && wait "$PID2" 2>/dev/null
     PID=
+    PID2=
 }
 
 # req METHOD PATH [curl args...]: sets CODE, CTYPE, BODY (file), HDRS (file).
@@ -66,11 +124,25 @@ req() {
     path=$2
     shift 2
     N=$((N + 1))
+    # Two replicas: every other request goes to the second (while it runs).
+    if [ -n "$PID2" ]; then
+        if [ $((N % 2)) = 0 ]; then BASE=$BASE2; else BASE=$BASE1; fi
+    fi
     BODY="$T/r$N.body"
     HDRS="$T/r$N.hdrs"
     CODE=$(curl -s -S -o "$BODY" -D "$HDRS" -w '%{http_code}' -X "$method" "$@" "$BASE$path") ||
         CODE=000
     CTYPE=$(sed -n 's/^[Cc]ontent-[Tt]ype: *\([^;\r]*\).*/\1/p' "$HDRS" | tail -1)
+}
+
+# base_of I: the base URL the I-th of concurrent clients uses: with two
+# replicas, odd ones the first, even ones the second; else BASE.
+base_of() {
+    if [ -n "$PID2" ]; then
+        if [ $(($1 % 2)) = 0 ]; then echo "$BASE2"; else echo "$BASE1"; fi
+    else
+        echo "$BASE"
+    fi
 }
 
 # post PATH JSON [curl args...]: a JSON POST.
@@ -172,6 +244,32 @@ profile() {
 # job): stages per zoo model: alexnet 21, vgg11 29, resnet18 10.
 job_profile() {
     profile "$1" | sed "s/^{/{\"model\":\"$2\",\"batch_size\":$3,\"dtype\":\"$4\",\"device\":\"$5\",/"
+}
+
+# metric NAME: the value of an unlabelled metric of /metrics now.
+metric() {
+    curl -s --max-time 10 "$BASE/metrics" | sed -n "s/^$1 //p"
+}
+
+# until_true SECONDS COMMAND...: runs COMMAND every 0.1 s until it
+# succeeds (0) or SECONDS have passed (1).  Tests wait for a state this
+# way, never for a fixed time: on a loaded machine a fixed sleep is either
+# too short or wasted.
+until_true() {
+    _limit=$1
+    shift
+    _t0=$(date +%s)
+    until "$@"; do
+        [ $(($(date +%s) - _t0)) -ge "$_limit" ] && return 1
+        sleep 0.1
+    done
+    return 0
+}
+
+# solving: a solve holds its memory reservation now (it has started).
+solving() {
+    _m=$(metric remat_solve_memory_bytes)
+    [ -n "$_m" ] && [ "$_m" -gt 0 ]
 }
 
 finish() {

@@ -38,6 +38,39 @@ with zipfile.ZipFile(path, "w", zipfile.ZIP_STORED) as z:
         z.writestr(zipfile.ZipInfo(root + "data/0"), b"\0" * (1 << 20), zipfile.ZIP_DEFLATED)
 PY
 }
+
+# mkmodule FILE [deflated]: an archive whose data.pkl is a module as
+# torch.jit.save pickles one (protocol 2, objects of __torch__ classes built
+# from dicts): children embed, act, head and act2 (act again), besides a
+# flag, a real and an int; with "deflated" its data.pkl is compressed.
+mkmodule() {
+    "$PYTHON" - "$@" <<'PY'
+import pickle, sys, types, zipfile
+
+def torch_class(module, name):
+    m = sys.modules.setdefault(module, types.ModuleType(module))
+    c = type(name, (), {"__module__": module})
+    setattr(m, name, c)
+    return c
+
+def obj(cls, **attrs):
+    o = cls.__new__(cls)
+    o.__dict__.update(attrs)
+    return o
+
+Net = torch_class("__torch__", "Net")
+Linear = torch_class("__torch__.torch.nn.modules.linear", "Linear")
+ReLU = torch_class("__torch__.torch.nn.modules.activation", "ReLU")
+act = obj(ReLU, training=True)
+net = obj(Net, training=True, scale=0.5, embed=obj(Linear, training=True, weight=None), act=act,
+          head=obj(Linear, training=True), act2=act, steps=3)
+method = zipfile.ZIP_DEFLATED if len(sys.argv) > 2 else zipfile.ZIP_STORED
+with zipfile.ZipFile(sys.argv[1], "w", zipfile.ZIP_STORED) as z:
+    z.writestr("net/code/__torch__.py", "class Net(Module):\n  pass\n")
+    z.writestr(zipfile.ZipInfo("net/data.pkl"), pickle.dumps(net, protocol=2), method)
+    z.writestr("net/version", "3\n")
+PY
+}
 mkzip "$T/a.pt" ts 500000
 mkzip "$T/b.pt" ts 1200000
 mkzip "$T/c.pt" ts 1900000
@@ -53,6 +86,7 @@ A=$(field id)
 [ "$(field bytes)" = "$(wc -c <"$T/a.pt")" ] && ok || fail "bytes $(field bytes)"
 [ "$(header Location)" = "/v1/models/$A" ] && ok || fail "Location $(header Location)"
 grep -q '"root":"net"' "$BODY" && ok || fail "no archive root: $(cat "$BODY")"
+grep -q '"stages"' "$BODY" && fail "stages for a data.pkl that is no module: $(cat "$BODY")" || ok
 # The same bytes again, as a form: 200, the same model.
 req POST /v1/models -F "file=@$T/a.pt" && expect 200 /v1/models
 [ "$(field id)" = "$A" ] && ok || fail "the second upload is another model: $(field id)"
@@ -111,6 +145,25 @@ req POST /v1/models -F "file=@$T/c.pt"
 problem "past --max-models-bytes, as a form" 507 storage-full
 [ "$(ls "$T/data/models" | grep -c .)" = 3 ] && ok || fail "models folder: $(ls "$T/data/models")"
 [ -z "$(ls "$T/data/models/tmp")" ] && ok || fail "temporary files left: $(ls "$T/data/models/tmp")"
+
+# The default stages, read from data.pkl: the root's children in order, a
+# child held twice listed twice, other attributes not; in the upload's
+# answer and in GET.  None for a deflated data.pkl (nor for A's, which is
+# not a module: above).
+mkmodule "$T/mod.pt"
+STAGES='"stages":{"count":4,"names":["embed","act","head","act2"]}'
+req POST /v1/models $RAW --data-binary "@$T/mod.pt" && expect 201 /v1/models
+MOD=$(field id)
+grep -qF "$STAGES" "$BODY" && ok || fail "upload: not the module's children: $(cat "$BODY")"
+req GET "/v1/models/$MOD" && expect 200 '/v1/models/{id}'
+grep -qF "$STAGES" "$BODY" && ! grep -q '"archive":{[^}]*stages' "$BODY" && ok ||
+    fail "GET: not the module's children, or stages inside archive: $(cat "$BODY")"
+mkmodule "$T/moddefl.pt" deflated
+req POST /v1/models $RAW --data-binary "@$T/moddefl.pt" && expect 201 /v1/models
+MODD=$(field id)
+grep -q '"stages"' "$BODY" && fail "stages read from a deflated data.pkl: $(cat "$BODY")" || ok
+req DELETE "/v1/models/$MOD" && expect 204
+req DELETE "/v1/models/$MODD" && expect 204
 
 # Profile requests on an uploaded model.
 post /v1/profiles "{\"model_id\":\"$A\",\"device\":\"cpu\"}"

@@ -5,7 +5,9 @@
 #   "batch_size":999, another model, dtype or stage count: 400 naming the
 #   field; the job stays running and a right result is then accepted.
 # - Validation results with measured_peak_bytes -5, predicted_peak_bytes
-#   "x", another plan's prediction, an unknown member: 400.
+#   "x", another plan's prediction, an unknown member: 400.  So are step
+#   times that are not the plan's prediction, an error that is not
+#   (measured - predicted) / predicted, a median outside [min, max].
 # - Only the lease holder completes or fails a job (409 otherwise).
 # - A stored plan made for another profile cannot be validated (422).
 . "$(dirname "$0")/lib.sh"
@@ -69,6 +71,7 @@ VJ=$(field id)
 lease '{"worker_id":"w","kinds":["validation"],"devices":["cpu"]}'
 [ "$JOB" = "$VJ" ] && ok || fail "leased $JOB, not the validation"
 PEAK=$(field peak_bytes)
+TOTAL=$(field total_ms)
 good() { printf '{"measured_peak_bytes":%s,"predicted_peak_bytes":%s,"step_ms":1.5,"device":"cpu"%s}' "$1" "$2" "${3:-}"; }
 complete "$VJ" "$LEASE" "$(good -5 "$PEAK")" && problem "measured_peak_bytes -5" 400 validation /result/measured_peak_bytes
 complete "$VJ" "$LEASE" "$(good 100 '"x"')" && problem "predicted_peak_bytes \"x\"" 400 validation /result/predicted_peak_bytes
@@ -79,10 +82,30 @@ complete "$VJ" "$LEASE" "$(good 100 "$PEAK" ',"relative_error":0.5')" && problem
 complete "$VJ" "$LEASE" "$(good 100 "$PEAK" ',"model":"vgg11"')" && problem "another model" 400 validation /result/model
 complete "$VJ" "$LEASE" '{"predicted_peak_bytes":1,"device":"cpu"}' && problem "no measurement" 400 validation /result/measured_peak_bytes
 complete "$VJ" "$LEASE" "$(good 100 "$PEAK" ',"timeline":[]')" && problem "a timeline not asked for" 400 validation /result/timeline
-complete "$VJ" "$LEASE" "$(good 100 "$PEAK" ',"model":"alexnet","batch_size":2,"dtype":"fp32"')" &&
+# Step times: the prediction is the plan's total_ms, the error
+# (step_ms - predicted) / predicted, the median within the spread.
+[ -n "$TOTAL" ] && awk -v t="$TOTAL" 'BEGIN { exit !(t > 0) }' && ok || fail "the plan has no total_ms: $TOTAL"
+TERR=$(awk -v t="$TOTAL" 'BEGIN { printf "%.17g", (1.5 - t) / t }')
+complete "$VJ" "$LEASE" "$(good 100 "$PEAK" ",\"predicted_step_ms\":$(awk -v t="$TOTAL" 'BEGIN { print t * 2 }')")" &&
+    problem "another plan's step time" 400 validation /result/predicted_step_ms
+complete "$VJ" "$LEASE" "$(good 100 "$PEAK" ',"predicted_step_ms":-1')" &&
+    problem "a negative predicted step time" 400 validation /result/predicted_step_ms
+complete "$VJ" "$LEASE" "$(good 100 "$PEAK" ",\"predicted_step_ms\":$TOTAL,\"step_time_error\":0.25")" &&
+    problem "a step time error of other times" 400 validation /result/step_time_error
+complete "$VJ" "$LEASE" "$(good 100 "$PEAK" ",\"predicted_step_ms\":$TOTAL,\"step_time_error\":\"x\"")" &&
+    problem "a step time error \"x\"" 400 validation /result/step_time_error
+complete "$VJ" "$LEASE" "$(good 100 "$PEAK" ",\"step_time_error\":$TERR")" &&
+    problem "a step time error without its prediction" 400 validation /result/step_time_error
+complete "$VJ" "$LEASE" "$(good 100 "$PEAK" ',"step_ms_min":1.6,"step_ms_max":2')" &&
+    problem "a median below the fastest step" 400 validation /result/step_ms
+complete "$VJ" "$LEASE" "$(good 100 "$PEAK" ',"step_ms_min":1')" &&
+    problem "a fastest step without the slowest" 400 validation /result/step_ms_min
+complete "$VJ" "$LEASE" "$(good 100 "$PEAK" ",\"model\":\"alexnet\",\"batch_size\":2,\"dtype\":\"fp32\",\"step_ms_min\":1,\"step_ms_max\":2.5,\"predicted_step_ms\":$TOTAL,\"step_time_error\":$TERR")" &&
     expect 200 '/v1/worker/jobs/{id}/complete'
 req GET "/v1/validations/$VJ" && expect 200 '/v1/validations/{id}'
 [ "$(field status)" = done ] && [ "$(field measured_peak_bytes)" = 100 ] && ok || fail "validation: $(head -c 300 "$BODY")"
+[ "$(field predicted_step_ms)" = "$TOTAL" ] && [ "$(field step_ms_max)" = 2.5 ] && ok ||
+    fail "the step times were not kept: $(head -c 600 "$BODY")"
 
 # A plan given and solver options beside it: which one was meant?
 post /v1/validations "{\"profile_id\":\"$PJ\",\"plan_id\":\"$PLAN\",\"algorithm\":\"min-peak\"}" &&

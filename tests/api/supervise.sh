@@ -13,7 +13,7 @@ wait_for() { # pattern count
     i=0
     while [ "$(grep -c "$1" "$FAKE_WORKER_LOG")" -lt "$2" ]; do
         i=$((i + 1))
-        [ $i -gt 100 ] && return 1
+        [ $i -gt 300 ] && return 1 # 30 s: a loaded machine starts processes slowly
         sleep 0.1
     done
 }

@@ -45,7 +45,9 @@ static void assert_same(const struct remat_profile *p, const struct remat_plan *
         assert_true(a->out_bytes == b->out_bytes);
         assert_true(a->saved_bytes == b->saved_bytes);
         assert_true(a->fwd_tmp_bytes == b->fwd_tmp_bytes);
+        assert_true(a->fwd_grad_tmp_bytes == b->fwd_grad_tmp_bytes);
         assert_true(a->bwd_tmp_bytes == b->bwd_tmp_bytes);
+        assert_true(a->bwd_freed_bytes == b->bwd_freed_bytes);
         assert_true(a->param_bytes == b->param_bytes);
         assert_same_double(a->fwd_ms, b->fwd_ms);
         assert_same_double(a->bwd_ms, b->bwd_ms);
@@ -226,7 +228,7 @@ static void test_prefixes_and_version(void **state)
     struct remat_plan back;
     assert_int_equal(rematd_plan_decode(longer, len + 1, &q, &back), -1);
     free(longer);
-    rec[0] = 2;
+    rec[0] = 3;
     assert_int_equal(rematd_plan_decode(rec, len, &q, &back), -1);
     free(rec);
     remat_plan_clear(&plan);
@@ -282,6 +284,65 @@ static void test_damage(void **state)
     assert_true(refused > 0);
 }
 
+/* A version 1 record (stored before the block fields) still reads, with
+ * their defaults: the forward with grad's transient is fwd_tmp_bytes and
+ * nothing is freed early.  A one-stage profile of one-byte values: the
+ * stage is out, saved - out, fwd_tmp, [fwd_grad - fwd_tmp], bwd_tmp,
+ * [bwd_freed], param, then the times; version 1 is version 2 without the
+ * bracketed bytes. */
+static void test_version_1(void **state)
+{
+    (void)state;
+    struct remat_profile *p = remat_profile_new(1, NULL);
+    assert_non_null(p);
+    p->input_bytes = 7;
+    p->stages[0].out_bytes = 5;
+    p->stages[0].saved_bytes = 5;
+    p->stages[0].fwd_tmp_bytes = p->stages[0].fwd_grad_tmp_bytes = 3;
+    p->stages[0].bwd_tmp_bytes = 2;
+    struct remat_options o;
+    remat_options_init(&o);
+    struct remat_plan plan;
+    memset(&plan, 0, sizeof plan);
+    assert_int_equal(remat_solve(p, &o, &plan, NULL), REMAT_OK);
+    size_t len;
+    unsigned char *rec = encode_checked(p, &plan, &len);
+    /* version, n, input_bytes, then the stage at offset 3. */
+    const unsigned char v2[] = {2, 1, 7, 5, 0, 3, 0, 2, 0, 0};
+    assert_true(len > sizeof v2);
+    assert_memory_equal(rec, v2, sizeof v2);
+    unsigned char *v1 = malloc(len);
+    assert_non_null(v1);
+    size_t k = 0;
+    for (size_t i = 0; i < len; i++)
+        if (i != 6 && i != 8)
+            v1[k++] = rec[i];
+    v1[0] = 1;
+    struct remat_profile *q;
+    struct remat_plan back;
+    assert_int_equal(rematd_plan_decode(v1, k, &q, &back), 0);
+    assert_same(p, &plan, q, &back);
+    /* A version 1 record has no place for the new fields: a profile that
+     * uses them is written as version 2 and reads back the same. */
+    p->stages[0].fwd_grad_tmp_bytes = 1;
+    p->stages[0].bwd_freed_bytes = 9;
+    free(rec);
+    rec = encode_checked(p, &plan, &len);
+    struct remat_profile *r;
+    struct remat_plan back2;
+    assert_int_equal(rematd_plan_decode(rec, len, &r, &back2), 0);
+    assert_int_equal(r->stages[0].fwd_grad_tmp_bytes, 1);
+    assert_int_equal(r->stages[0].bwd_freed_bytes, 9);
+    remat_plan_clear(&back2);
+    remat_profile_free(r);
+    remat_plan_clear(&back);
+    remat_profile_free(q);
+    free(v1);
+    free(rec);
+    remat_plan_clear(&plan);
+    remat_profile_free(p);
+}
+
 static void test_compact(void **state)
 {
     (void)state;
@@ -302,9 +363,8 @@ static void test_compact(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_round_trip),
-        cmocka_unit_test(test_prefixes_and_version),
-        cmocka_unit_test(test_damage),
+        cmocka_unit_test(test_round_trip), cmocka_unit_test(test_prefixes_and_version),
+        cmocka_unit_test(test_damage),     cmocka_unit_test(test_version_1),
         cmocka_unit_test(test_compact),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

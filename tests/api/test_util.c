@@ -17,6 +17,7 @@
 
 #include "rematd.h"
 #include "rematx/sha256.h"
+#include "rematx/svg.h"
 
 /* The streaming hash, fed in pieces of every size from 1 to 130 bytes
  * (inside a block, across one, several at once), gives the one-shot
@@ -164,16 +165,16 @@ static void test_rfc3339(void **state)
 static void test_svg(void **state)
 {
     const int64_t a[] = {0, 1 << 20, 3 << 20, 1 << 20}, b[] = {0, 2 << 20, 4 << 20};
-    struct rematd_series s[2] = {{"min-peak", "#d62728", a, 4, 3 << 20},
-                                 {"store-all", "#1f77b4", b, 3, 5 << 20}};
+    struct rematx_svg_series s[2] = {{"min-peak", "#d62728", a, 4, 3 << 20, NULL, 0},
+                                     {"store-all", "#1f77b4", b, 3, 5 << 20, NULL, 0}};
     size_t len = 0;
-    char *svg = rematd_svg_timeline("t", s, 2, &len);
+    char *svg = rematx_svg_timeline("t", NULL, s, 2, &len);
     assert_non_null(svg);
     assert_int_equal(strlen(svg), len);
     assert_non_null(strstr(svg, "<svg"));
     assert_non_null(strstr(svg, "</svg>"));
     assert_non_null(strstr(svg, "(MiB)"));
-    assert_non_null(strstr(svg, "store-all: peak 5 MiB"));
+    assert_non_null(strstr(svg, "store-all: peak 5.00 MiB"));
     int lines = 0;
     for (const char *p = svg; (p = strstr(p, "<polyline")); p++)
         lines++;

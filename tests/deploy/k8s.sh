@@ -34,7 +34,7 @@ done
 grep -qx REMAT_PLAN_THREADS "$T/env" && grep -qx -- --listen "$T/flags" && grep -qx REMAT_WORKER_TOKEN "$T/worker-env" ||
     { echo "FAIL: rematd --help or worker/main.c changed shape"; exit 1; }
 
-for overlay in cpu gpu; do
+for overlay in cpu gpu postgresql; do
     # kubectl kustomize refuses paths outside the kustomization root, so
     # render from the source tree itself.
     if ! kubectl kustomize "$top_srcdir/deploy/k8s/overlays/$overlay" >"$T/$overlay.yaml" 2>"$T/err"; then
@@ -52,9 +52,10 @@ for overlay in cpu gpu; do
 done
 
 # The checker fails where it should: one broken copy per kind of mistake.
-broken() { # name, sed expression
-    sed -e "$2" "$T/cpu.yaml" >"$T/broken.yaml"
-    if cmp -s "$T/cpu.yaml" "$T/broken.yaml"; then
+broken() { # name, sed expression [overlay]
+    src="$T/${3:-cpu}.yaml"
+    sed -e "$2" "$src" >"$T/broken.yaml"
+    if cmp -s "$src" "$T/broken.yaml"; then
         echo "FAIL: broken copy '$1' changed nothing"
         fails=$((fails + 1))
     elif "$PYTHON" "$top_srcdir/tests/deploy/k8s_check.py" "$T/broken.yaml" "$T/env" "$T/flags" "$T/worker-env" >"$T/out"; then
@@ -75,11 +76,15 @@ broken "more planning threads than CPUs" '/name: REMAT_PLAN_THREADS/{n;s/value: 
 broken "OMP_NUM_THREADS not the CPU limit" '/name: OMP_NUM_THREADS/{n;s/value: "2"/value: "16"/}'
 broken "workers pointed at another port" 's|http://rematd:8080|http://rematd:80|'
 broken "rematd rolling" 's/type: Recreate/type: RollingUpdate/'
+# The shared store: replicas, no outage on a rollout, a budget for drains.
+broken "one replica on PostgreSQL" '/^  name: rematd$/,/replicas:/{s/replicas: 3/replicas: 1/}' postgresql
+broken "a rollout taking a replica down first" 's/maxUnavailable: 0/maxUnavailable: 1/' postgresql
+broken "no budget for rematd" '/kind: PodDisruptionBudget/,/^---/{s/name: rematd$/name: rematd-x/;s/app.kubernetes.io\/name: rematd$/app.kubernetes.io\/name: rematd-x/}' postgresql
 
 # Schema validation, where `make lint-k8s` installed the schemas.
 models=${REMAT_K8S_NODE_MODULES:-$top_builddir/lint-k8s/node_modules}
 if command -v node >/dev/null 2>&1 && [ -d "$models/kubernetes-models" ]; then
-    if NODE_PATH=$models node "$top_srcdir/tests/deploy/k8s-schema.js" "$T/cpu.yaml" "$T/gpu.yaml" >"$T/out"; then
+    if NODE_PATH=$models node "$top_srcdir/tests/deploy/k8s-schema.js" "$T/cpu.yaml" "$T/gpu.yaml" "$T/postgresql.yaml" >"$T/out"; then
         echo "ok   every object matches the Kubernetes schemas ($(grep -c '^ok' "$T/out") checks)"
     else
         grep FAIL "$T/out"

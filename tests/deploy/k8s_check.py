@@ -150,14 +150,33 @@ def main():
         fail("no Deployment rematd")
         return
     rs = r["spec"]
-    if rs.get("replicas") != 1:
-        fail("rematd: replicas is %s; SQLite has one writer" % rs.get("replicas"))
-    if rs.get("strategy", {}).get("type") != "Recreate":
-        fail("rematd: strategy is not Recreate (two pods would share the store)")
     pod = rs["template"]["spec"]
     c = pod["containers"][0]
     cn = "rematd/" + c["name"]
-    check_env_known(cn, c, rematd_env | {"REMAT_TOKEN", "REMAT_WORKER_TOKEN"})
+    # A PostgreSQL store (docs/deploy.md): REMAT_STORE from a Secret.
+    store = env_map(c).get("REMAT_STORE", {})
+    shared = "secretKeyRef" in store.get("valueFrom", {})
+    if shared:
+        # Replicas sharing the database: several, a rollout that takes one
+        # down only once its replacement is ready, drains one at a time.
+        if rs.get("replicas", 1) < 2:
+            fail("rematd: %s replica on a shared store: a rollout is an outage" % rs.get("replicas", 1))
+        ru = rs.get("strategy", {})
+        if ru.get("type", "RollingUpdate") != "RollingUpdate" or \
+                ru.get("rollingUpdate", {}).get("maxUnavailable") not in (0, "0", "0%"):
+            fail("rematd: a rolling update with maxUnavailable 0 is wanted on a shared store: %s" % ru)
+        rl = rs["template"]["metadata"]["labels"]
+        if not any(all(rl.get(k) == v for k, v in pdb["spec"]["selector"]["matchLabels"].items())
+                   for pdb in by.get("PodDisruptionBudget", {}).values()):
+            fail("rematd: no PodDisruptionBudget for the replicas")
+        if "PGPASSWORD" in env_map(c) and "secretKeyRef" not in env_map(c)["PGPASSWORD"].get("valueFrom", {}):
+            fail("rematd: PGPASSWORD is not from a Secret")
+    else:
+        if rs.get("replicas") != 1:
+            fail("rematd: replicas is %s; SQLite has one writer" % rs.get("replicas"))
+        if rs.get("strategy", {}).get("type") != "Recreate":
+            fail("rematd: strategy is not Recreate (two pods would share the store)")
+    check_env_known(cn, c, rematd_env | {"REMAT_TOKEN", "REMAT_WORKER_TOKEN", "PGPASSWORD"})
     for a in c.get("args", []):
         if a.startswith("--") and a.split("=", 1)[0] not in rematd_flags:
             fail("%s: flag %s is not one rematd knows" % (cn, a))
@@ -186,8 +205,10 @@ def main():
     mounts = {m["mountPath"]: m["name"] for m in c.get("volumeMounts", [])}
     vols = {v["name"]: v for v in pod.get("volumes", [])}
     claim = vols.get(mounts.get(data_dir), {}).get("persistentVolumeClaim", {}).get("claimName")
-    if claim not in by.get("PersistentVolumeClaim", {}):
+    if not shared and claim not in by.get("PersistentVolumeClaim", {}):
         fail("%s: the data directory %s is not on a PersistentVolumeClaim of these manifests" % (cn, data_dir))
+    if shared and mounts.get(data_dir) not in vols:
+        fail("%s: the data directory %s (model copies) is not a volume" % (cn, data_dir))
     if pod.get("securityContext", {}).get("fsGroup") is None:
         fail("%s: no fsGroup: the volume would not be writable by the non-root user" % cn)
     for t in ("REMAT_THREADS", "REMAT_PLAN_THREADS", "REMAT_MAX_CONNECTIONS"):
@@ -199,6 +220,7 @@ def main():
         fail("%s: %d planning threads on %s requested CPUs" % (cn, plan_threads, req_cpu))
     secrets = {(e["name"], e["valueFrom"]["secretKeyRef"]["name"], e["valueFrom"]["secretKeyRef"]["key"])
                for e in c.get("env", []) if "secretKeyRef" in e.get("valueFrom", {})}
+    secrets -= {("REMAT_STORE", "remat-postgresql", "uri"), ("PGPASSWORD", "remat-postgresql", "password")}
     if secrets != {("REMAT_TOKEN", "remat-tokens", "token"),
                    ("REMAT_WORKER_TOKEN", "remat-tokens", "worker-token")}:
         fail("%s: tokens are not REMAT_TOKEN and REMAT_WORKER_TOKEN from remat-tokens: %s" % (cn, secrets))

@@ -27,6 +27,7 @@ tests/run-all after distcheck:
 import json
 import os
 import shutil
+import socket
 import subprocess
 import sys
 import tempfile
@@ -163,6 +164,54 @@ def wait_job(port, path, timeout=300):
     return wait_for(done, timeout, 0.5)
 
 
+def compose_test(spec):
+    proj = NAME.replace("-", "") + "c"
+    with socket.socket() as so:
+        so.bind(("127.0.0.1", 0))
+        cport = so.getsockname()[1]
+    env = dict(os.environ, REMAT_TAG=TAG, REMAT_PORT=str(cport), REMAT_TOKEN=TOKEN,
+               REMAT_WORKER_TOKEN=WORKER_TOKEN)
+    files = ["-f", os.path.join(SRC, "deploy", "compose.yaml")]
+
+    def compose(*args):
+        return subprocess.run(["podman-compose"] + files + ["-p", proj] + list(args), env=env,
+                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=300)
+    t0 = time.time()
+    try:
+        p = compose("up", "-d")
+        if not check(p.returncode == 0, "podman-compose up -d (exit %d)" % p.returncode):
+            print(p.stdout[-3000:])
+            return
+        ready = wait_for(lambda: http(cport, "GET", "/readyz", token=None)[0] == 200, 60)
+        check(ready, "compose: rematd ready on 127.0.0.1:%d (%.1f s)" % (cport, time.time() - t0))
+        st, job = http(cport, "POST", "/v1/profiles", spec)
+        job = wait_job(cport, "/v1/profiles/%s" % (job or {}).get("id")) if st == 202 else None
+        check(job is not None and job["status"] == "done",
+              "compose: the worker-cpu service profiled a model (%s)" % (job or {}).get("status"))
+        # A training container joins the compose network and asks rematd by
+        # name, with the client token (bash's /dev/tcp: the rematd image has
+        # no HTTP client).
+        ask = ('exec 3<>/dev/tcp/rematd/8080 && printf "GET /v1/profiles/%s HTTP/1.0\\r\\n'
+               'Authorization: Bearer %s\\r\\n\\r\\n" >&3 && head -n 1 <&3'
+               % ((job or {}).get("id"), TOKEN))
+        p = podman("run", "--rm", "--network", proj + "_default", "--entrypoint", "bash", RMATD_IMG,
+                   "-c", ask, check_rc=False)
+        check(p.returncode == 0 and " 200 " in p.stdout,
+              "compose: a training container on %s_default reaches http://rematd:8080 (%s)"
+              % (proj, p.stdout.strip()[:60]))
+        t0 = time.time()
+        p = compose("stop")
+        codes = [state(proj + "_" + svc + "_1")[1] for svc in ("rematd", "worker-cpu")]
+        check(p.returncode == 0 and codes == ["0", "0"],
+              "podman-compose stop: rematd and the worker exit %s (%.1f s)" % (codes, time.time() - t0))
+        log = podman("logs", proj + "_rematd_1", check_rc=False).stdout
+        bad = [ln for ln in log.splitlines() if '"level":"error"' in ln.replace(" ", "")]
+        check(not bad and "stopped" in log, "compose: rematd's log has no error and ends 'stopped' (%s)" % bad[:3])
+    finally:
+        compose("down", "-v")
+        podman("volume", "rm", "-f", proj + "_remat-data", check_rc=False)
+
+
 containers = []
 t_all = time.time()
 try:
@@ -263,6 +312,15 @@ try:
         st, again = http(port, "GET", "/v1/plans/" + plan["id"])
         check(st == 200 and again == plan, "a new rematd on the same volume answers the plan unchanged (%s)" % st)
         podman("stop", "-t", "30", NAME + "-rematd2")
+
+    # 7. deploy/compose.yaml: rematd and a CPU worker by podman-compose, a
+    # job done through the published port, a training container on the
+    # compose network reaching rematd by name, and `down` leaving a clean
+    # log.
+    if shutil.which("podman-compose") is None:
+        print("skipped: deploy/compose.yaml: podman-compose is not installed (apt-get install podman-compose)")
+    else:
+        compose_test(spec)
 except Exception as e:  # noqa: BLE001 - every failure is reported with the logs below
     failures.append(str(e))
     print("FAIL " + str(e))

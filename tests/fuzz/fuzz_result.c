@@ -3,13 +3,14 @@
  * routes downstream rely on: an accepted profile reads as a profile of the
  * job's model (its stage count and metadata), an accepted validation
  * result has its required members with the types openapi.yaml gives and
- * the job's predicted peak.
+ * the job's predicted peak and step time.
  *
  * The input is two JSON texts separated by a NUL byte: the spec, then the
  * result.  With no NUL, the input is the result and the spec is one of a
  * few fixed jobs (a zoo model and a layer list, on cpu and cuda). */
 #include "config.h"
 
+#include <math.h>
 #include <stdint.h>
 #include <string.h>
 
@@ -77,6 +78,18 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
                                                  json_object_get(spec, "plan"), "peak_bytes")),
                    "accepted another plan's prediction");
         FUZZ_CHECK(json_is_string(json_object_get(result, "device")), "accepted without device");
+        const json_t *te = json_object_get(result, "step_time_error");
+        const json_t *pms = json_object_get(result, "predicted_step_ms");
+        double pred = json_number_value(pms);
+        double want =
+            pred > 0 ? (json_number_value(json_object_get(result, "step_ms")) - pred) / pred : 0;
+        FUZZ_CHECK(!te || (pred > 0 && json_is_number(json_object_get(result, "step_ms")) &&
+                           fabs(json_number_value(te) - want) <= 1e-6 * (1 + fabs(want))),
+                   "accepted a step_time_error that is not (step_ms - predicted) / predicted");
+        const json_t *tot = json_object_get(json_object_get(spec, "plan"), "total_ms");
+        double t = json_number_value(tot);
+        FUZZ_CHECK(!pms || !json_is_number(tot) || fabs(pred - t) <= 1e-9 * (1 + fabs(t)),
+                   "accepted another plan's predicted step time");
     }
     json_decref(spec);
     json_decref(result);

@@ -44,7 +44,9 @@ static struct remat_profile *chain(struct input *in)
         s->out_bytes = (int64_t)byte(in) << shift;
         s->saved_bytes = s->out_bytes + ((int64_t)byte(in) << shift);
         s->fwd_tmp_bytes = (int64_t)(byte(in) % 64) << shift;
+        s->fwd_grad_tmp_bytes = (int64_t)(byte(in) % 64) << shift;
         s->bwd_tmp_bytes = (int64_t)(byte(in) % 64) << shift;
+        s->bwd_freed_bytes = ((int64_t)byte(in) << shift) % (s->saved_bytes + s->out_bytes + 1);
         s->param_bytes = (int64_t)(byte(in) % 16) << shift;
         s->fwd_ms = byte(in) / 4.0;
         s->bwd_ms = byte(in) / 4.0;

@@ -48,7 +48,8 @@ def test_profile_local_agrees_with_remat_worker():
     for k, (a, b) in enumerate(zip(w["stages"], p["stages"])):
         assert a["out_bytes"] == b["out_bytes"], k
         assert a["param_bytes"] == b["param_bytes"], k
-        for f in ("saved_bytes", "fwd_tmp_bytes", "bwd_tmp_bytes"):
+        for f in ("saved_bytes", "fwd_tmp_bytes", "fwd_grad_tmp_bytes", "bwd_tmp_bytes",
+                  "bwd_freed_bytes"):
             assert abs(a[f] - b[f]) <= 0.01 * max(a[f], b[f]), (k, f, a[f], b[f])
         assert b["fwd_ms"] > 0 and b["bwd_ms"] >= 0
     # The profile is one rematd and `remat plan` accept.

@@ -8,7 +8,9 @@
 # Environment: WARMUP (1, for the profile), VALIDATE_WARMUP (WARMUP), PROFILE_REPEATS
 # (3), REPEATS (validation steps, 2), INPUT_SHAPE (e.g. 3,112,112; the zoo's
 # default when unset),
-# DTYPE (fp32), ALGORITHMS ("store-all sqrt min-peak"), OUTDIR (where the
+# DTYPE (fp32), MODEL_OPTIONS (a JSON object, the zoo model's options, e.g.
+# {"d_model":64,"heads":4,"layers":2,"seq_len":32,"vocab":100} for a tiny gpt),
+# ALGORITHMS ("store-all sqrt min-peak"), OUTDIR (where the
 # profiles, plans and results are kept; a temporary folder by default),
 # TOLERANCE (percent: exit 1 when any |error| is larger, or any gradient
 # differs from store-all's by more than rounding).
@@ -34,6 +36,7 @@ for model in "$@"; do
     prof="$OUTDIR/$model-$batch.profile.json"
     shape=
     [ -n "$INPUT_SHAPE" ] && shape=",\"input_shape\":[$INPUT_SHAPE]"
+    [ -n "$MODEL_OPTIONS" ] && shape="$shape,\"model_options\":$MODEL_OPTIONS"
     printf '{"model":"%s","batch_size":%s,"dtype":"%s","device":"%s","warmup":%s,"repeats":%s%s}\n' \
         "$model" "$batch" "$DTYPE" "$device" "$WARMUP" "$PROFILE_REPEATS" "$shape" >"$spec"
     t0=$(date +%s.%N)

@@ -27,14 +27,14 @@ def traced(p, ops):
                 L -= x(i - 1)
                 plain.discard(i - 1)
         elif o == "F_all":
-            pk = L + s["saved_bytes"] + s["fwd_tmp_bytes"]
+            pk = L + s["saved_bytes"] + s.get("fwd_grad_tmp_bytes", s["fwd_tmp_bytes"])
             L += s["saved_bytes"]
         elif o == "loss":
             pk = L + s["out_bytes"]
             L += s["out_bytes"]
         else:
             g = x(i - 1) if i > 1 else 0
-            pk = L + g + s["param_bytes"] + s["bwd_tmp_bytes"]
+            pk = L + g + s["param_bytes"] + s["bwd_tmp_bytes"] - s.get("bwd_freed_bytes", 0)
             L += g + s["param_bytes"] - s["saved_bytes"] - s["out_bytes"]
             if i >= 2 and (i - 1) in plain:
                 L -= x(i - 1)

@@ -4,7 +4,9 @@
 1. A worker profiles AlexNet at batch 2; every out_bytes equals the size the
    layer arithmetic gives (computed here, independently of the worker).
 2. Validation jobs (min-peak and sqrt plans) meet the 1% bound, with
-   gradients equal to store-all's.
+   gradients equal to store-all's, and report predicted and measured step
+   time (the plan's total_ms, the median step and its spread) and the error
+   between them, consistent with each other.
 3. An impossible model (a conv2d after a flatten) fails with the layer named.
 4. kill -9 of the worker mid-job: the job is leased again and finishes.
 5. SIGTERM mid-job: the worker gives the job back and exits 0.
@@ -167,6 +169,24 @@ try:
                   "%s validation: predicted %s, measured %s, error %s, grad diff %s" % (
                       alg, r.get("predicted_peak_bytes"), r.get("measured_peak_bytes"),
                       r.get("relative_error"), r.get("max_grad_diff")))
+            # Step time: predicted (the plan's total_ms) beside measured,
+            # and the error between them, from the real worker.
+            plan = (v.get("spec") or {}).get("plan") or {}
+            times = [r.get(k) for k in ("step_ms", "step_ms_min", "step_ms_max",
+                                        "predicted_step_ms", "step_time_error")]
+            if check(all(isinstance(t, (int, float)) for t in times),
+                     "%s validation reports step_ms, its spread, predicted_step_ms and "
+                     "step_time_error: %s" % (alg, times)):
+                ms, lo, hi, pred, terr = times
+                check(pred == plan.get("total_ms") and pred > 0,
+                      "%s: predicted_step_ms %s is the plan's total_ms %s" % (
+                          alg, pred, plan.get("total_ms")))
+                check(0 < lo <= ms <= hi, "%s: 0 < step_ms_min %s <= step_ms %s <= step_ms_max %s" % (
+                    alg, lo, ms, hi))
+                check(abs(terr - (ms - pred) / pred) <= 1e-9 * (1 + abs(terr)),
+                      "%s: step_time_error %s = (step_ms - predicted) / predicted" % (alg, terr))
+                print("     %s step: predicted %.1f ms, measured %.1f ms (%.1f..%.1f), error %+.0f%%" % (
+                    alg, pred, ms, lo, hi, 100 * terr))
 
     # 3. A shape mismatch names the layer (rematd may catch it, else the worker).
     bad = {"layers": [{"type": "conv2d", "out_channels": 8, "kernel_size": 3},

@@ -1,0 +1,79 @@
+/*
+ * store_backend.h - what a store backend implements (private to the
+ * store; the rest of rematd sees store.h only).
+ *
+ * store.c dispatches every store.h call through the backend's table: the
+ * SQLite one (store_sqlite.c and the files sharing store_sqlite.h), the
+ * embedded default, and, when configure found libpq, the PostgreSQL one
+ * (store_pg*.c) for replicas sharing a database.  Each backend's own
+ * struct begins with struct rematd_store, so that it is one pointer for
+ * the callers and the backend's own for its functions.  The entries have
+ * the contracts written in store.h for the call of the same name.
+ */
+#ifndef REMATD_STORE_BACKEND_H
+#define REMATD_STORE_BACKEND_H
+
+#include "store.h"
+
+struct rematd_store_ops {
+    const char *name; /* "sqlite", "postgresql": /metrics and the log */
+    void (*close)(struct rematd_store *st);
+    enum rematd_store_result (*ready)(struct rematd_store *st);
+    enum rematd_store_result (*get_idempotency)(struct rematd_store *st, const char *scope,
+                                                const char *key, struct rematd_idem *out);
+    void (*enqueue_plan)(struct rematd_store *st, struct rematd_plan_write *w);
+    void (*commit_stats)(struct rematd_store *st, unsigned long *commits, unsigned long *plans);
+    enum rematd_store_result (*get_plan)(struct rematd_store *st, const char *id,
+                                         struct rematd_stored_plan *out);
+    enum rematd_store_result (*create_job)(struct rematd_store *st,
+                                           const struct rematd_job_new *job,
+                                           struct rematd_idem *existing);
+    enum rematd_store_result (*find_reusable)(struct rematd_store *st, const char *kind,
+                                              const char *reuse_key, struct rematd_job *out);
+    enum rematd_store_result (*get_job)(struct rematd_store *st, const char *id,
+                                        struct rematd_job *out);
+    enum rematd_store_result (*job_kind)(struct rematd_store *st, const char *id, char kind[16]);
+    enum rematd_store_result (*count_jobs)(struct rematd_store *st, struct rematd_job_counts *out);
+    enum rematd_store_result (*lease_job)(struct rematd_store *st, const char *worker_id,
+                                          const char *const *kinds, const char *const *devices,
+                                          struct rematd_lease *out);
+    enum rematd_store_result (*renew_lease)(struct rematd_store *st, const char *id,
+                                            const char *lease_id, const char *progress,
+                                            double *lease_expires_at);
+    enum rematd_store_result (*complete_job)(struct rematd_store *st, const char *id,
+                                             const char *lease_id, const char *result);
+    enum rematd_store_result (*fail_job)(struct rematd_store *st, const char *id,
+                                         const char *lease_id, const char *reason, int retryable);
+    enum rematd_store_result (*release_job)(struct rematd_store *st, const char *id,
+                                            const char *lease_id);
+    enum rematd_store_result (*advance_job)(struct rematd_store *st, const char *id,
+                                            const char *status, const char *spec,
+                                            const char *result, const char *reason);
+    enum rematd_store_result (*add_model)(struct rematd_store *st, const struct rematd_model *m,
+                                          unsigned long long quota_bytes,
+                                          struct rematd_model *existing);
+    enum rematd_store_result (*get_model)(struct rematd_store *st, const char *id,
+                                          struct rematd_model *out);
+    enum rematd_store_result (*list_models)(struct rematd_store *st, size_t max,
+                                            struct rematd_model **out, size_t *n);
+    enum rematd_store_result (*delete_model)(struct rematd_store *st, const char *id);
+    enum rematd_store_result (*models_bytes)(struct rematd_store *st, unsigned long long *total);
+    /* NULL: the archive is always in its file (the store is on the same
+     * disk).  See rematd_store_model_file. */
+    enum rematd_store_result (*model_file)(struct rematd_store *st, const struct rematd_model *m,
+                                           const char *path);
+};
+
+struct rematd_store {
+    const struct rematd_store_ops *ops;
+};
+
+/* The backends' opens: a new store or NULL with a message in errbuf. */
+struct rematd_store *rematd__sqlite_open(const char *dir, const struct rematd_config *cfg,
+                                         char *errbuf, size_t errlen);
+#ifdef HAVE_LIBPQ
+struct rematd_store *rematd__pg_open(const char *conninfo, const struct rematd_config *cfg,
+                                     char *errbuf, size_t errlen);
+#endif
+
+#endif

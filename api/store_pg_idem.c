@@ -1,0 +1,100 @@
+/*
+ * store_pg_idem.c - Idempotency-Key records on PostgreSQL (store_idem.c
+ * has the rules: a record is inserted in the transaction that stores what
+ * the key created, and lives --idempotency-ttl seconds).
+ *
+ * Across replicas: two requests with one key on two replicas both find no
+ * record on the read side and both insert.  INSERT ... ON CONFLICT DO
+ * NOTHING makes the second wait for the first's transaction; once that
+ * commits, the second inserts nothing, reads the record (a new snapshot
+ * per statement, READ COMMITTED) and replays it, its own plan or job rolled
+ * back with it.  One plan or job per key, whichever replica.
+ */
+#include "config.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "store_pg.h"
+
+/* The live record of (scope, key) on c: OK, NOT_FOUND or ERROR. */
+static enum rematd_store_result lookup(struct rematd_pg *st, PGconn *c, const char *scope,
+                                       const char *key, struct rematd_idem *out)
+{
+    memset(out, 0, sizeof *out);
+    char since[64];
+    snprintf(since, sizeof since, "%.17g", rematd_now() - st->idem_ttl);
+    const char *v[] = {scope, key, since};
+    PGresult *res = rematd__pg_exec(c, "read idempotency",
+                                    "SELECT body_hash, resource_id, body FROM idempotency"
+                                    " WHERE scope = $1 AND key = $2 AND created_at >= $3",
+                                    3, v, NULL);
+    enum rematd_store_result found = REMATD_STORE_ERROR;
+    if (res && PQntuples(res) == 0) {
+        found = REMATD_STORE_NOT_FOUND;
+    } else if (res) {
+        snprintf(out->body_hash, sizeof out->body_hash, "%s", PQgetvalue(res, 0, 0));
+        snprintf(out->resource_id, sizeof out->resource_id, "%s", PQgetvalue(res, 0, 1));
+        out->body = strdup(PQgetvalue(res, 0, 2));
+        found = out->body ? REMATD_STORE_OK : REMATD_STORE_ERROR;
+    }
+    PQclear(res);
+    return found;
+}
+
+enum rematd_store_result rematd__pg_get_idempotency(struct rematd_store *base, const char *scope,
+                                                    const char *key, struct rematd_idem *out)
+{
+    struct rematd_pg *st = (struct rematd_pg *)base;
+    PGconn *c = rematd__pg_get(st);
+    enum rematd_store_result rc = lookup(st, c, scope, key, out);
+    rematd__pg_put(st, c);
+    return rc;
+}
+
+/* Inserts the record unless (scope, key) is taken: 1 inserted, 0 taken,
+ * -1 error. */
+static int insert(PGconn *c, const char *scope, const char *key, const char *body_hash,
+                  const char *resource_id, const char *body, double now)
+{
+    char t[64];
+    snprintf(t, sizeof t, "%.17g", now);
+    const char *v[] = {scope, key, body_hash, resource_id, body, t};
+    PGresult *res = rematd__pg_exec(
+        c, "INSERT idempotency",
+        "INSERT INTO idempotency (scope, key, body_hash, resource_id, body, created_at)"
+        " VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT (scope, key) DO NOTHING",
+        6, v, NULL);
+    if (!res)
+        return -1;
+    int n = atoi(PQcmdTuples(res));
+    PQclear(res);
+    return n > 0;
+}
+
+enum rematd_store_result rematd__pg_idem_insert(struct rematd_pg *st, PGconn *c, const char *scope,
+                                                const char *key, const char *body_hash,
+                                                const char *resource_id, const char *body,
+                                                double now, struct rematd_idem *existing)
+{
+    if (atomic_load(&st->idem_count) >= st->max_idem)
+        return REMATD_STORE_FULL;
+    int got = insert(c, scope, key, body_hash, resource_id, body, now);
+    if (got < 0)
+        return REMATD_STORE_ERROR;
+    if (got == 0) {
+        /* Taken: by a live record, or by one past its TTL that gives way. */
+        enum rematd_store_result r = lookup(st, c, scope, key, existing);
+        if (r != REMATD_STORE_NOT_FOUND)
+            return r == REMATD_STORE_OK ? REMATD_STORE_CONFLICT : REMATD_STORE_ERROR;
+        const char *v[] = {scope, key};
+        if (rematd__pg_cmd(c, "DELETE idempotency",
+                           "DELETE FROM idempotency WHERE scope = $1 AND key = $2", 2, v,
+                           NULL) < 0 ||
+            insert(c, scope, key, body_hash, resource_id, body, now) != 1)
+            return REMATD_STORE_ERROR;
+    }
+    atomic_fetch_add(&st->idem_count, 1);
+    return REMATD_STORE_OK;
+}

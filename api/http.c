@@ -39,7 +39,7 @@ extern const struct rematd_route rematd_route_healthz, rematd_route_readyz, rema
     rematd_route_worker_heartbeat, rematd_route_worker_complete, rematd_route_worker_fail,
     rematd_route_worker_release, rematd_route_models_upload, rematd_route_models_get,
     rematd_route_models_delete, rematd_route_worker_models, rematd_route_fits,
-    rematd_route_profiles_frontier;
+    rematd_route_profiles_frontier, rematd_route_fits_get;
 
 const struct rematd_route *const rematd_routes[] = {
     &rematd_route_healthz,
@@ -65,6 +65,7 @@ const struct rematd_route *const rematd_routes[] = {
     &rematd_route_worker_release,
     &rematd_route_worker_models,
     &rematd_route_profiles_frontier,
+    &rematd_route_fits_get,
 };
 const size_t rematd_n_routes = sizeof rematd_routes / sizeof rematd_routes[0];
 
@@ -101,6 +102,7 @@ static const struct {
     {"shutting-down", "Shutting down"},
     {"canceled", "Canceled"},
     {"plan-profile-mismatch", "Plan made for another profile"},
+    {"profile-failed", "A profile job failed"},
     {"bad-request", "Malformed request"},
     {"not-implemented", "Not implemented"},
     {"internal", "Internal error"},

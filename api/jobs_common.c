@@ -27,7 +27,9 @@ int rematd_device_ok(const char *d)
 /* Where a job of this kind is read: its route's collection. */
 static const char *collection(const char *kind)
 {
-    return strcmp(kind, "profile") == 0 ? "/v1/profiles" : "/v1/validations";
+    return strcmp(kind, "profile") == 0 ? "/v1/profiles"
+           : strcmp(kind, "fits") == 0  ? "/v1/fits"
+                                        : "/v1/validations";
 }
 
 static json_t *parse_text(const char *t)

@@ -343,7 +343,7 @@ static int get_optimizer(struct rematd_request *r, json_t *body, json_t *spec)
     return 0;
 }
 
-static json_t *normalise(struct rematd_request *r, json_t *body)
+json_t *rematd_profile_spec(struct rematd_request *r, json_t *body)
 {
     if (rematd_req_reject_unknown(r, body, "", fields) < 0)
         return NULL;
@@ -440,6 +440,20 @@ bad:
     return NULL;
 }
 
+int rematd_profile_reuse_key(const json_t *spec, char key[65])
+{
+    /* The reuse key (docs/api.md, "Profile reuse"): the normalised spec is
+     * everything the request says that changes the numbers, with every
+     * default filled in, so two requests that differ only in spelling
+     * (a default given or left out, member order) share it. */
+    char *canon = json_dumps(spec, JSON_COMPACT | JSON_SORT_KEYS);
+    if (canon == NULL)
+        return -1;
+    rematd_sha256_hex(canon, strlen(canon), key);
+    free(canon);
+    return 0;
+}
+
 static enum rematd_handled create(struct rematd_request *r)
 {
     json_t *body = rematd_req_body_json(r);
@@ -450,22 +464,15 @@ static enum rematd_handled create(struct rematd_request *r)
         rematd_req_problem(r, 400, "validation", "/reuse", "reuse must be true or false");
         return REMATD_HANDLED;
     }
-    json_t *spec = normalise(r, body);
+    json_t *spec = rematd_profile_spec(r, body);
     if (!spec)
         return REMATD_HANDLED;
-    /* The reuse key (docs/api.md, "Profile reuse"): the normalised spec is
-     * everything the request says that changes the numbers, with every
-     * default filled in, so two requests that differ only in spelling
-     * (a default given or left out, member order) share it. */
-    char *canon = json_dumps(spec, JSON_COMPACT | JSON_SORT_KEYS);
-    if (canon == NULL) {
+    char key[65];
+    if (rematd_profile_reuse_key(spec, key) < 0) {
         json_decref(spec);
         rematd_req_problem(r, 500, "internal", NULL, "out of memory");
         return REMATD_HANDLED;
     }
-    char key[65];
-    rematd_sha256_hex(canon, strlen(canon), key);
-    free(canon);
     if (reuse == NULL || json_is_true(reuse)) {
         struct rematd_job j;
         enum rematd_store_result got =

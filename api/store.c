@@ -189,6 +189,13 @@ enum rematd_store_result rematd_store_fail_job(struct rematd_store *st, const ch
     return st->ops->fail_job(st, id, lease_id, reason, retryable);
 }
 
+enum rematd_store_result rematd_store_advance_job(struct rematd_store *st, const char *id,
+                                                  const char *status, const char *spec,
+                                                  const char *result, const char *reason)
+{
+    return st->ops->advance_job(st, id, status, spec, result, reason);
+}
+
 enum rematd_store_result rematd_store_release_job(struct rematd_store *st, const char *id,
                                                   const char *lease_id)
 {

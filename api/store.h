@@ -194,6 +194,13 @@ enum rematd_store_result rematd_store_list_done(struct rematd_store *st, const c
 /* OK (out filled: rematd_job_clear), NOT_FOUND or ERROR. */
 enum rematd_store_result rematd_store_get_job(struct rematd_store *st, const char *id,
                                               struct rematd_job *out);
+/* A job no worker leases (kind "fits": rematd advances it when it is
+ * read, docs/scheduling.md): its status, spec (NULL keeps it) and result
+ * or reason (NULL clears them) replaced, when it is still queued.  OK,
+ * NOT_FOUND (no such queued job) or ERROR. */
+enum rematd_store_result rematd_store_advance_job(struct rematd_store *st, const char *id,
+                                                  const char *status, const char *spec,
+                                                  const char *result, const char *reason);
 /* The job's kind into kind: OK, NOT_FOUND or ERROR. */
 enum rematd_store_result rematd_store_job_kind(struct rematd_store *st, const char *id,
                                                char kind[16]);

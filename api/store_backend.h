@@ -51,6 +51,9 @@ struct rematd_store_ops {
                                          const char *lease_id, const char *reason, int retryable);
     enum rematd_store_result (*release_job)(struct rematd_store *st, const char *id,
                                             const char *lease_id);
+    enum rematd_store_result (*advance_job)(struct rematd_store *st, const char *id,
+                                            const char *status, const char *spec,
+                                            const char *result, const char *reason);
     enum rematd_store_result (*add_model)(struct rematd_store *st, const struct rematd_model *m,
                                           unsigned long long quota_bytes,
                                           struct rematd_model *existing);

@@ -510,3 +510,39 @@ enum rematd_store_result rematd__sqlite_release_job(struct rematd_store *base, c
     pthread_mutex_unlock(&st->wmu);
     return rc;
 }
+
+enum rematd_store_result rematd__sqlite_advance_job(struct rematd_store *base, const char *id,
+                                                    const char *status, const char *spec,
+                                                    const char *result, const char *reason)
+{
+    struct rematd_sqlite *st = (struct rematd_sqlite *)base;
+    pthread_mutex_lock(&st->wmu);
+    enum rematd_store_result ret = REMATD_STORE_ERROR;
+    sqlite3_stmt *s = NULL;
+    if (rematd__store_check(st) < 0 ||
+        sqlite3_prepare_v2(st->w,
+                           "UPDATE jobs SET status = ?2, spec = coalesce(?3, spec), result = ?4,"
+                           " reason = ?5, updated_at = ?6"
+                           " WHERE id = ?1 AND kind = 'fits' AND status = 'queued'",
+                           -1, &s, NULL) != SQLITE_OK)
+        goto out;
+    sqlite3_bind_text(s, 1, id, -1, SQLITE_STATIC);
+    sqlite3_bind_text(s, 2, status, -1, SQLITE_STATIC);
+    const char *texts[] = {spec, result, reason};
+    for (int k = 0; k < 3; k++)
+        if (texts[k])
+            sqlite3_bind_text(s, 3 + k, texts[k], -1, SQLITE_STATIC);
+        else
+            sqlite3_bind_null(s, 3 + k);
+    sqlite3_bind_double(s, 6, rematd_now());
+    if (sqlite3_step(s) != SQLITE_DONE) {
+        rematd__store_write_failed(st, "UPDATE job");
+        goto out;
+    }
+    rematd__store_write_ok(st);
+    ret = sqlite3_changes(st->w) > 0 ? REMATD_STORE_OK : REMATD_STORE_NOT_FOUND;
+out:
+    sqlite3_finalize(s);
+    pthread_mutex_unlock(&st->wmu);
+    return ret;
+}

@@ -473,6 +473,7 @@ static const struct rematd_store_ops pg_ops = {
     .complete_job = rematd__pg_complete_job,
     .fail_job = rematd__pg_fail_job,
     .release_job = rematd__pg_release_job,
+    .advance_job = rematd__pg_advance_job,
     .add_model = rematd__pg_add_model,
     .get_model = rematd__pg_get_model,
     .list_models = rematd__pg_list_models,

@@ -130,6 +130,9 @@ enum rematd_store_result rematd__pg_renew_lease(struct rematd_store *base, const
                                                 double *lease_expires_at);
 enum rematd_store_result rematd__pg_complete_job(struct rematd_store *base, const char *id,
                                                  const char *lease_id, const char *result);
+enum rematd_store_result rematd__pg_advance_job(struct rematd_store *base, const char *id,
+                                                const char *status, const char *spec,
+                                                const char *result, const char *reason);
 enum rematd_store_result rematd__pg_fail_job(struct rematd_store *base, const char *id,
                                              const char *lease_id, const char *reason,
                                              int retryable);

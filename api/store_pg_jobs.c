@@ -465,3 +465,30 @@ enum rematd_store_result rematd__pg_release_job(struct rematd_store *base, const
                         " updated_at = $3, progress = coalesce($4, progress)" HELD,
                         id, lease_id, NULL, rematd_now(), 0);
 }
+
+enum rematd_store_result rematd__pg_advance_job(struct rematd_store *base, const char *id,
+                                                const char *status, const char *spec,
+                                                const char *result, const char *reason)
+{
+    struct rematd_pg *st = (struct rematd_pg *)base;
+    char t[64];
+    fmt_time(t, rematd_now());
+    const char *v[] = {id, status, spec, result, reason, t};
+    const Oid types[] = {TEXT_OID, TEXT_OID, TEXT_OID, TEXT_OID, TEXT_OID, FLOAT8_OID};
+    PGconn *c = rematd__pg_get(st);
+    PGresult *res = rematd__pg_exec(c, "UPDATE job",
+                                    "UPDATE jobs SET status = $2, spec = coalesce($3, spec),"
+                                    " result = $4, reason = $5, updated_at = $6"
+                                    " WHERE id = $1 AND kind = 'fits' AND status = 'queued'",
+                                    6, v, types);
+    if (!res) {
+        rematd__pg_write_failed(st, c);
+        rematd__pg_put(st, c);
+        return REMATD_STORE_ERROR;
+    }
+    rematd__pg_write_ok(st);
+    int n = atoi(PQcmdTuples(res));
+    PQclear(res);
+    rematd__pg_put(st, c);
+    return n > 0 ? REMATD_STORE_OK : REMATD_STORE_NOT_FOUND;
+}

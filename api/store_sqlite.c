@@ -195,6 +195,7 @@ static const struct rematd_store_ops sqlite_ops = {
     .complete_job = rematd__sqlite_complete_job,
     .fail_job = rematd__sqlite_fail_job,
     .release_job = rematd__sqlite_release_job,
+    .advance_job = rematd__sqlite_advance_job,
     .add_model = rematd__sqlite_add_model,
     .get_model = rematd__sqlite_get_model,
     .list_models = rematd__sqlite_list_models,

@@ -157,6 +157,9 @@ enum rematd_store_result rematd__sqlite_renew_lease(struct rematd_store *base, c
                                                     double *lease_expires_at);
 enum rematd_store_result rematd__sqlite_complete_job(struct rematd_store *base, const char *id,
                                                      const char *lease_id, const char *result);
+enum rematd_store_result rematd__sqlite_advance_job(struct rematd_store *base, const char *id,
+                                                    const char *status, const char *spec,
+                                                    const char *result, const char *reason);
 enum rematd_store_result rematd__sqlite_fail_job(struct rematd_store *base, const char *id,
                                                  const char *lease_id, const char *reason,
                                                  int retryable);

@@ -56,7 +56,7 @@ static void run(struct remat_profile *const *ps, const int64_t *mem, int through
     o.want_throughput = throughput;
     int64_t *ns = malloc((size_t)runs * sizeof *ns);
     struct remat_fits_answer ans[4];
-    int64_t batch[4] = {0};
+    int64_t batch[4] = {0}, best[4] = {0};
     for (int r = 0; ns != NULL && r < runs; r++) {
         int64_t t0 = now_ns();
         struct remat_error err;
@@ -67,6 +67,7 @@ static void run(struct remat_profile *const *ps, const int64_t *mem, int through
         ns[r] = now_ns() - t0;
         for (int k = 0; k < 4; k++) {
             batch[k] = ans[k].batch;
+            best[k] = ans[k].best_batch;
             remat_fits_answer_clear(&ans[k]);
         }
     }
@@ -74,10 +75,11 @@ static void run(struct remat_profile *const *ps, const int64_t *mem, int through
         exit(1);
     qsort(ns, (size_t)runs, sizeof *ns, cmp);
     printf("fits  n=50  memories=4  throughput=%-3s  CPU median %8.3f ms  p95 %8.3f ms  runs %d  "
-           "largest batches %lld %lld %lld %lld\n",
+           "largest batches %lld %lld %lld %lld  throughput-best %lld %lld %lld %lld\n",
            throughput ? "yes" : "no", (double)ns[runs / 2] / 1e6,
            (double)ns[(runs * 95) / 100] / 1e6, runs, (long long)batch[0], (long long)batch[1],
-           (long long)batch[2], (long long)batch[3]);
+           (long long)batch[2], (long long)batch[3], (long long)best[0], (long long)best[1],
+           (long long)best[2], (long long)best[3]);
     free(ns);
 }
 

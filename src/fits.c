@@ -461,6 +461,71 @@ static size_t grid(int64_t hi, int64_t *out, size_t cap)
  * four memories of a 50-stage model at 500 slots against 50). */
 #define SCREEN_SLOTS 50
 
+/* The throughput search's state: the best so far, and the least
+ * recomputation any batch above the last one solved needs.
+ *
+ * Under the batch model every field grows with the batch, so a plan that
+ * fits at x + 1 fits at x and recomputes no longer there: the least
+ * recomputation under a memory, R(x) = min-time's total_ms(x) - store-all's
+ * total_ms(x), is non-decreasing in x.  So for x above a solved x0,
+ * total_ms(x) >= store-all's total_ms(x) + R(x0), and x cannot beat the best
+ * rate so far when x * 1000 / that bound does not: its min-time solve is
+ * skipped for a simulation.  Candidates are visited in ascending order, so
+ * R(x0) is the last solved one's. */
+struct tsearch {
+    int64_t best;
+    double best_rate;
+    double r_floor;  /* R of the last solved batch above store-all's; 0 before */
+    int64_t r_batch; /* that batch */
+    int stop;        /* a batch went over the memory: every larger one does */
+    size_t solves, skipped;
+};
+
+static int consider(const struct bmodel *md, struct remat_fits_answer *a, size_t screen, int64_t x,
+                    struct tsearch *t, struct remat_error *err)
+{
+    if (t->stop)
+        return REMAT_OK;
+    struct eval sa;
+    /* Store-all's time at x: the answer at or below its largest batch, a
+     * bound above it. */
+    int rc = evaluate(md, x, W_STORE_ALL, 0, 0, 0, &sa, err);
+    if (rc < 0)
+        return rc;
+    a->best_candidates++;
+    if (x <= a->store_all_batch) {
+        if (!sa.infeasible && rate(x, sa.total_ms) > t->best_rate) {
+            t->best_rate = rate(x, sa.total_ms);
+            t->best = x;
+        }
+        return REMAT_OK;
+    }
+    double floor = x > t->r_batch ? t->r_floor : 0;
+    if (sa.infeasible || rate(x, sa.total_ms + floor) <= t->best_rate) {
+        t->skipped++;
+        return REMAT_OK;
+    }
+    struct eval e;
+    rc = evaluate(md, x, W_MIN_TIME, a->usable_bytes, screen, 0, &e, err);
+    if (rc < 0)
+        return rc;
+    t->solves++;
+    if (e.infeasible) {
+        t->stop = 1;
+        return REMAT_OK;
+    }
+    if (x > t->r_batch) {
+        double r = e.total_ms - sa.total_ms;
+        t->r_floor = r > t->r_floor ? r : t->r_floor;
+        t->r_batch = x;
+    }
+    if (rate(x, e.total_ms) > t->best_rate) {
+        t->best_rate = rate(x, e.total_ms);
+        t->best = x;
+    }
+    return REMAT_OK;
+}
+
 static int throughput(const struct bmodel *md, const struct remat_fits_options *o,
                       struct remat_fits_answer *a, struct remat_error *err)
 {
@@ -478,61 +543,48 @@ static int throughput(const struct bmodel *md, const struct remat_fits_options *
             nc++;
         }
     }
-    int64_t best = 0;
-    double best_rate = -1;
-    size_t best_k = 0;
     size_t screen = o->mem_slots > 0 && o->mem_slots < SCREEN_SLOTS ? o->mem_slots : SCREEN_SLOTS;
     a->best_candidates = 0;
+    struct tsearch t = {0, -1, 0, 0, 0, 0, 0};
     for (size_t k = 0; k < nc; k++) {
-        struct eval e;
-        /* At or below store-all's largest batch, min-time's answer is
-         * store-all: its time is a simulation away. */
-        int rc = cand[k] <= a->store_all_batch
-                     ? evaluate(md, cand[k], W_STORE_ALL, 0, 0, 0, &e, err)
-                     : evaluate(md, cand[k], W_MIN_TIME, a->usable_bytes, screen, 0, &e, err);
+        int rc = consider(md, a, screen, cand[k], &t, err);
         if (rc < 0)
             return rc;
-        a->best_candidates++;
-        if (!e.infeasible && rate(cand[k], e.total_ms) > best_rate) {
-            best_rate = rate(cand[k], e.total_ms);
-            best = cand[k];
-            best_k = k;
-        }
     }
-    /* Refine between the best candidate's neighbours on the grid. */
-    if (best > 0) {
-        int64_t lo = best_k > 0 ? cand[best_k - 1] : best;
-        int64_t hi = best_k + 1 < nc ? cand[best_k + 1] : best;
-        int64_t step = (hi - lo) / 9 + 1;
+    /* Refine between the best candidate's neighbours on the grid, in
+     * ascending order again (the bound holds for batches above the last
+     * solved one only: restart it). */
+    if (t.best > 0) {
+        size_t best_k = 0;
+        while (best_k + 1 < nc && cand[best_k] != t.best)
+            best_k++;
+        int64_t lo = best_k > 0 ? cand[best_k - 1] : t.best;
+        int64_t hi = best_k + 1 < nc ? cand[best_k + 1] : t.best;
+        int64_t step = (hi - lo) / 9 + 1, best = t.best;
+        t.r_floor = 0;
+        t.r_batch = 0;
+        t.stop = 0;
         for (int64_t x = lo + 1; x < hi; x += step) {
             if (x == best)
                 continue;
-            struct eval e;
-            int rc = x <= a->store_all_batch
-                         ? evaluate(md, x, W_STORE_ALL, 0, 0, 0, &e, err)
-                         : evaluate(md, x, W_MIN_TIME, a->usable_bytes, screen, 0, &e, err);
+            int rc = consider(md, a, screen, x, &t, err);
             if (rc < 0)
                 return rc;
-            a->best_candidates++;
-            if (!e.infeasible && rate(x, e.total_ms) > best_rate) {
-                best_rate = rate(x, e.total_ms);
-                best = x;
-            }
         }
     }
-    if (best == 0)
+    if (t.best == 0)
         return REMAT_OK;
     struct eval e;
-    int rc = evaluate(md, best, W_MIN_TIME, a->usable_bytes, o->mem_slots, 1, &e, err);
+    int rc = evaluate(md, t.best, W_MIN_TIME, a->usable_bytes, o->mem_slots, 1, &e, err);
     if (rc < 0)
         return rc;
     if (e.infeasible) /* cannot happen: it was feasible above */
         return remat__error(err, REMAT_EINVAL, "", "internal error: the best batch went over");
-    a->best_batch = best;
+    a->best_batch = t.best;
     a->best_profile = e.profile;
     a->best_plan = e.plan;
-    a->best_samples_per_s = rate(best, e.plan.total_ms);
-    a->extrapolated |= outside(md, best);
+    a->best_samples_per_s = rate(t.best, e.plan.total_ms);
+    a->extrapolated |= outside(md, t.best);
     return REMAT_OK;
 }
 

@@ -16,7 +16,7 @@
 
 static const char *const fields[] = {"profile_id", "plan_id",      "checkpoints", "algorithm",
                                      "segments",   "budget_bytes", "model",       "mem_slots",
-                                     "repeats",    "store_all",    "timeline",  NULL};
+                                     "repeats",    "store_all",    "timeline",    NULL};
 
 /* The single-level plan of an explicit checkpoint list, as plan JSON. */
 static json_t *plan_of_checkpoints(struct rematd_request *r, const struct remat_profile *p,

@@ -159,7 +159,9 @@ json_t *profile(const json_t *spec, const Progress &progress)
     x = at::Tensor();
     json_t *optim = nullptr;
     try {
-        progress(n, n, "measuring");
+        /* Said again only when there is an optimizer step to measure. */
+        if (os.name != "none")
+            progress(n, n, "measuring");
         optim = measure_optimizer(m, os, d, warmup, repeats);
     } catch (...) {
         json_decref(stages);

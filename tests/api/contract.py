@@ -884,6 +884,16 @@ def live():
     call("fits", body=dict(fx, profile_ids=[pid_a, qid]), what="a queued profile job",
          expect=409)
     call("fits", body=dict(fx, profile_ids=[ex_id]), what="no such profile job", expect=404)
+    # A model spec whose profiles are not measured: a fits job (202 +
+    # Location) that queued them, shown queued by GET /v1/fits/{id}.  Its
+    # profile job stays queued: no cpu profile job is leased after this.
+    a = call("fits", body={"model": "vgg11", "device": "cpu", "batches": [3], "memory": [1 << 30]},
+             what="a model spec, nothing cached", expect=202)
+    fid = (a.json() or {}).get("id", ex_id)
+    check(a.header("location") == "/v1/fits/%s" % fid, "fits job Location: %r" % a.header("location"))
+    call("getFitsJob", {"id": fid}, what="a fits job waiting for its profile", expect=200)
+    call("getProfileFrontier", {"id": pid_a}, path_suffix="?mem_slots=0", what="mem_slots 0",
+         expect=400)
     vx = example("createValidationJob")
     vx["profile_id"] = pid_a
     a = call("createValidationJob", body=vx, expect=202)

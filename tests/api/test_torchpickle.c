@@ -107,7 +107,7 @@ static void test_refused(void **state)
 static void test_random_bytes(void **state)
 {
     (void)state;
-    unsigned char b[512];
+    unsigned char b[512] = {0};
     srand(12345);
     for (int k = 0; k < 2000; k++) {
         size_t n = (size_t)(rand() % (int)sizeof b);

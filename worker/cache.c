@@ -107,7 +107,8 @@ unsigned long long rw_cache_evict(const struct rw_cache *c, unsigned long long n
         n++;
     }
     closedir(d);
-    qsort(list, n, sizeof *list, older);
+    if (n > 0) /* an empty cache has no list at all: qsort's array must not be NULL */
+        qsort(list, n, sizeof *list, older);
     for (size_t i = 0; i < n && total + need > c->max_bytes; i++) {
         if (keep && strcmp(list[i].name, keep) == 0)
             continue;

@@ -108,7 +108,14 @@ enum rematd_store_result rematd_store_create_job(struct rematd_store *st,
 enum rematd_store_result rematd_store_find_reusable(struct rematd_store *st, const char *kind,
                                                     const char *reuse_key, struct rematd_job *out)
 {
-    return st->ops->find_reusable(st, kind, reuse_key, out);
+    memset(out, 0, sizeof *out);
+    char ids[1][REMATD_ID_LEN + 1];
+    size_t n = 0;
+    enum rematd_store_result res = st->ops->done_ids(st, kind, reuse_key, 1, ids, &n);
+    if (res != REMATD_STORE_OK)
+        return res;
+    /* A done job never changes again: reading it apart is safe. */
+    return n == 0 ? REMATD_STORE_NOT_FOUND : st->ops->get_job(st, ids[0], out);
 }
 
 enum rematd_store_result rematd_store_list_done(struct rematd_store *st, const char *kind,

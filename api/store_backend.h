@@ -28,12 +28,11 @@ struct rematd_store_ops {
     enum rematd_store_result (*create_job)(struct rematd_store *st,
                                            const struct rematd_job_new *job,
                                            struct rematd_idem *existing);
-    enum rematd_store_result (*find_reusable)(struct rematd_store *st, const char *kind,
-                                              const char *reuse_key, struct rematd_job *out);
     enum rematd_store_result (*get_job)(struct rematd_store *st, const char *id,
                                         struct rematd_job *out);
     /* The ids (at most max, newest first) of the done jobs of this kind and
-     * reuse key: store.c's rematd_store_list_done reads each with get_job. */
+     * reuse key: store.c's rematd_store_list_done and
+     * rematd_store_find_reusable (max 1) read each with get_job. */
     enum rematd_store_result (*done_ids)(struct rematd_store *st, const char *kind, const char *key,
                                          size_t max, char (*ids)[REMATD_ID_LEN + 1], size_t *n);
     enum rematd_store_result (*job_kind)(struct rematd_store *st, const char *id, char kind[16]);

@@ -22,35 +22,6 @@ static void copy_col(char *dst, size_t cap, sqlite3_stmt *s, int i)
     snprintf(dst, cap, "%s", t ? (const char *)t : "");
 }
 
-enum rematd_store_result rematd__sqlite_find_reusable(struct rematd_store *base, const char *kind,
-                                                      const char *reuse_key, struct rematd_job *out)
-{
-    struct rematd_sqlite *st = (struct rematd_sqlite *)base;
-    memset(out, 0, sizeof *out);
-    sqlite3_stmt *s = NULL;
-    enum rematd_store_result found = REMATD_STORE_ERROR;
-    char id[REMATD_ID_LEN + 1] = "";
-    pthread_mutex_lock(&st->rmu);
-    if (sqlite3_prepare_v2(st->r,
-                           "SELECT id FROM jobs WHERE reuse_key = ? AND status = 'done' AND"
-                           " kind = ? ORDER BY updated_at DESC LIMIT 1",
-                           -1, &s, NULL) == SQLITE_OK) {
-        sqlite3_bind_text(s, 1, reuse_key, -1, SQLITE_STATIC);
-        sqlite3_bind_text(s, 2, kind, -1, SQLITE_STATIC);
-        int rc = sqlite3_step(s);
-        if (rc == SQLITE_ROW) {
-            copy_col(id, sizeof id, s, 0);
-            found = REMATD_STORE_OK;
-        } else if (rc == SQLITE_DONE) {
-            found = REMATD_STORE_NOT_FOUND;
-        }
-    }
-    sqlite3_finalize(s);
-    pthread_mutex_unlock(&st->rmu);
-    /* A done job never changes again: reading it after the lock is safe. */
-    return found == REMATD_STORE_OK ? rematd__sqlite_get_job(&st->base, id, out) : found;
-}
-
 enum rematd_store_result rematd__sqlite_done_ids(struct rematd_store *base, const char *kind,
                                                  const char *key, size_t max,
                                                  char (*ids)[REMATD_ID_LEN + 1], size_t *n)

@@ -463,7 +463,6 @@ static const struct rematd_store_ops pg_ops = {
     .commit_stats = pg_commit_stats,
     .get_plan = pg_get_plan,
     .create_job = rematd__pg_create_job,
-    .find_reusable = rematd__pg_find_reusable,
     .done_ids = rematd__pg_done_ids,
     .get_job = rematd__pg_get_job,
     .job_kind = rematd__pg_job_kind,

@@ -114,8 +114,6 @@ enum rematd_store_result rematd__pg_create_job(struct rematd_store *base,
 enum rematd_store_result rematd__pg_done_ids(struct rematd_store *base, const char *kind,
                                              const char *key, size_t max,
                                              char (*ids)[REMATD_ID_LEN + 1], size_t *n);
-enum rematd_store_result rematd__pg_find_reusable(struct rematd_store *base, const char *kind,
-                                                  const char *reuse_key, struct rematd_job *out);
 enum rematd_store_result rematd__pg_get_job(struct rematd_store *base, const char *id,
                                             struct rematd_job *out);
 enum rematd_store_result rematd__pg_job_kind(struct rematd_store *base, const char *id,

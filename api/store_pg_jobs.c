@@ -77,31 +77,6 @@ enum rematd_store_result rematd__pg_get_job(struct rematd_store *base, const cha
     return found;
 }
 
-enum rematd_store_result rematd__pg_find_reusable(struct rematd_store *base, const char *kind,
-                                                  const char *reuse_key, struct rematd_job *out)
-{
-    struct rematd_pg *st = (struct rematd_pg *)base;
-    memset(out, 0, sizeof *out);
-    PGconn *c = rematd__pg_get(st);
-    const char *v[] = {reuse_key, kind};
-    PGresult *res = rematd__pg_exec(c, NULL,
-                                    "SELECT id FROM jobs WHERE reuse_key = $1 AND status = 'done'"
-                                    " AND kind = $2 ORDER BY updated_at DESC LIMIT 1",
-                                    2, v, NULL);
-    char id[REMATD_ID_LEN + 1] = "";
-    enum rematd_store_result found = REMATD_STORE_ERROR;
-    if (res && PQntuples(res) == 0) {
-        found = REMATD_STORE_NOT_FOUND;
-    } else if (res) {
-        snprintf(id, sizeof id, "%s", PQgetvalue(res, 0, 0));
-        found = REMATD_STORE_OK;
-    }
-    PQclear(res);
-    rematd__pg_put(st, c);
-    /* A done job never changes again: reading it apart is safe. */
-    return found == REMATD_STORE_OK ? rematd__pg_get_job(base, id, out) : found;
-}
-
 enum rematd_store_result rematd__pg_done_ids(struct rematd_store *base, const char *kind,
                                              const char *key, size_t max,
                                              char (*ids)[REMATD_ID_LEN + 1], size_t *n)

@@ -185,7 +185,6 @@ static const struct rematd_store_ops sqlite_ops = {
     .commit_stats = rematd__sqlite_commit_stats,
     .get_plan = rematd__sqlite_get_plan,
     .create_job = rematd__sqlite_create_job,
-    .find_reusable = rematd__sqlite_find_reusable,
     .done_ids = rematd__sqlite_done_ids,
     .get_job = rematd__sqlite_get_job,
     .job_kind = rematd__sqlite_job_kind,

@@ -139,9 +139,6 @@ enum rematd_store_result rematd__sqlite_create_job(struct rematd_store *base,
 enum rematd_store_result rematd__sqlite_done_ids(struct rematd_store *base, const char *kind,
                                                  const char *key, size_t max,
                                                  char (*ids)[REMATD_ID_LEN + 1], size_t *n);
-enum rematd_store_result rematd__sqlite_find_reusable(struct rematd_store *base, const char *kind,
-                                                      const char *reuse_key,
-                                                      struct rematd_job *out);
 enum rematd_store_result rematd__sqlite_get_job(struct rematd_store *base, const char *id,
                                                 struct rematd_job *out);
 enum rematd_store_result rematd__sqlite_job_kind(struct rematd_store *base, const char *id,

@@ -49,6 +49,8 @@ tests_fuzz_fuzz_plan_request_LDFLAGS = $(FUZZ_LINK)
 tests_fuzz_fuzz_plan_request_LDADD = $(FUZZ_LIBS) src/rematx/librematx.la $(MHD_LIBS) -lpthread
 
 TESTS += tests/fuzz/replay.sh
+# replay.sh keeps each target's output next to it for the log of a failure.
+CLEANFILES += $(FUZZ_TARGETS:=.replay)
 dist_check_SCRIPTS += tests/fuzz/replay.sh
 EXTRA_DIST += tests/fuzz/corpus
 

@@ -14,8 +14,9 @@
  * meanwhile, so a restarted server is noticed without a request to try.
  * A connection the server closed is reset when it is next taken from the
  * pool; a read that fails on a connection that turned out closed is tried
- * once more on the reset one (reads change nothing, writes are never
- * retried here).
+ * once more on the reset one (reads change nothing, and writes are not
+ * retried after a fault).  A batch of plans that lost a race with another
+ * replica's on the same Idempotency-Keys is tried again (write_batch).
  */
 #include "config.h"
 
@@ -26,6 +27,8 @@
 #include <sys/prctl.h>
 #include <sys/stat.h>
 #include <time.h>
+
+#include <libpq-events.h>
 
 #include "store_pg.h"
 
@@ -78,6 +81,20 @@ void rematd__pg_write_ok(struct rematd_pg *st)
 {
     if (atomic_exchange(&st->failed, 0))
         rematd_log("info", "store writable again", NULL);
+}
+
+/* The writer connection's events: the SQLSTATE of its last failed
+ * statement, which write_batch reads to tell a lost race from a fault. */
+static int writer_events(PGEventId id, void *info, void *arg)
+{
+    struct rematd_pg *st = arg;
+    if (id == PGEVT_RESULTCREATE) {
+        const PGresult *res = ((PGEventResultCreate *)info)->result;
+        const char *state = PQresultErrorField(res, PG_DIAG_SQLSTATE);
+        if (PQresultStatus(res) == PGRES_FATAL_ERROR)
+            snprintf(st->w_sqlstate, sizeof st->w_sqlstate, "%s", state ? state : "");
+    }
+    return 1;
 }
 
 static PGconn *connect_db(const char *conninfo)
@@ -235,28 +252,47 @@ static enum rematd_store_result write_keyed(struct rematd_pg *st, struct rematd_
     return r;
 }
 
-static void write_batch(struct rematd_pg *st, struct rematd_plan_write *batch)
+/* Orders a batch's keyed plans by (scope, key), then by arrival. */
+struct keyed {
+    struct rematd_plan_write *w;
+    size_t seq;
+};
+
+static int keyed_cmp(const void *a, const void *b)
 {
-    double now = rematd_now();
+    const struct keyed *x = a, *y = b;
+    int c = strcmp(x->w->idem_scope, y->w->idem_scope);
+    if (c == 0)
+        c = strcmp(x->w->idem_key, y->w->idem_key);
+    if (c == 0)
+        c = x->seq < y->seq ? -1 : x->seq > y->seq;
+    return c;
+}
+
+/* One try at the batch in one transaction: the plans without a key in
+ * multi-row INSERTs, then those with one in (scope, key) order.  That
+ * order is the same on every replica, so two replicas' batches holding
+ * the same keys wait on each other in one direction only, never in a
+ * cycle (a deadlock the server would break after deadlock_timeout by
+ * aborting one of them).  keyed holds nk of them, sorted.  0 committed, or
+ * -1 with the transaction rolled back and every result an error. */
+static int try_batch(struct rematd_pg *st, struct rematd_plan_write *batch, struct keyed *keyed,
+                     size_t nk, double now)
+{
     PGconn *c = st->wc;
     for (struct rematd_plan_write *w = batch; w; w = w->next)
         w->result = REMATD_STORE_ERROR;
+    st->w_sqlstate[0] = '\0';
     ensure_connected(c);
-    if (rematd__pg_cmd(c, "BEGIN", "BEGIN", 0, NULL, NULL) < 0) {
-        rematd__pg_write_failed(st, c);
-        return;
-    }
+    if (rematd__pg_cmd(c, "BEGIN", "BEGIN", 0, NULL, NULL) < 0)
+        return -1;
     struct rematd_plan_write *plain[ROWS_PER_INSERT];
     int n = 0;
     for (struct rematd_plan_write *w = batch; w; w = w->next) {
-        if (w->idem_key) {
-            w->result = write_keyed(st, w, now);
-            if (w->result == REMATD_STORE_ERROR)
-                goto failed;
+        if (w->idem_key)
             continue;
-        }
         plain[n++] = w;
-        if (n == ROWS_PER_INSERT || !w->next) {
+        if (n == ROWS_PER_INSERT) {
             if (insert_plans(c, plain, n) < 0)
                 goto failed;
             for (int i = 0; i < n; i++)
@@ -270,18 +306,79 @@ static void write_batch(struct rematd_pg *st, struct rematd_plan_write *batch)
         for (int i = 0; i < n; i++)
             plain[i]->result = REMATD_STORE_OK;
     }
+    for (size_t i = 0; i < nk; i++) {
+        struct rematd_plan_write *w = keyed[i].w;
+        w->result = write_keyed(st, w, now);
+        if (w->result == REMATD_STORE_ERROR)
+            goto failed;
+    }
     if (rematd__pg_cmd(c, "COMMIT", "COMMIT", 0, NULL, NULL) < 0)
         goto failed;
+    return 0;
+failed:
+    if (PQstatus(c) == CONNECTION_OK && PQtransactionStatus(c) != PQTRANS_IDLE)
+        PQclear(PQexec(c, "ROLLBACK"));
+    fail_batch(batch);
+    return -1;
+}
+
+/* What a batch may be tried again for: the transaction lost a race with
+ * another replica's on the same keys (a deadlock, a serialization failure
+ * under a stricter default isolation, a unique key taken between a look
+ * and an insert).  Tried again, the keys the others committed are found
+ * and replayed, as one replica would have answered. */
+static int retryable(const char *sqlstate)
+{
+    return strcmp(sqlstate, "40P01") == 0 || strcmp(sqlstate, "40001") == 0 ||
+           strcmp(sqlstate, "23505") == 0;
+}
+
+#define BATCH_TRIES 3
+
+static void write_batch(struct rematd_pg *st, struct rematd_plan_write *batch)
+{
+    double now = rematd_now();
+    size_t nk = 0;
+    for (struct rematd_plan_write *w = batch; w; w = w->next)
+        nk += w->idem_key != NULL;
+    struct keyed one, *keyed = nk <= 1 ? &one : malloc(nk * sizeof *keyed);
+    if (!keyed) {
+        for (struct rematd_plan_write *w = batch; w; w = w->next)
+            w->result = REMATD_STORE_ERROR;
+        return;
+    }
+    nk = 0;
+    for (struct rematd_plan_write *w = batch; w; w = w->next)
+        if (w->idem_key) {
+            keyed[nk].w = w;
+            keyed[nk].seq = nk;
+            nk++;
+        }
+    qsort(keyed, nk, sizeof *keyed, keyed_cmp);
+    int rc = -1;
+    for (int t = 0; t < BATCH_TRIES && rc < 0; t++) {
+        rc = try_batch(st, batch, keyed, nk, now);
+        if (rc < 0 && !retryable(st->w_sqlstate))
+            break;
+        if (rc < 0 && t + 1 < BATCH_TRIES)
+            rematd_log("warn", "plan batch tried again",
+                       json_pack("{s:s, s:i}", "sqlstate", st->w_sqlstate, "try", t + 1));
+    }
+    if (keyed != &one)
+        free(keyed);
+    if (rc < 0) {
+        /* A lost race tried BATCH_TRIES times is no outage: only other
+         * failures make the store not ready. */
+        if (!retryable(st->w_sqlstate))
+            rematd__pg_write_failed(st, st->wc);
+        return;
+    }
     rematd__pg_write_ok(st);
     unsigned long ok = 0;
     for (struct rematd_plan_write *w = batch; w; w = w->next)
         ok += w->result == REMATD_STORE_OK;
     atomic_fetch_add(&st->commits, 1);
     atomic_fetch_add(&st->committed_plans, ok);
-    return;
-failed:
-    rematd__pg_write_failed(st, c);
-    fail_batch(batch);
 }
 
 /* In a quiet second: after a failed write, a probe tells when the server
@@ -526,6 +623,10 @@ struct rematd_store *rematd__pg_open(const char *conninfo, const struct rematd_c
     st->wc = open_conn(conninfo, errbuf, errlen);
     if (!st->wc || rematd__pg_migrate(st->wc, errbuf, errlen) < 0)
         goto fail;
+    if (!PQregisterEventProc(st->wc, writer_events, "rematd writer", st)) {
+        snprintf(errbuf, errlen, "PostgreSQL: cannot watch the writer connection");
+        goto fail;
+    }
     for (int i = 0; i < REMATD_PG_POOL; i++) {
         st->conns[i] = open_conn(conninfo, errbuf, errlen);
         if (!st->conns[i])

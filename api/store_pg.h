@@ -67,6 +67,8 @@ struct rematd_pg {
     pthread_t thread;
     int thread_started;
     double last_purge;
+    /* The SQLSTATE of the writer connection's last failed statement. */
+    char w_sqlstate[6];
 
     /* Records of Idempotency-Keys, as last counted (the purge counts them
      * again): the bound is per database, so each replica's own count of

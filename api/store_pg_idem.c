@@ -81,20 +81,23 @@ enum rematd_store_result rematd__pg_idem_insert(struct rematd_pg *st, PGconn *c,
     if (atomic_load(&st->idem_count) >= st->max_idem)
         return REMATD_STORE_FULL;
     int got = insert(c, scope, key, body_hash, resource_id, body, now);
-    if (got < 0)
-        return REMATD_STORE_ERROR;
-    if (got == 0) {
-        /* Taken: by a live record, or by one past its TTL that gives way. */
+    /* Taken: by a live record, or by one past its TTL that gives way.
+     * Twice: another replica may put its own record in the place of the
+     * expired one between this DELETE and the INSERT after it, and then
+     * that record is the live one to replay. */
+    for (int tries = 0; got == 0; tries++) {
         enum rematd_store_result r = lookup(st, c, scope, key, existing);
         if (r != REMATD_STORE_NOT_FOUND)
             return r == REMATD_STORE_OK ? REMATD_STORE_CONFLICT : REMATD_STORE_ERROR;
         const char *v[] = {scope, key};
-        if (rematd__pg_cmd(c, "DELETE idempotency",
-                           "DELETE FROM idempotency WHERE scope = $1 AND key = $2", 2, v,
-                           NULL) < 0 ||
-            insert(c, scope, key, body_hash, resource_id, body, now) != 1)
+        if (tries == 1 ||
+            rematd__pg_cmd(c, "DELETE idempotency",
+                           "DELETE FROM idempotency WHERE scope = $1 AND key = $2", 2, v, NULL) < 0)
             return REMATD_STORE_ERROR;
+        got = insert(c, scope, key, body_hash, resource_id, body, now);
     }
+    if (got < 0)
+        return REMATD_STORE_ERROR;
     atomic_fetch_add(&st->idem_count, 1);
     return REMATD_STORE_OK;
 }

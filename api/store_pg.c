@@ -1,7 +1,7 @@
 /*
  * store_pg.c - the PostgreSQL store's connections and lifetime (open,
  * close, readiness), the exec helpers its files share, and plans: the
- * writer thread's group commit and reads.
+ * group commit's commit (store_group.c runs the queue and thread) and reads.
  *
  * Durability is PostgreSQL's: a call reports success only once its COMMIT
  * came back, so what is acknowledged is in the server's WAL (with the
@@ -24,7 +24,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <time.h>
 
@@ -152,27 +151,6 @@ void rematd__pg_put(struct rematd_pg *st, PGconn *c)
  * Plans.
  */
 
-static void pg_enqueue_plan(struct rematd_store *base, struct rematd_plan_write *w)
-{
-    struct rematd_pg *st = (struct rematd_pg *)base;
-    w->next = NULL;
-    pthread_mutex_lock(&st->qmu);
-    if (st->tail)
-        st->tail->next = w;
-    else
-        st->head = w;
-    st->tail = w;
-    pthread_cond_signal(&st->qcv);
-    pthread_mutex_unlock(&st->qmu);
-}
-
-static void pg_commit_stats(struct rematd_store *base, unsigned long *commits, unsigned long *plans)
-{
-    struct rematd_pg *st = (struct rematd_pg *)base;
-    *commits = atomic_load(&st->commits);
-    *plans = atomic_load(&st->committed_plans);
-}
-
 #define PLAN_COLS "(id, created_at, algorithm, options, profile_id, record)"
 /* Plans without an Idempotency-Key go in multi-row INSERTs of at most this
  * many: one round trip for a batch instead of one per plan. */
@@ -213,17 +191,6 @@ static int insert_plans(PGconn *c, struct rematd_plan_write **ws, int n)
         log_pg_error("INSERT plan", c, res);
     PQclear(res);
     return ok ? 0 : -1;
-}
-
-static void fail_batch(struct rematd_plan_write *batch)
-{
-    for (struct rematd_plan_write *w = batch; w; w = w->next) {
-        /* A replay of a record in this very batch would replay what was
-         * not stored. */
-        if (w->result == REMATD_STORE_CONFLICT)
-            rematd_idem_clear(&w->existing);
-        w->result = REMATD_STORE_ERROR;
-    }
 }
 
 /* One plan with an Idempotency-Key, inside the batch's transaction: the
@@ -318,7 +285,7 @@ static int try_batch(struct rematd_pg *st, struct rematd_plan_write *batch, stru
 failed:
     if (PQstatus(c) == CONNECTION_OK && PQtransactionStatus(c) != PQTRANS_IDLE)
         PQclear(PQexec(c, "ROLLBACK"));
-    fail_batch(batch);
+    rematd__group_fail(batch);
     return -1;
 }
 
@@ -335,8 +302,11 @@ static int retryable(const char *sqlstate)
 
 #define BATCH_TRIES 3
 
-static void write_batch(struct rematd_pg *st, struct rematd_plan_write *batch)
+/* The group commit's commit (store_group.h): the batch in one
+ * transaction, tried again when it lost a race with another replica. */
+static long write_batch(void *arg, struct rematd_plan_write *batch)
 {
+    struct rematd_pg *st = arg;
     double now = rematd_now();
     size_t nk = 0;
     for (struct rematd_plan_write *w = batch; w; w = w->next)
@@ -345,7 +315,7 @@ static void write_batch(struct rematd_pg *st, struct rematd_plan_write *batch)
     if (!keyed) {
         for (struct rematd_plan_write *w = batch; w; w = w->next)
             w->result = REMATD_STORE_ERROR;
-        return;
+        return -1;
     }
     nk = 0;
     for (struct rematd_plan_write *w = batch; w; w = w->next)
@@ -366,26 +336,27 @@ static void write_batch(struct rematd_pg *st, struct rematd_plan_write *batch)
     }
     if (keyed != &one)
         free(keyed);
+    note_closed(st, st->wc);
     if (rc < 0) {
         /* A lost race tried BATCH_TRIES times is no outage: only other
          * failures make the store not ready. */
         if (!retryable(st->w_sqlstate))
             rematd__pg_write_failed(st, st->wc);
-        return;
+        return -1;
     }
     rematd__pg_write_ok(st);
-    unsigned long ok = 0;
+    long ok = 0;
     for (struct rematd_plan_write *w = batch; w; w = w->next)
         ok += w->result == REMATD_STORE_OK;
-    atomic_fetch_add(&st->commits, 1);
-    atomic_fetch_add(&st->committed_plans, ok);
+    return ok;
 }
 
 /* In a quiet second: after a failed write, a probe tells when the server
  * answers again; otherwise leases are expired (any replica may; each
  * expiry is counted once) and old Idempotency-Key records purged. */
-static void housekeeping(struct rematd_pg *st)
+static void housekeeping(void *arg)
 {
+    struct rematd_pg *st = arg;
     PGconn *c = st->wc;
     ensure_connected(c);
     if (atomic_load(&st->failed)) {
@@ -415,42 +386,6 @@ static void housekeeping(struct rematd_pg *st)
     if (res && PQntuples(res) == 1)
         atomic_store(&st->idem_count, atol(PQgetvalue(res, 0, 0)));
     PQclear(res);
-}
-
-static void *writer_main(void *arg)
-{
-    prctl(PR_SET_NAME, "rematd-writer", 0, 0, 0);
-    struct rematd_pg *st = arg;
-    pthread_mutex_lock(&st->qmu);
-    for (;;) {
-        if (!st->head) {
-            if (st->stopping)
-                break;
-            struct timespec ts;
-            clock_gettime(CLOCK_REALTIME, &ts);
-            ts.tv_sec += 1;
-            int rc = pthread_cond_timedwait(&st->qcv, &st->qmu, &ts);
-            if (rc != 0 && !st->head) {
-                pthread_mutex_unlock(&st->qmu);
-                housekeeping(st);
-                pthread_mutex_lock(&st->qmu);
-            }
-            continue;
-        }
-        struct rematd_plan_write *batch = st->head;
-        st->head = st->tail = NULL;
-        pthread_mutex_unlock(&st->qmu);
-        write_batch(st, batch);
-        note_closed(st, st->wc);
-        while (batch) {
-            struct rematd_plan_write *next = batch->next;
-            batch->done(batch);
-            batch = next;
-        }
-        pthread_mutex_lock(&st->qmu);
-    }
-    pthread_mutex_unlock(&st->qmu);
-    return NULL;
 }
 
 /* Reads c's one-row answer to sql; retried once on a reset connection
@@ -516,14 +451,11 @@ static enum rematd_store_result pg_get_plan(struct rematd_store *base, const cha
 static enum rematd_store_result pg_ready(struct rematd_store *base)
 {
     struct rematd_pg *st = (struct rematd_pg *)base;
-    pthread_mutex_lock(&st->qmu);
-    int ok = !st->stopping;
-    pthread_mutex_unlock(&st->qmu);
-    if (!ok || atomic_load(&st->failed))
+    if (rematd__group_stopping(&st->group) || atomic_load(&st->failed))
         return REMATD_STORE_ERROR;
     PGconn *c = rematd__pg_get(st);
     PGresult *res = read_query(st, &c, "SELECT 1", 0, NULL, 0);
-    ok = res != NULL;
+    int ok = res != NULL;
     PQclear(res);
     rematd__pg_put(st, c);
     return ok ? REMATD_STORE_OK : REMATD_STORE_ERROR;
@@ -532,13 +464,7 @@ static enum rematd_store_result pg_ready(struct rematd_store *base)
 static void pg_close(struct rematd_store *base)
 {
     struct rematd_pg *st = (struct rematd_pg *)base;
-    if (st->thread_started) {
-        pthread_mutex_lock(&st->qmu);
-        st->stopping = 1;
-        pthread_cond_signal(&st->qcv);
-        pthread_mutex_unlock(&st->qmu);
-        pthread_join(st->thread, NULL);
-    }
+    rematd__group_stop(&st->group);
     for (int i = 0; i < REMATD_PG_POOL; i++)
         if (st->conns[i])
             PQfinish(st->conns[i]);
@@ -546,8 +472,7 @@ static void pg_close(struct rematd_store *base)
         PQfinish(st->wc);
     pthread_mutex_destroy(&st->pmu);
     pthread_cond_destroy(&st->pcv);
-    pthread_mutex_destroy(&st->qmu);
-    pthread_cond_destroy(&st->qcv);
+    rematd__group_destroy(&st->group);
     free(st);
 }
 
@@ -556,8 +481,6 @@ static const struct rematd_store_ops pg_ops = {
     .close = pg_close,
     .ready = pg_ready,
     .get_idempotency = rematd__pg_get_idempotency,
-    .enqueue_plan = pg_enqueue_plan,
-    .commit_stats = pg_commit_stats,
     .get_plan = pg_get_plan,
     .create_job = rematd__pg_create_job,
     .done_ids = rematd__pg_done_ids,
@@ -611,8 +534,8 @@ struct rematd_store *rematd__pg_open(const char *conninfo, const struct rematd_c
     snprintf(st->models_dir, sizeof st->models_dir, "%s/models", cfg->data_dir);
     pthread_mutex_init(&st->pmu, NULL);
     pthread_cond_init(&st->pcv, NULL);
-    pthread_mutex_init(&st->qmu, NULL);
-    pthread_cond_init(&st->qcv, NULL);
+    rematd__group_init(&st->group, "rematd-writer", write_batch, housekeeping, st);
+    st->base.group = &st->group;
     /* The data directory holds this replica's copies of uploaded models
      * (the database holds the archives: store_pg_models.c). */
     if (mkdir(cfg->data_dir, 0700) < 0 && errno != EEXIST) {
@@ -641,11 +564,8 @@ struct rematd_store *rematd__pg_open(const char *conninfo, const struct rematd_c
     }
     atomic_store(&st->idem_count, atol(PQgetvalue(res, 0, 0)));
     PQclear(res);
-    if (pthread_create(&st->thread, NULL, writer_main, st) != 0) {
-        snprintf(errbuf, errlen, "cannot start the writer thread");
+    if (rematd__group_start(&st->group, errbuf, errlen) < 0)
         goto fail;
-    }
-    st->thread_started = 1;
     return &st->base;
 fail:
     pg_close(&st->base);

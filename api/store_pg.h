@@ -58,14 +58,10 @@ struct rematd_pg {
     pthread_mutex_t pmu;
     pthread_cond_t pcv;
 
-    /* The writer thread's own connection, and its queue under qmu. */
+    /* The group commit of plans (store_group.h; the commit is
+     * store_pg.c's) and its thread's own connection. */
+    struct rematd_group group;
     PGconn *wc;
-    pthread_mutex_t qmu;
-    pthread_cond_t qcv;
-    struct rematd_plan_write *head, *tail;
-    int stopping;
-    pthread_t thread;
-    int thread_started;
     double last_purge;
     /* The SQLSTATE of the writer connection's last failed statement. */
     char w_sqlstate[6];
@@ -74,7 +70,6 @@ struct rematd_pg {
      * again): the bound is per database, so each replica's own count of
      * what it added since is only an approximation between counts. */
     atomic_long idem_count;
-    atomic_ulong commits, committed_plans;
     /* A write failed and none has succeeded since: not ready. */
     atomic_int failed;
 };

@@ -198,7 +198,7 @@ static int insert_plans(PGconn *c, struct rematd_plan_write **ws, int n)
  * key another request holds (on this replica or another: the INSERT waits
  * for its transaction) makes this plan a replay, not a failure. */
 static enum rematd_store_result write_keyed(struct rematd_pg *st, struct rematd_plan_write *w,
-                                            double now)
+                                            long *count, double now)
 {
     PGconn *c = st->wc;
     if (rematd__pg_cmd(c, "SAVEPOINT", "SAVEPOINT p", 0, NULL, NULL) < 0)
@@ -206,7 +206,7 @@ static enum rematd_store_result write_keyed(struct rematd_pg *st, struct rematd_
     if (insert_plans(c, &w, 1) < 0)
         return REMATD_STORE_ERROR;
     enum rematd_store_result r = rematd__pg_idem_insert(
-        st, c, w->idem_scope, w->idem_key, w->body_hash, w->id, w->body, now, &w->existing);
+        st, c, count, w->idem_scope, w->idem_key, w->body_hash, w->id, w->body, now, &w->existing);
     if (r == REMATD_STORE_ERROR)
         return r;
     if (rematd__pg_cmd(c, "SAVEPOINT",
@@ -273,13 +273,18 @@ static int try_batch(struct rematd_pg *st, struct rematd_plan_write *batch, stru
         for (int i = 0; i < n; i++)
             plain[i]->result = REMATD_STORE_OK;
     }
+    /* The count of records first (the bound's lock), then the keys. */
+    long before = nk ? rematd__pg_idem_lock(c) : 0, count = before;
+    if (before < 0)
+        goto failed;
     for (size_t i = 0; i < nk; i++) {
         struct rematd_plan_write *w = keyed[i].w;
-        w->result = write_keyed(st, w, now);
+        w->result = write_keyed(st, w, &count, now);
         if (w->result == REMATD_STORE_ERROR)
             goto failed;
     }
-    if (rematd__pg_cmd(c, "COMMIT", "COMMIT", 0, NULL, NULL) < 0)
+    if (rematd__pg_idem_store(c, before, count) < 0 ||
+        rematd__pg_cmd(c, "COMMIT", "COMMIT", 0, NULL, NULL) < 0)
         goto failed;
     return 0;
 failed:
@@ -376,16 +381,26 @@ static void housekeeping(void *arg)
     if (now - st->last_purge <= 60)
         return;
     st->last_purge = now;
+    /* Under the count's lock, taken first as every writer of keys does,
+     * the count going down by what was deleted. */
     char cut[64];
     snprintf(cut, sizeof cut, "%.17g", now - st->idem_ttl);
     const char *v[] = {cut};
-    rematd__pg_cmd(c, "purge idempotency", "DELETE FROM idempotency WHERE created_at < $1", 1, v,
-                   NULL);
-    PGresult *res =
-        rematd__pg_exec(c, "count idempotency", "SELECT count(*) FROM idempotency", 0, NULL, NULL);
-    if (res && PQntuples(res) == 1)
-        atomic_store(&st->idem_count, atol(PQgetvalue(res, 0, 0)));
+    long before = -1;
+    PGresult *res = NULL;
+    if (rematd__pg_cmd(c, "purge idempotency", "BEGIN", 0, NULL, NULL) == 0 &&
+        (before = rematd__pg_idem_lock(c)) >= 0)
+        res = rematd__pg_exec(c, "purge idempotency",
+                              "WITH d AS (DELETE FROM idempotency WHERE created_at < $1"
+                              " RETURNING 1) SELECT count(*) FROM d",
+                              1, v, NULL);
+    long gone = res && PQntuples(res) == 1 ? atol(PQgetvalue(res, 0, 0)) : -1;
     PQclear(res);
+    if (gone < 0 || rematd__pg_idem_store(c, before, before - gone) < 0 ||
+        rematd__pg_cmd(c, "purge idempotency", "COMMIT", 0, NULL, NULL) < 0) {
+        if (PQstatus(c) == CONNECTION_OK && PQtransactionStatus(c) != PQTRANS_IDLE)
+            PQclear(PQexec(c, "ROLLBACK"));
+    }
 }
 
 /* Reads c's one-row answer to sql; retried once on a reset connection
@@ -556,14 +571,6 @@ struct rematd_store *rematd__pg_open(const char *conninfo, const struct rematd_c
             goto fail;
         st->free[st->n_free++] = i;
     }
-    PGresult *res = rematd__pg_exec(st->wc, "count idempotency", "SELECT count(*) FROM idempotency",
-                                    0, NULL, NULL);
-    if (!res) {
-        snprintf(errbuf, errlen, "PostgreSQL: cannot read the idempotency table");
-        goto fail;
-    }
-    atomic_store(&st->idem_count, atol(PQgetvalue(res, 0, 0)));
-    PQclear(res);
     if (rematd__group_start(&st->group, errbuf, errlen) < 0)
         goto fail;
     return &st->base;

@@ -464,6 +464,83 @@ static void test_expiry_once(void **state)
     rematd_lease_clear(&lease);
 }
 
+/* ---- --max-idempotency-keys across the two ---- */
+
+#define BOUND 10
+
+struct adder {
+    struct fixture *f;
+    struct rematd_store *st;
+    pthread_barrier_t *go;
+    int plans; /* plans with keys, else jobs with keys */
+    int ok, full, other;
+};
+
+static void *add_main(void *arg)
+{
+    struct adder *a = arg;
+    pthread_barrier_wait(a->go);
+    for (int i = 0; i < BOUND; i++) {
+        char key[32];
+        snprintf(key, sizeof key, "%s-%d", a->plans ? "plan" : "job", i);
+        enum rematd_store_result r;
+        if (a->plans) {
+            struct rematd_plan_write w;
+            plan_init(&w, key, "{}");
+            write_plans(a->st, &w, 1);
+            r = w.result;
+            plan_free(&w);
+        } else {
+            char id[REMATD_ID_LEN + 1];
+            struct rematd_job_new j;
+            struct rematd_idem existing;
+            new_job(&j, id, key, "{}");
+            r = rematd_store_create_job(a->st, &j, &existing);
+        }
+        a->ok += r == REMATD_STORE_OK;
+        a->full += r == REMATD_STORE_FULL;
+        a->other += r != REMATD_STORE_OK && r != REMATD_STORE_FULL;
+    }
+    return NULL;
+}
+
+/* Two replicas adding keys at once: the bound holds for the database, not
+ * for each replica. */
+static void test_idem_bound(void **state)
+{
+    struct fixture *f = *state;
+    f->cfg.max_idempotency_keys = BOUND;
+    open_both(f);
+    pthread_barrier_t go;
+    pthread_barrier_init(&go, NULL, 2);
+    struct adder a[2] = {{.f = f, .st = f->a, .go = &go, .plans = 1},
+                         {.f = f, .st = f->b, .go = &go, .plans = 0}};
+    pthread_t t[2];
+    for (int i = 0; i < 2; i++)
+        assert_int_equal(pthread_create(&t[i], NULL, add_main, &a[i]), 0);
+    for (int i = 0; i < 2; i++)
+        pthread_join(t[i], NULL);
+    pthread_barrier_destroy(&go);
+    assert_int_equal(a[0].other + a[1].other, 0);
+    assert_int_equal(a[0].ok + a[1].ok, BOUND);
+    assert_int_equal(a[0].full + a[1].full, BOUND);
+    assert_int_equal(db_int(f, "SELECT count(*) FROM idempotency"), BOUND);
+    /* A replica opened later starts from the database's count. */
+    struct rematd_store *c = open_one(f);
+    char id[REMATD_ID_LEN + 1];
+    struct rematd_job_new j;
+    struct rematd_idem existing;
+    new_job(&j, id, "one-more", "{}");
+    assert_int_equal(rematd_store_create_job(c, &j, &existing), REMATD_STORE_FULL);
+    /* A known key still replays: the routes read its record first. */
+    struct rematd_idem rec;
+    assert_int_equal(rematd_store_get_idempotency(c, a[0].ok ? "plans_create" : "profiles_create",
+                                                  a[0].ok ? "plan-0" : "job-0", &rec),
+                     REMATD_STORE_OK);
+    rematd_idem_clear(&rec);
+    rematd_store_close(c);
+}
+
 int main(void)
 {
     if (!maintenance_uri() || !*maintenance_uri()) {
@@ -476,6 +553,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_idem_conflict, setup, teardown),
         cmocka_unit_test_setup_teardown(test_lease_once, setup, teardown),
         cmocka_unit_test_setup_teardown(test_expiry_once, setup_short_lease, teardown),
+        cmocka_unit_test_setup_teardown(test_idem_bound, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -241,7 +241,9 @@ static int keyed_cmp(const void *a, const void *b)
  * order is the same on every replica, so two replicas' batches holding
  * the same keys wait on each other in one direction only, never in a
  * cycle (a deadlock the server would break after deadlock_timeout by
- * aborting one of them).  keyed holds nk of them, sorted.  0 committed, or
+ * aborting one of them); the count's lock (rematd__pg_idem_lock), taken
+ * before any key, makes such batches take turns besides.  keyed holds nk
+ * of them, sorted.  0 committed, or
  * -1 with the transaction rolled back and every result an error. */
 static int try_batch(struct rematd_pg *st, struct rematd_plan_write *batch, struct keyed *keyed,
                      size_t nk, double now)

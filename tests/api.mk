@@ -76,8 +76,8 @@ tests_api_test_pointer_LDADD = src/rematx/librematx.la $(JANSSON_LIBS) $(CMOCKA_
 # The store through its interface, on a temporary data directory (cmocka).
 check_PROGRAMS += tests/api/test_store
 TESTS += tests/api/test_store
-tests_api_test_store_SOURCES = tests/api/test_store.c api/util.c $(REMATD_STORE_SOURCES) \
-	api/rematd.h
+tests_api_test_store_SOURCES = tests/api/test_store.c tests/api/store_plans.h api/util.c \
+	$(REMATD_STORE_SOURCES) api/rematd.h
 tests_api_test_store_CFLAGS = $(AM_CFLAGS) $(MHD_CFLAGS) $(JANSSON_CFLAGS) $(SQLITE_CFLAGS) \
 	$(LIBPQ_CFLAGS) $(CMOCKA_CFLAGS) -pthread
 tests_api_test_store_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/api
@@ -92,8 +92,8 @@ if HAVE_LIBPQ
 PG_UNIT_TESTS += tests/api/test_store_pg
 check_PROGRAMS += tests/api/test_store_pg
 TESTS += tests/api/test_store_pg
-tests_api_test_store_pg_SOURCES = tests/api/test_store_pg.c api/util.c $(REMATD_STORE_SOURCES) \
-	api/rematd.h
+tests_api_test_store_pg_SOURCES = tests/api/test_store_pg.c tests/api/store_plans.h api/util.c \
+	$(REMATD_STORE_SOURCES) api/rematd.h
 tests_api_test_store_pg_CFLAGS = $(tests_api_test_store_CFLAGS)
 tests_api_test_store_pg_CPPFLAGS = $(tests_api_test_store_CPPFLAGS)
 tests_api_test_store_pg_LDADD = $(tests_api_test_store_LDADD)

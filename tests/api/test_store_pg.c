@@ -25,6 +25,7 @@
 #include <libpq-fe.h>
 
 #include "store.h"
+#include "store_plans.h"
 
 struct fixture {
     char dir[64];
@@ -187,22 +188,6 @@ static void test_migrate_once(void **state)
 
 /* ---- plans ---- */
 
-struct waiter {
-    pthread_mutex_t mu;
-    pthread_cond_t cv;
-    int done;
-};
-
-static void plan_done(struct rematd_plan_write *w)
-{
-    struct waiter *wt = w->cls;
-    pthread_mutex_lock(&wt->mu);
-    wt->done++;
-    pthread_cond_signal(&wt->cv);
-    pthread_mutex_unlock(&wt->mu);
-}
-
-/* A plan whose record is every byte value, NUL and high bytes included. */
 static void plan_init(struct rematd_plan_write *w, const char *key, const char *body)
 {
     memset(w, 0, sizeof *w);
@@ -220,28 +205,6 @@ static void plan_init(struct rematd_plan_write *w, const char *key, const char *
     w->idem_key = key;
     w->idem_scope = "plans_create";
     rematd_sha256_hex("request", 7, w->body_hash);
-    w->done = plan_done;
-}
-
-static void plan_free(struct rematd_plan_write *w)
-{
-    free(w->options);
-    free(w->record);
-    free(w->body);
-    rematd_idem_clear(&w->existing);
-}
-
-static void write_plans(struct rematd_store *st, struct rematd_plan_write *ws, int n)
-{
-    struct waiter wt = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0};
-    for (int i = 0; i < n; i++) {
-        ws[i].cls = &wt;
-        rematd_store_enqueue_plan(st, &ws[i]);
-    }
-    pthread_mutex_lock(&wt.mu);
-    while (wt.done < n)
-        pthread_cond_wait(&wt.cv, &wt.mu);
-    pthread_mutex_unlock(&wt.mu);
 }
 
 static void test_plan_bytes(void **state)

@@ -3,8 +3,10 @@
  * migrations run once when both open at once (the advisory lock), a plan
  * is read back byte for byte by the other handle, an Idempotency-Key taken
  * on one hands back the existing plan or job on the other, a job is
- * leased exactly once by two handles leasing at once, and a lease that
- * expires is counted once however many handles see it expire.
+ * leased exactly once by two handles leasing at once, a lease that
+ * expires is counted once however many handles see it expire, and
+ * --max-idempotency-keys bounds the database, not each handle (also after
+ * the migration that began counting).
  *
  * REMAT_TEST_PG is the URI of a server's maintenance database (make
  * check-postgresql, through tests/api/postgresql.sh, starts a server and
@@ -504,6 +506,36 @@ static void test_idem_bound(void **state)
     rematd_store_close(c);
 }
 
+/* A database of schema 1 (before the count of records) with records in
+ * it: migration 2 counts them, and the bound holds from there. */
+static void test_upgrade_counts(void **state)
+{
+    struct fixture *f = *state;
+    f->cfg.max_idempotency_keys = 3;
+    f->a = open_one(f);
+    for (int i = 0; i < 2; i++) {
+        char id[REMATD_ID_LEN + 1], key[16];
+        snprintf(key, sizeof key, "old-%d", i);
+        struct rematd_job_new j;
+        struct rematd_idem existing;
+        new_job(&j, id, key, "{}");
+        assert_int_equal(rematd_store_create_job(f->a, &j, &existing), REMATD_STORE_OK);
+    }
+    rematd_store_close(f->a);
+    f->a = NULL;
+    exec_on(f->uri, "DROP TABLE remat_counters; DELETE FROM remat_schema WHERE version >= 2");
+    f->a = open_one(f);
+    assert_int_equal(db_int(f, "SELECT n FROM remat_counters WHERE name = 'idempotency'"), 2);
+    char id[REMATD_ID_LEN + 1];
+    struct rematd_job_new j;
+    struct rematd_idem existing;
+    new_job(&j, id, "new-1", "{}");
+    assert_int_equal(rematd_store_create_job(f->a, &j, &existing), REMATD_STORE_OK);
+    new_job(&j, id, "new-2", "{}");
+    assert_int_equal(rematd_store_create_job(f->a, &j, &existing), REMATD_STORE_FULL);
+    assert_int_equal(db_int(f, "SELECT n FROM remat_counters WHERE name = 'idempotency'"), 3);
+}
+
 int main(void)
 {
     if (!maintenance_uri() || !*maintenance_uri()) {
@@ -517,6 +549,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_lease_once, setup, teardown),
         cmocka_unit_test_setup_teardown(test_expiry_once, setup_short_lease, teardown),
         cmocka_unit_test_setup_teardown(test_idem_bound, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_upgrade_counts, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

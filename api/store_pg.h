@@ -9,9 +9,10 @@
  * hold across replicas is in the database, never in a replica's memory:
  * row locks (a lease is taken with SELECT ... FOR UPDATE SKIP LOCKED; a
  * lease change is one guarded UPDATE), unique keys (an Idempotency-Key's
- * INSERT ... ON CONFLICT waits for the replica that holds it to commit) and
+ * INSERT ... ON CONFLICT waits for the replica that holds it to commit),
  * transaction-scoped advisory locks (the queue's bound, the models' quota,
- * the migrations) and a locked counter row (the Idempotency-Keys' bound).  docs/deploy.md says when to choose which store.
+ * the migrations) and a locked counter row (the Idempotency-Keys' bound).
+ * docs/deploy.md says when to choose which store.
  */
 #ifndef REMATD_STORE_PG_H
 #define REMATD_STORE_PG_H

@@ -10,7 +10,8 @@
 #        BENCH_STORE for rematd --store: a postgresql:// URI, or "postgresql" for a
 #        throwaway PostgreSQL server started here (tests/api/pg_server.sh);
 #        BENCH_REPLICAS=2 for two rematd replicas on that store, wrk driving each
-#        with half the connections and the requests/s summed)
+#        with half the connections and the requests/s summed;
+#        REMAT_BENCH_KEYS=1 for a new Idempotency-Key on every plan)
 set -e
 rematd=$1
 srcdir=${2:-.}
@@ -86,7 +87,7 @@ run() { # name path [script]: every replica at once, the connections shared
         out="$tmp/$1.txt"
         [ $k = 1 ] || out="$tmp/$1.$k.txt"
         if [ -n "$3" ]; then
-            REMAT_BENCH_BODY="$tmp/body.json" wrk -t2 -c$((conns / replicas)) -d"${secs}s" --latency -s "$3" "$b$2" > "$out" &
+            REMAT_BENCH_KEY_PREFIX="$$-$k-" REMAT_BENCH_BODY="$tmp/body.json" wrk -t2 -c$((conns / replicas)) -d"${secs}s" --latency -s "$3" "$b$2" > "$out" &
         else
             wrk -t2 -c$((conns / replicas)) -d"${secs}s" --latency "$b$2" > "$out" &
         fi

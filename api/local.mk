@@ -4,7 +4,7 @@
 #
 # The store: one interface (store.c) over the SQLite backend and, when
 # configure found libpq, the PostgreSQL one (docs/deploy.md).
-REMATD_STORE_SOURCES = api/store.h api/store_backend.h api/store.c \
+REMATD_STORE_SOURCES = api/store.h api/store_backend.h api/store.c api/store_group.h api/store_group.c \
 	api/store_sqlite.h api/store_sqlite.c api/store_schema.c api/store_writer.c \
 	api/store_plans.c api/store_jobs.c api/store_idem.c api/store_models.c
 if HAVE_LIBPQ

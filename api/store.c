@@ -83,13 +83,14 @@ enum rematd_store_result rematd_store_get_idempotency(struct rematd_store *st, c
 
 void rematd_store_enqueue_plan(struct rematd_store *st, struct rematd_plan_write *w)
 {
-    st->ops->enqueue_plan(st, w);
+    rematd__group_enqueue(st->group, w);
 }
 
 void rematd_store_commit_stats(struct rematd_store *st, unsigned long *commits,
                                unsigned long *plans)
 {
-    st->ops->commit_stats(st, commits, plans);
+    *commits = atomic_load(&st->group->commits);
+    *plans = atomic_load(&st->group->committed_plans);
 }
 
 enum rematd_store_result rematd_store_get_plan(struct rematd_store *st, const char *id,

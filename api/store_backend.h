@@ -14,6 +14,7 @@
 #define REMATD_STORE_BACKEND_H
 
 #include "store.h"
+#include "store_group.h"
 
 struct rematd_store_ops {
     const char *name; /* "sqlite", "postgresql": /metrics and the log */
@@ -21,8 +22,6 @@ struct rematd_store_ops {
     enum rematd_store_result (*ready)(struct rematd_store *st);
     enum rematd_store_result (*get_idempotency)(struct rematd_store *st, const char *scope,
                                                 const char *key, struct rematd_idem *out);
-    void (*enqueue_plan)(struct rematd_store *st, struct rematd_plan_write *w);
-    void (*commit_stats)(struct rematd_store *st, unsigned long *commits, unsigned long *plans);
     enum rematd_store_result (*get_plan)(struct rematd_store *st, const char *id,
                                          struct rematd_stored_plan *out);
     enum rematd_store_result (*create_job)(struct rematd_store *st,
@@ -67,8 +66,12 @@ struct rematd_store_ops {
                                            const char *path);
 };
 
+/* Plans are queued for the backend's group commit (store_group.h), which
+ * store.c reaches directly: the queue and its thread are the same code
+ * for every backend, only the commit differs. */
 struct rematd_store {
     const struct rematd_store_ops *ops;
+    struct rematd_group *group;
 };
 
 /* The backends' opens: a new store or NULL with a message in errbuf. */

@@ -1,7 +1,7 @@
 /*
  * store_pg.c - the PostgreSQL store's connections and lifetime (open,
  * close, readiness), the exec helpers its files share, and plans: the
- * writer thread's group commit and reads.
+ * group commit's commit (store_group.c runs the queue and thread) and reads.
  *
  * Durability is PostgreSQL's: a call reports success only once its COMMIT
  * came back, so what is acknowledged is in the server's WAL (with the
@@ -14,8 +14,9 @@
  * meanwhile, so a restarted server is noticed without a request to try.
  * A connection the server closed is reset when it is next taken from the
  * pool; a read that fails on a connection that turned out closed is tried
- * once more on the reset one (reads change nothing, writes are never
- * retried here).
+ * once more on the reset one (reads change nothing, and writes are not
+ * retried after a fault).  A batch of plans that lost a race with another
+ * replica's on the same Idempotency-Keys is tried again (write_batch).
  */
 #include "config.h"
 
@@ -23,9 +24,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <time.h>
+
+#include <libpq-events.h>
 
 #include "store_pg.h"
 
@@ -78,6 +80,20 @@ void rematd__pg_write_ok(struct rematd_pg *st)
 {
     if (atomic_exchange(&st->failed, 0))
         rematd_log("info", "store writable again", NULL);
+}
+
+/* The writer connection's events: the SQLSTATE of its last failed
+ * statement, which write_batch reads to tell a lost race from a fault. */
+static int writer_events(PGEventId id, void *info, void *arg)
+{
+    struct rematd_pg *st = arg;
+    if (id == PGEVT_RESULTCREATE) {
+        const PGresult *res = ((PGEventResultCreate *)info)->result;
+        const char *state = PQresultErrorField(res, PG_DIAG_SQLSTATE);
+        if (PQresultStatus(res) == PGRES_FATAL_ERROR)
+            snprintf(st->w_sqlstate, sizeof st->w_sqlstate, "%s", state ? state : "");
+    }
+    return 1;
 }
 
 static PGconn *connect_db(const char *conninfo)
@@ -135,27 +151,6 @@ void rematd__pg_put(struct rematd_pg *st, PGconn *c)
  * Plans.
  */
 
-static void pg_enqueue_plan(struct rematd_store *base, struct rematd_plan_write *w)
-{
-    struct rematd_pg *st = (struct rematd_pg *)base;
-    w->next = NULL;
-    pthread_mutex_lock(&st->qmu);
-    if (st->tail)
-        st->tail->next = w;
-    else
-        st->head = w;
-    st->tail = w;
-    pthread_cond_signal(&st->qcv);
-    pthread_mutex_unlock(&st->qmu);
-}
-
-static void pg_commit_stats(struct rematd_store *base, unsigned long *commits, unsigned long *plans)
-{
-    struct rematd_pg *st = (struct rematd_pg *)base;
-    *commits = atomic_load(&st->commits);
-    *plans = atomic_load(&st->committed_plans);
-}
-
 #define PLAN_COLS "(id, created_at, algorithm, options, profile_id, record)"
 /* Plans without an Idempotency-Key go in multi-row INSERTs of at most this
  * many: one round trip for a batch instead of one per plan. */
@@ -198,23 +193,12 @@ static int insert_plans(PGconn *c, struct rematd_plan_write **ws, int n)
     return ok ? 0 : -1;
 }
 
-static void fail_batch(struct rematd_plan_write *batch)
-{
-    for (struct rematd_plan_write *w = batch; w; w = w->next) {
-        /* A replay of a record in this very batch would replay what was
-         * not stored. */
-        if (w->result == REMATD_STORE_CONFLICT)
-            rematd_idem_clear(&w->existing);
-        w->result = REMATD_STORE_ERROR;
-    }
-}
-
 /* One plan with an Idempotency-Key, inside the batch's transaction: the
  * plan and the key's record stand or fall together (a savepoint), and a
  * key another request holds (on this replica or another: the INSERT waits
  * for its transaction) makes this plan a replay, not a failure. */
 static enum rematd_store_result write_keyed(struct rematd_pg *st, struct rematd_plan_write *w,
-                                            double now)
+                                            long *count, double now)
 {
     PGconn *c = st->wc;
     if (rematd__pg_cmd(c, "SAVEPOINT", "SAVEPOINT p", 0, NULL, NULL) < 0)
@@ -222,7 +206,7 @@ static enum rematd_store_result write_keyed(struct rematd_pg *st, struct rematd_
     if (insert_plans(c, &w, 1) < 0)
         return REMATD_STORE_ERROR;
     enum rematd_store_result r = rematd__pg_idem_insert(
-        st, c, w->idem_scope, w->idem_key, w->body_hash, w->id, w->body, now, &w->existing);
+        st, c, count, w->idem_scope, w->idem_key, w->body_hash, w->id, w->body, now, &w->existing);
     if (r == REMATD_STORE_ERROR)
         return r;
     if (rematd__pg_cmd(c, "SAVEPOINT",
@@ -235,28 +219,49 @@ static enum rematd_store_result write_keyed(struct rematd_pg *st, struct rematd_
     return r;
 }
 
-static void write_batch(struct rematd_pg *st, struct rematd_plan_write *batch)
+/* Orders a batch's keyed plans by (scope, key), then by arrival. */
+struct keyed {
+    struct rematd_plan_write *w;
+    size_t seq;
+};
+
+static int keyed_cmp(const void *a, const void *b)
 {
-    double now = rematd_now();
+    const struct keyed *x = a, *y = b;
+    int c = strcmp(x->w->idem_scope, y->w->idem_scope);
+    if (c == 0)
+        c = strcmp(x->w->idem_key, y->w->idem_key);
+    if (c == 0)
+        c = x->seq < y->seq ? -1 : x->seq > y->seq;
+    return c;
+}
+
+/* One try at the batch in one transaction: the plans without a key in
+ * multi-row INSERTs, then those with one in (scope, key) order.  That
+ * order is the same on every replica, so two replicas' batches holding
+ * the same keys wait on each other in one direction only, never in a
+ * cycle (a deadlock the server would break after deadlock_timeout by
+ * aborting one of them); the count's lock (rematd__pg_idem_lock), taken
+ * before any key, makes such batches take turns besides.  keyed holds nk
+ * of them, sorted.  0 committed, or
+ * -1 with the transaction rolled back and every result an error. */
+static int try_batch(struct rematd_pg *st, struct rematd_plan_write *batch, struct keyed *keyed,
+                     size_t nk, double now)
+{
     PGconn *c = st->wc;
     for (struct rematd_plan_write *w = batch; w; w = w->next)
         w->result = REMATD_STORE_ERROR;
+    st->w_sqlstate[0] = '\0';
     ensure_connected(c);
-    if (rematd__pg_cmd(c, "BEGIN", "BEGIN", 0, NULL, NULL) < 0) {
-        rematd__pg_write_failed(st, c);
-        return;
-    }
+    if (rematd__pg_cmd(c, "BEGIN", "BEGIN", 0, NULL, NULL) < 0)
+        return -1;
     struct rematd_plan_write *plain[ROWS_PER_INSERT];
     int n = 0;
     for (struct rematd_plan_write *w = batch; w; w = w->next) {
-        if (w->idem_key) {
-            w->result = write_keyed(st, w, now);
-            if (w->result == REMATD_STORE_ERROR)
-                goto failed;
+        if (w->idem_key)
             continue;
-        }
         plain[n++] = w;
-        if (n == ROWS_PER_INSERT || !w->next) {
+        if (n == ROWS_PER_INSERT) {
             if (insert_plans(c, plain, n) < 0)
                 goto failed;
             for (int i = 0; i < n; i++)
@@ -270,25 +275,95 @@ static void write_batch(struct rematd_pg *st, struct rematd_plan_write *batch)
         for (int i = 0; i < n; i++)
             plain[i]->result = REMATD_STORE_OK;
     }
-    if (rematd__pg_cmd(c, "COMMIT", "COMMIT", 0, NULL, NULL) < 0)
+    /* The count of records first (the bound's lock), then the keys. */
+    long before = nk ? rematd__pg_idem_lock(c) : 0, count = before;
+    if (before < 0)
         goto failed;
+    for (size_t i = 0; i < nk; i++) {
+        struct rematd_plan_write *w = keyed[i].w;
+        w->result = write_keyed(st, w, &count, now);
+        if (w->result == REMATD_STORE_ERROR)
+            goto failed;
+    }
+    if (rematd__pg_idem_store(c, before, count) < 0 ||
+        rematd__pg_cmd(c, "COMMIT", "COMMIT", 0, NULL, NULL) < 0)
+        goto failed;
+    return 0;
+failed:
+    if (PQstatus(c) == CONNECTION_OK && PQtransactionStatus(c) != PQTRANS_IDLE)
+        PQclear(PQexec(c, "ROLLBACK"));
+    rematd__group_fail(batch);
+    return -1;
+}
+
+/* What a batch may be tried again for: the transaction lost a race with
+ * another replica's on the same keys (a deadlock, a serialization failure
+ * under a stricter default isolation, a unique key taken between a look
+ * and an insert).  Tried again, the keys the others committed are found
+ * and replayed, as one replica would have answered. */
+static int retryable(const char *sqlstate)
+{
+    return strcmp(sqlstate, "40P01") == 0 || strcmp(sqlstate, "40001") == 0 ||
+           strcmp(sqlstate, "23505") == 0;
+}
+
+#define BATCH_TRIES 3
+
+/* The group commit's commit (store_group.h): the batch in one
+ * transaction, tried again when it lost a race with another replica. */
+static long write_batch(void *arg, struct rematd_plan_write *batch)
+{
+    struct rematd_pg *st = arg;
+    double now = rematd_now();
+    size_t nk = 0;
+    for (struct rematd_plan_write *w = batch; w; w = w->next)
+        nk += w->idem_key != NULL;
+    struct keyed one, *keyed = nk <= 1 ? &one : malloc(nk * sizeof *keyed);
+    if (!keyed) {
+        for (struct rematd_plan_write *w = batch; w; w = w->next)
+            w->result = REMATD_STORE_ERROR;
+        return -1;
+    }
+    nk = 0;
+    for (struct rematd_plan_write *w = batch; w; w = w->next)
+        if (w->idem_key) {
+            keyed[nk].w = w;
+            keyed[nk].seq = nk;
+            nk++;
+        }
+    qsort(keyed, nk, sizeof *keyed, keyed_cmp);
+    int rc = -1;
+    for (int t = 0; t < BATCH_TRIES && rc < 0; t++) {
+        rc = try_batch(st, batch, keyed, nk, now);
+        if (rc < 0 && !retryable(st->w_sqlstate))
+            break;
+        if (rc < 0 && t + 1 < BATCH_TRIES)
+            rematd_log("warn", "plan batch tried again",
+                       json_pack("{s:s, s:i}", "sqlstate", st->w_sqlstate, "try", t + 1));
+    }
+    if (keyed != &one)
+        free(keyed);
+    note_closed(st, st->wc);
+    if (rc < 0) {
+        /* A lost race tried BATCH_TRIES times is no outage: only other
+         * failures make the store not ready. */
+        if (!retryable(st->w_sqlstate))
+            rematd__pg_write_failed(st, st->wc);
+        return -1;
+    }
     rematd__pg_write_ok(st);
-    unsigned long ok = 0;
+    long ok = 0;
     for (struct rematd_plan_write *w = batch; w; w = w->next)
         ok += w->result == REMATD_STORE_OK;
-    atomic_fetch_add(&st->commits, 1);
-    atomic_fetch_add(&st->committed_plans, ok);
-    return;
-failed:
-    rematd__pg_write_failed(st, c);
-    fail_batch(batch);
+    return ok;
 }
 
 /* In a quiet second: after a failed write, a probe tells when the server
  * answers again; otherwise leases are expired (any replica may; each
  * expiry is counted once) and old Idempotency-Key records purged. */
-static void housekeeping(struct rematd_pg *st)
+static void housekeeping(void *arg)
 {
+    struct rematd_pg *st = arg;
     PGconn *c = st->wc;
     ensure_connected(c);
     if (atomic_load(&st->failed)) {
@@ -308,52 +383,26 @@ static void housekeeping(struct rematd_pg *st)
     if (now - st->last_purge <= 60)
         return;
     st->last_purge = now;
+    /* Under the count's lock, taken first as every writer of keys does,
+     * the count going down by what was deleted. */
     char cut[64];
     snprintf(cut, sizeof cut, "%.17g", now - st->idem_ttl);
     const char *v[] = {cut};
-    rematd__pg_cmd(c, "purge idempotency", "DELETE FROM idempotency WHERE created_at < $1", 1, v,
-                   NULL);
-    PGresult *res =
-        rematd__pg_exec(c, "count idempotency", "SELECT count(*) FROM idempotency", 0, NULL, NULL);
-    if (res && PQntuples(res) == 1)
-        atomic_store(&st->idem_count, atol(PQgetvalue(res, 0, 0)));
+    long before = -1;
+    PGresult *res = NULL;
+    if (rematd__pg_cmd(c, "purge idempotency", "BEGIN", 0, NULL, NULL) == 0 &&
+        (before = rematd__pg_idem_lock(c)) >= 0)
+        res = rematd__pg_exec(c, "purge idempotency",
+                              "WITH d AS (DELETE FROM idempotency WHERE created_at < $1"
+                              " RETURNING 1) SELECT count(*) FROM d",
+                              1, v, NULL);
+    long gone = res && PQntuples(res) == 1 ? atol(PQgetvalue(res, 0, 0)) : -1;
     PQclear(res);
-}
-
-static void *writer_main(void *arg)
-{
-    prctl(PR_SET_NAME, "rematd-writer", 0, 0, 0);
-    struct rematd_pg *st = arg;
-    pthread_mutex_lock(&st->qmu);
-    for (;;) {
-        if (!st->head) {
-            if (st->stopping)
-                break;
-            struct timespec ts;
-            clock_gettime(CLOCK_REALTIME, &ts);
-            ts.tv_sec += 1;
-            int rc = pthread_cond_timedwait(&st->qcv, &st->qmu, &ts);
-            if (rc != 0 && !st->head) {
-                pthread_mutex_unlock(&st->qmu);
-                housekeeping(st);
-                pthread_mutex_lock(&st->qmu);
-            }
-            continue;
-        }
-        struct rematd_plan_write *batch = st->head;
-        st->head = st->tail = NULL;
-        pthread_mutex_unlock(&st->qmu);
-        write_batch(st, batch);
-        note_closed(st, st->wc);
-        while (batch) {
-            struct rematd_plan_write *next = batch->next;
-            batch->done(batch);
-            batch = next;
-        }
-        pthread_mutex_lock(&st->qmu);
+    if (gone < 0 || rematd__pg_idem_store(c, before, before - gone) < 0 ||
+        rematd__pg_cmd(c, "purge idempotency", "COMMIT", 0, NULL, NULL) < 0) {
+        if (PQstatus(c) == CONNECTION_OK && PQtransactionStatus(c) != PQTRANS_IDLE)
+            PQclear(PQexec(c, "ROLLBACK"));
     }
-    pthread_mutex_unlock(&st->qmu);
-    return NULL;
 }
 
 /* Reads c's one-row answer to sql; retried once on a reset connection
@@ -419,14 +468,11 @@ static enum rematd_store_result pg_get_plan(struct rematd_store *base, const cha
 static enum rematd_store_result pg_ready(struct rematd_store *base)
 {
     struct rematd_pg *st = (struct rematd_pg *)base;
-    pthread_mutex_lock(&st->qmu);
-    int ok = !st->stopping;
-    pthread_mutex_unlock(&st->qmu);
-    if (!ok || atomic_load(&st->failed))
+    if (rematd__group_stopping(&st->group) || atomic_load(&st->failed))
         return REMATD_STORE_ERROR;
     PGconn *c = rematd__pg_get(st);
     PGresult *res = read_query(st, &c, "SELECT 1", 0, NULL, 0);
-    ok = res != NULL;
+    int ok = res != NULL;
     PQclear(res);
     rematd__pg_put(st, c);
     return ok ? REMATD_STORE_OK : REMATD_STORE_ERROR;
@@ -435,13 +481,7 @@ static enum rematd_store_result pg_ready(struct rematd_store *base)
 static void pg_close(struct rematd_store *base)
 {
     struct rematd_pg *st = (struct rematd_pg *)base;
-    if (st->thread_started) {
-        pthread_mutex_lock(&st->qmu);
-        st->stopping = 1;
-        pthread_cond_signal(&st->qcv);
-        pthread_mutex_unlock(&st->qmu);
-        pthread_join(st->thread, NULL);
-    }
+    rematd__group_stop(&st->group);
     for (int i = 0; i < REMATD_PG_POOL; i++)
         if (st->conns[i])
             PQfinish(st->conns[i]);
@@ -449,8 +489,7 @@ static void pg_close(struct rematd_store *base)
         PQfinish(st->wc);
     pthread_mutex_destroy(&st->pmu);
     pthread_cond_destroy(&st->pcv);
-    pthread_mutex_destroy(&st->qmu);
-    pthread_cond_destroy(&st->qcv);
+    rematd__group_destroy(&st->group);
     free(st);
 }
 
@@ -459,8 +498,6 @@ static const struct rematd_store_ops pg_ops = {
     .close = pg_close,
     .ready = pg_ready,
     .get_idempotency = rematd__pg_get_idempotency,
-    .enqueue_plan = pg_enqueue_plan,
-    .commit_stats = pg_commit_stats,
     .get_plan = pg_get_plan,
     .create_job = rematd__pg_create_job,
     .done_ids = rematd__pg_done_ids,
@@ -514,8 +551,8 @@ struct rematd_store *rematd__pg_open(const char *conninfo, const struct rematd_c
     snprintf(st->models_dir, sizeof st->models_dir, "%s/models", cfg->data_dir);
     pthread_mutex_init(&st->pmu, NULL);
     pthread_cond_init(&st->pcv, NULL);
-    pthread_mutex_init(&st->qmu, NULL);
-    pthread_cond_init(&st->qcv, NULL);
+    rematd__group_init(&st->group, "rematd-writer", write_batch, housekeeping, st);
+    st->base.group = &st->group;
     /* The data directory holds this replica's copies of uploaded models
      * (the database holds the archives: store_pg_models.c). */
     if (mkdir(cfg->data_dir, 0700) < 0 && errno != EEXIST) {
@@ -526,25 +563,18 @@ struct rematd_store *rematd__pg_open(const char *conninfo, const struct rematd_c
     st->wc = open_conn(conninfo, errbuf, errlen);
     if (!st->wc || rematd__pg_migrate(st->wc, errbuf, errlen) < 0)
         goto fail;
+    if (!PQregisterEventProc(st->wc, writer_events, "rematd writer", st)) {
+        snprintf(errbuf, errlen, "PostgreSQL: cannot watch the writer connection");
+        goto fail;
+    }
     for (int i = 0; i < REMATD_PG_POOL; i++) {
         st->conns[i] = open_conn(conninfo, errbuf, errlen);
         if (!st->conns[i])
             goto fail;
         st->free[st->n_free++] = i;
     }
-    PGresult *res = rematd__pg_exec(st->wc, "count idempotency", "SELECT count(*) FROM idempotency",
-                                    0, NULL, NULL);
-    if (!res) {
-        snprintf(errbuf, errlen, "PostgreSQL: cannot read the idempotency table");
+    if (rematd__group_start(&st->group, errbuf, errlen) < 0)
         goto fail;
-    }
-    atomic_store(&st->idem_count, atol(PQgetvalue(res, 0, 0)));
-    PQclear(res);
-    if (pthread_create(&st->thread, NULL, writer_main, st) != 0) {
-        snprintf(errbuf, errlen, "cannot start the writer thread");
-        goto fail;
-    }
-    st->thread_started = 1;
     return &st->base;
 fail:
     pg_close(&st->base);

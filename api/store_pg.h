@@ -9,9 +9,10 @@
  * hold across replicas is in the database, never in a replica's memory:
  * row locks (a lease is taken with SELECT ... FOR UPDATE SKIP LOCKED; a
  * lease change is one guarded UPDATE), unique keys (an Idempotency-Key's
- * INSERT ... ON CONFLICT waits for the replica that holds it to commit) and
+ * INSERT ... ON CONFLICT waits for the replica that holds it to commit),
  * transaction-scoped advisory locks (the queue's bound, the models' quota,
- * the migrations).  docs/deploy.md says when to choose which store.
+ * the migrations) and a locked counter row (the Idempotency-Keys' bound).
+ * docs/deploy.md says when to choose which store.
  */
 #ifndef REMATD_STORE_PG_H
 #define REMATD_STORE_PG_H
@@ -25,7 +26,7 @@
 
 /* The schema version this rematd writes (remat_schema.version); older
  * databases are migrated up to it at open (store_pg_schema.c). */
-#define REMATD_PG_SCHEMA_VERSION 1
+#define REMATD_PG_SCHEMA_VERSION 2
 
 /* Advisory lock keys: "remat" and a number, so that they do not collide
  * with an application sharing the database. */
@@ -58,21 +59,14 @@ struct rematd_pg {
     pthread_mutex_t pmu;
     pthread_cond_t pcv;
 
-    /* The writer thread's own connection, and its queue under qmu. */
+    /* The group commit of plans (store_group.h; the commit is
+     * store_pg.c's) and its thread's own connection. */
+    struct rematd_group group;
     PGconn *wc;
-    pthread_mutex_t qmu;
-    pthread_cond_t qcv;
-    struct rematd_plan_write *head, *tail;
-    int stopping;
-    pthread_t thread;
-    int thread_started;
     double last_purge;
+    /* The SQLSTATE of the writer connection's last failed statement. */
+    char w_sqlstate[6];
 
-    /* Records of Idempotency-Keys, as last counted (the purge counts them
-     * again): the bound is per database, so each replica's own count of
-     * what it added since is only an approximation between counts. */
-    atomic_long idem_count;
-    atomic_ulong commits, committed_plans;
     /* A write failed and none has succeeded since: not ready. */
     atomic_int failed;
 };
@@ -99,11 +93,27 @@ void rematd__pg_write_ok(struct rematd_pg *st);
  * under an advisory lock.  0, or -1 with a message in errbuf. */
 int rematd__pg_migrate(PGconn *c, char *errbuf, size_t errlen);
 
-/* store_pg_idem.c, on c inside the caller's transaction. */
-enum rematd_store_result rematd__pg_idem_insert(struct rematd_pg *st, PGconn *c, const char *scope,
-                                                const char *key, const char *body_hash,
-                                                const char *resource_id, const char *body,
-                                                double now, struct rematd_idem *existing);
+/* store_pg_idem.c, on c inside the caller's transaction.
+ *
+ * --max-idempotency-keys is exact across replicas: the number of records
+ * is a row of remat_counters, which a transaction that may add records
+ * locks (rematd__pg_idem_lock, before any record, so that transactions
+ * wait on each other in one order), counts in *count as it adds, and
+ * writes back before its COMMIT (rematd__pg_idem_store).  Transactions
+ * adding keys thus take turns across replicas, for the time of a commit;
+ * plans and jobs without a key never touch the row. */
+/* The locked count of records, or -1 (logged). */
+long rematd__pg_idem_lock(PGconn *c);
+/* Writes count back when it moved from before: 0, or -1 (logged). */
+int rematd__pg_idem_store(PGconn *c, long before, long count);
+/* Records (scope, key) for resource_id unless a live record holds it:
+ * OK (*count + 1), CONFLICT (existing filled), FULL (*count at the bound)
+ * or ERROR. */
+enum rematd_store_result rematd__pg_idem_insert(struct rematd_pg *st, PGconn *c, long *count,
+                                                const char *scope, const char *key,
+                                                const char *body_hash, const char *resource_id,
+                                                const char *body, double now,
+                                                struct rematd_idem *existing);
 enum rematd_store_result rematd__pg_get_idempotency(struct rematd_store *base, const char *scope,
                                                     const char *key, struct rematd_idem *out);
 

@@ -9,6 +9,9 @@
  * commits, the second inserts nothing, reads the record (a new snapshot
  * per statement, READ COMMITTED) and replays it, its own plan or job rolled
  * back with it.  One plan or job per key, whichever replica.
+ *
+ * The bound on records (--max-idempotency-keys) is the database's: see
+ * rematd__pg_idem_lock in store_pg.h.
  */
 #include "config.h"
 
@@ -73,28 +76,63 @@ static int insert(PGconn *c, const char *scope, const char *key, const char *bod
     return n > 0;
 }
 
-enum rematd_store_result rematd__pg_idem_insert(struct rematd_pg *st, PGconn *c, const char *scope,
-                                                const char *key, const char *body_hash,
-                                                const char *resource_id, const char *body,
-                                                double now, struct rematd_idem *existing)
+long rematd__pg_idem_lock(PGconn *c)
 {
-    if (atomic_load(&st->idem_count) >= st->max_idem)
+    PGresult *res = rematd__pg_exec(
+        c, "count idempotency",
+        "SELECT n FROM remat_counters WHERE name = 'idempotency' FOR UPDATE", 0, NULL, NULL);
+    long n = res && PQntuples(res) == 1 ? atol(PQgetvalue(res, 0, 0)) : -1;
+    PQclear(res);
+    return n;
+}
+
+int rematd__pg_idem_store(PGconn *c, long before, long count)
+{
+    if (count == before)
+        return 0;
+    char n[32];
+    snprintf(n, sizeof n, "%ld", count);
+    const char *v[] = {n};
+    return rematd__pg_cmd(c, "count idempotency",
+                          "UPDATE remat_counters SET n = $1 WHERE name = 'idempotency'", 1, v,
+                          NULL);
+}
+
+enum rematd_store_result rematd__pg_idem_insert(struct rematd_pg *st, PGconn *c, long *count,
+                                                const char *scope, const char *key,
+                                                const char *body_hash, const char *resource_id,
+                                                const char *body, double now,
+                                                struct rematd_idem *existing)
+{
+    /* As on SQLite: a key past its TTL that would give way below is
+     * refused here all the same when the bound is reached. */
+    if (*count >= st->max_idem)
         return REMATD_STORE_FULL;
     int got = insert(c, scope, key, body_hash, resource_id, body, now);
-    if (got < 0)
-        return REMATD_STORE_ERROR;
-    if (got == 0) {
-        /* Taken: by a live record, or by one past its TTL that gives way. */
+    /* Taken: by a live record, or by one past its TTL that gives way.
+     * Twice: another replica may put its own record in the place of the
+     * expired one between this DELETE and the INSERT after it, and then
+     * that record is the live one to replay. */
+    int replaced = 0;
+    for (int tries = 0; got == 0; tries++) {
         enum rematd_store_result r = lookup(st, c, scope, key, existing);
         if (r != REMATD_STORE_NOT_FOUND)
             return r == REMATD_STORE_OK ? REMATD_STORE_CONFLICT : REMATD_STORE_ERROR;
-        const char *v[] = {scope, key};
-        if (rematd__pg_cmd(c, "DELETE idempotency",
-                           "DELETE FROM idempotency WHERE scope = $1 AND key = $2", 2, v,
-                           NULL) < 0 ||
-            insert(c, scope, key, body_hash, resource_id, body, now) != 1)
+        if (tries == 1)
             return REMATD_STORE_ERROR;
+        const char *v[] = {scope, key};
+        PGresult *res =
+            rematd__pg_exec(c, "DELETE idempotency",
+                            "DELETE FROM idempotency WHERE scope = $1 AND key = $2", 2, v, NULL);
+        if (!res)
+            return REMATD_STORE_ERROR;
+        replaced = atoi(PQcmdTuples(res)) > 0;
+        PQclear(res);
+        got = insert(c, scope, key, body_hash, resource_id, body, now);
     }
-    atomic_fetch_add(&st->idem_count, 1);
+    if (got < 0)
+        return REMATD_STORE_ERROR;
+    /* A record that replaced an expired one leaves the count as it was. */
+    *count += replaced ? 0 : 1;
     return REMATD_STORE_OK;
 }

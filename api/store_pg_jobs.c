@@ -214,9 +214,14 @@ enum rematd_store_result rematd__pg_create_job(struct rematd_store *base,
                        7, v, NULL) < 0)
         return end_write(st, c, REMATD_STORE_ERROR);
     if (job->idem_key) {
+        long before = rematd__pg_idem_lock(c), count = before;
+        if (before < 0)
+            return end_write(st, c, REMATD_STORE_ERROR);
         enum rematd_store_result r =
-            rematd__pg_idem_insert(st, c, job->idem_scope, job->idem_key, job->body_hash, job->id,
-                                   job->body, job->created_at, existing);
+            rematd__pg_idem_insert(st, c, &count, job->idem_scope, job->idem_key, job->body_hash,
+                                   job->id, job->body, job->created_at, existing);
+        if (r == REMATD_STORE_OK && rematd__pg_idem_store(c, before, count) < 0)
+            r = REMATD_STORE_ERROR;
         if (r != REMATD_STORE_OK)
             return end_write(st, c, r);
     }

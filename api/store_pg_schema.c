@@ -50,6 +50,10 @@ static const char *const migrations[] = {
     "CREATE TABLE model_chunks (model_id text NOT NULL REFERENCES models(id)"
     " ON DELETE CASCADE, seq integer NOT NULL, data bytea NOT NULL,"
     " PRIMARY KEY (model_id, seq));",
+    /* 2: the number of Idempotency-Key records, kept in the transactions
+     * that change it (store_pg_idem.c), for --max-idempotency-keys. */
+    "CREATE TABLE remat_counters (name text PRIMARY KEY, n bigint NOT NULL);"
+    "INSERT INTO remat_counters SELECT 'idempotency', count(*) FROM idempotency;",
 };
 
 _Static_assert(sizeof migrations / sizeof migrations[0] == REMATD_PG_SCHEMA_VERSION,

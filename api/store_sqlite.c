@@ -181,8 +181,6 @@ static const struct rematd_store_ops sqlite_ops = {
     .close = rematd__sqlite_close,
     .ready = rematd__sqlite_ready,
     .get_idempotency = rematd__sqlite_get_idempotency,
-    .enqueue_plan = rematd__sqlite_enqueue_plan,
-    .commit_stats = rematd__sqlite_commit_stats,
     .get_plan = rematd__sqlite_get_plan,
     .create_job = rematd__sqlite_create_job,
     .done_ids = rematd__sqlite_done_ids,
@@ -228,8 +226,8 @@ struct rematd_store *rematd__sqlite_open(const char *dir, const struct rematd_co
     snprintf(st->db_path, sizeof st->db_path, "%s", path);
     pthread_mutex_init(&st->wmu, NULL);
     pthread_mutex_init(&st->rmu, NULL);
-    pthread_mutex_init(&st->qmu, NULL);
-    pthread_cond_init(&st->qcv, NULL);
+    rematd__writer_init(st);
+    pthread_mutex_init(&st->ckmu, NULL);
     pthread_cond_init(&st->ckcv, NULL);
     st->lock_fd = -1;
     if (lock_dir(st, dir, errbuf, errlen) < 0)
@@ -328,8 +326,8 @@ void rematd__sqlite_close(struct rematd_store *base)
     }
     pthread_mutex_destroy(&st->wmu);
     pthread_mutex_destroy(&st->rmu);
-    pthread_mutex_destroy(&st->qmu);
-    pthread_cond_destroy(&st->qcv);
+    rematd__group_destroy(&st->group);
+    pthread_mutex_destroy(&st->ckmu);
     pthread_cond_destroy(&st->ckcv);
     if (st->lock_fd >= 0)
         close(st->lock_fd); /* releases the flock */
@@ -343,9 +341,7 @@ enum rematd_store_result rematd__sqlite_ready(struct rematd_store *base)
     int ok =
         sqlite3_exec(st->r, "SELECT count(*) FROM sqlite_master", NULL, NULL, NULL) == SQLITE_OK;
     pthread_mutex_unlock(&st->rmu);
-    pthread_mutex_lock(&st->qmu);
-    ok = ok && !st->stopping;
-    pthread_mutex_unlock(&st->qmu);
+    ok = ok && !rematd__group_stopping(&st->group);
     ok = ok && rematd__store_check(st) == 0 && !atomic_load(&st->failed);
     return ok ? REMATD_STORE_OK : REMATD_STORE_ERROR;
 }

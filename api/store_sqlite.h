@@ -31,21 +31,18 @@ struct rematd_sqlite {
     pthread_mutex_t rmu;
     /* The group commit's statements on w, prepared once. */
     sqlite3_stmt *ins_plan, *ins_idem, *begin, *commit;
-    int has_legacy;                        /* a plans_v1 table from rematd 0.1.0 is there */
-    atomic_ulong commits, committed_plans; /* for /metrics */
+    int has_legacy; /* a plans_v1 table from rematd 0.1.0 is there */
 
-    /* The writer thread's queue of plans, under qmu. */
-    pthread_mutex_t qmu;
-    pthread_cond_t qcv;
-    struct rematd_plan_write *head, *tail;
-    int stopping;
-    int thread_started;
-    pthread_t thread;
+    /* The group commit of plans (store_group.h; the commit is
+     * store_writer.c's). */
+    struct rematd_group group;
 
     /* Checkpoints run on their own connection and thread, so that copying
      * the WAL into the database (and its fsync) never stalls a group commit. */
     sqlite3 *ck;
+    pthread_mutex_t ckmu;
     pthread_cond_t ckcv;
+    int ck_stopping; /* under ckmu */
     int ck_started;
     /* Set by the checkpoint thread when a checkpoint copied every frame it
      * saw: the writer then has only the frames added meanwhile to copy. */
@@ -97,8 +94,10 @@ char *rematd__sql_col_dup(sqlite3_stmt *s, int i);
  * has_legacy.  Returns 0, or -1 with a message in errbuf. */
 int rematd__schema_migrate(struct rematd_sqlite *st, char *errbuf, size_t errlen);
 
-/* store_writer.c: installs the WAL bound on w and starts the writer and
- * checkpoint threads; stops them (the writer commits what is queued). */
+/* store_writer.c: sets up the group commit (st->group, st->base.group);
+ * installs the WAL bound on w and starts the writer and checkpoint
+ * threads; stops them (the writer commits what is queued). */
+void rematd__writer_init(struct rematd_sqlite *st);
 int rematd__writer_start(struct rematd_sqlite *st, char *errbuf, size_t errlen);
 void rematd__writer_stop(struct rematd_sqlite *st);
 
@@ -128,9 +127,6 @@ enum rematd_store_result rematd__sqlite_ready(struct rematd_store *base);
 enum rematd_store_result rematd__sqlite_get_idempotency(struct rematd_store *base,
                                                         const char *scope, const char *key,
                                                         struct rematd_idem *out);
-void rematd__sqlite_enqueue_plan(struct rematd_store *base, struct rematd_plan_write *w);
-void rematd__sqlite_commit_stats(struct rematd_store *base, unsigned long *commits,
-                                 unsigned long *plans);
 enum rematd_store_result rematd__sqlite_get_plan(struct rematd_store *base, const char *id,
                                                  struct rematd_stored_plan *out);
 enum rematd_store_result rematd__sqlite_create_job(struct rematd_store *base,

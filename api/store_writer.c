@@ -1,10 +1,11 @@
 /*
  * store_writer.c - the group commit of plans, and checkpoints.
  *
- * Plans, the hot path, are queued for a writer thread that commits
- * whatever has queued up in one transaction (group commit), so one fsync
- * covers a whole batch; the routes' connections stay suspended until their
- * batch is durable.  In a quiet second the same thread expires leases.
+ * Plans, the hot path, are queued for the writer thread of store_group.c,
+ * which hands whatever has queued up to write_batch: one transaction
+ * (group commit), so one fsync covers a whole batch; the routes'
+ * connections stay suspended until their batch is durable.  In a quiet
+ * second the same thread runs housekeeping (lease expiry, purges).
  * A checkpoint thread copies the WAL into the database on its own
  * connection, and the writer bounds the WAL's size (wal_committed).
  */
@@ -19,28 +20,6 @@
 #include <time.h>
 
 #include "store_sqlite.h"
-
-void rematd__sqlite_enqueue_plan(struct rematd_store *base, struct rematd_plan_write *w)
-{
-    struct rematd_sqlite *st = (struct rematd_sqlite *)base;
-    w->next = NULL;
-    pthread_mutex_lock(&st->qmu);
-    if (st->tail)
-        st->tail->next = w;
-    else
-        st->head = w;
-    st->tail = w;
-    pthread_cond_signal(&st->qcv);
-    pthread_mutex_unlock(&st->qmu);
-}
-
-void rematd__sqlite_commit_stats(struct rematd_store *base, unsigned long *commits,
-                                 unsigned long *plans)
-{
-    struct rematd_sqlite *st = (struct rematd_sqlite *)base;
-    *commits = atomic_load(&st->commits);
-    *plans = atomic_load(&st->committed_plans);
-}
 
 /* One plan of a batch, inside its transaction: the plan row and, with an
  * Idempotency-Key, the key's record.  A savepoint only when the key's
@@ -66,31 +45,23 @@ static void write_one(struct rematd_sqlite *st, struct rematd_plan_write *w, dou
                          w->result == REMATD_STORE_OK ? "RELEASE p" : "ROLLBACK TO p; RELEASE p");
 }
 
-static void fail_batch(struct rematd_plan_write *batch)
+/* The group commit's commit (store_group.h): the batch in one
+ * transaction, one fsync. */
+static long write_batch(void *arg, struct rematd_plan_write *batch)
 {
-    for (struct rematd_plan_write *w = batch; w; w = w->next) {
-        /* A replay of a record in this very batch would replay what was
-         * not stored. */
-        if (w->result == REMATD_STORE_CONFLICT)
-            rematd_idem_clear(&w->existing);
-        w->result = REMATD_STORE_ERROR;
-    }
-}
-
-static void write_batch(struct rematd_sqlite *st, struct rematd_plan_write *batch)
-{
+    struct rematd_sqlite *st = arg;
     double now = rematd_now();
     pthread_mutex_lock(&st->wmu);
     for (struct rematd_plan_write *w = batch; w; w = w->next)
         w->result = REMATD_STORE_ERROR;
     if (rematd__store_check(st) < 0) {
         pthread_mutex_unlock(&st->wmu);
-        return;
+        return -1;
     }
     if (rematd__sql_step_reset(st->begin) != SQLITE_DONE) {
         rematd__store_write_failed(st, "BEGIN");
         pthread_mutex_unlock(&st->wmu);
-        return;
+        return -1;
     }
     long idem_before = st->idem_count;
     for (struct rematd_plan_write *w = batch; w; w = w->next) {
@@ -101,24 +72,24 @@ static void write_batch(struct rematd_sqlite *st, struct rematd_plan_write *batc
         if (w->result == REMATD_STORE_ERROR) {
             rematd__store_write_failed(st, "INSERT plan");
             st->idem_count = idem_before;
-            fail_batch(batch);
+            rematd__group_fail(batch);
             pthread_mutex_unlock(&st->wmu);
-            return;
+            return -1;
         }
     }
+    long n = -1;
     if (rematd__sql_step_reset(st->commit) != SQLITE_DONE) {
         rematd__store_write_failed(st, "COMMIT");
         st->idem_count = idem_before;
-        fail_batch(batch);
+        rematd__group_fail(batch);
     } else {
         rematd__store_write_ok(st);
-        unsigned long n = 0;
+        n = 0;
         for (struct rematd_plan_write *w = batch; w; w = w->next)
             n += w->result == REMATD_STORE_OK;
-        atomic_fetch_add(&st->commits, 1);
-        atomic_fetch_add(&st->committed_plans, n);
     }
     pthread_mutex_unlock(&st->wmu);
+    return n;
 }
 
 static int probe_space(struct rematd_sqlite *st)
@@ -142,8 +113,9 @@ static int probe_space(struct rematd_sqlite *st)
 /* In a quiet second: expire leases so that GET shows a job whose worker
  * vanished as queued again without waiting for a lease request, and purge
  * old Idempotency-Key records. */
-static void housekeeping(struct rematd_sqlite *st)
+static void housekeeping(void *arg)
 {
+    struct rematd_sqlite *st = arg;
     pthread_mutex_lock(&st->wmu);
     if (rematd__store_check(st) < 0) {
         pthread_mutex_unlock(&st->wmu);
@@ -182,43 +154,6 @@ static void housekeeping(struct rematd_sqlite *st)
     }
 }
 
-static void *writer_main(void *arg)
-{
-    /* Named for top -H, perf and /proc/PID/task. */
-    prctl(PR_SET_NAME, "rematd-writer", 0, 0, 0);
-    struct rematd_sqlite *st = arg;
-    pthread_mutex_lock(&st->qmu);
-    for (;;) {
-        if (!st->head) {
-            if (st->stopping)
-                break;
-            struct timespec ts;
-            clock_gettime(CLOCK_REALTIME, &ts);
-            ts.tv_sec += 1;
-            int rc = pthread_cond_timedwait(&st->qcv, &st->qmu, &ts);
-            if (rc != 0 && !st->head) {
-                pthread_mutex_unlock(&st->qmu);
-                housekeeping(st);
-                pthread_mutex_lock(&st->qmu);
-            }
-            continue;
-        }
-        struct rematd_plan_write *batch = st->head;
-        st->head = st->tail = NULL;
-        pthread_mutex_unlock(&st->qmu);
-        write_batch(st, batch);
-        while (batch) {
-            /* done() may free the item: read next first. */
-            struct rematd_plan_write *next = batch->next;
-            batch->done(batch);
-            batch = next;
-        }
-        pthread_mutex_lock(&st->qmu);
-    }
-    pthread_mutex_unlock(&st->qmu);
-    return NULL;
-}
-
 /* Every 100 ms, a PASSIVE checkpoint: it copies what it can without
  * blocking the writer or readers; the WAL restarts from its start once all
  * of it is in the database. */
@@ -227,8 +162,8 @@ static void *checkpoint_main(void *arg)
     /* Named for top -H, perf and /proc/PID/task. */
     prctl(PR_SET_NAME, "rematd-ckpt", 0, 0, 0);
     struct rematd_sqlite *st = arg;
-    pthread_mutex_lock(&st->qmu);
-    while (!st->stopping) {
+    pthread_mutex_lock(&st->ckmu);
+    while (!st->ck_stopping) {
         struct timespec ts;
         clock_gettime(CLOCK_REALTIME, &ts);
         ts.tv_nsec += 100 * 1000 * 1000;
@@ -236,18 +171,18 @@ static void *checkpoint_main(void *arg)
             ts.tv_sec++;
             ts.tv_nsec -= 1000000000L;
         }
-        pthread_cond_timedwait(&st->ckcv, &st->qmu, &ts);
-        if (st->stopping)
+        pthread_cond_timedwait(&st->ckcv, &st->ckmu, &ts);
+        if (st->ck_stopping)
             break;
-        pthread_mutex_unlock(&st->qmu);
+        pthread_mutex_unlock(&st->ckmu);
         int log = 0, copied = 0;
         if (sqlite3_wal_checkpoint_v2(st->ck, NULL, SQLITE_CHECKPOINT_PASSIVE, &log, &copied) ==
                 SQLITE_OK &&
             log > 0 && copied == log)
             atomic_store(&st->ck_caught_up, 1);
-        pthread_mutex_lock(&st->qmu);
+        pthread_mutex_lock(&st->ckmu);
     }
-    pthread_mutex_unlock(&st->qmu);
+    pthread_mutex_unlock(&st->ckmu);
     return NULL;
 }
 
@@ -275,14 +210,17 @@ static int wal_committed(void *arg, sqlite3 *db, const char *name, int frames)
     return SQLITE_OK;
 }
 
+void rematd__writer_init(struct rematd_sqlite *st)
+{
+    rematd__group_init(&st->group, "rematd-writer", write_batch, housekeeping, st);
+    st->base.group = &st->group;
+}
+
 int rematd__writer_start(struct rematd_sqlite *st, char *errbuf, size_t errlen)
 {
     sqlite3_wal_hook(st->w, wal_committed, st);
-    if (pthread_create(&st->thread, NULL, writer_main, st) != 0) {
-        snprintf(errbuf, errlen, "cannot start the writer thread");
+    if (rematd__group_start(&st->group, errbuf, errlen) < 0)
         return -1;
-    }
-    st->thread_started = 1;
     if (pthread_create(&st->ck_thread, NULL, checkpoint_main, st) != 0) {
         snprintf(errbuf, errlen, "cannot start the checkpoint thread");
         return -1;
@@ -293,19 +231,12 @@ int rematd__writer_start(struct rematd_sqlite *st, char *errbuf, size_t errlen)
 
 void rematd__writer_stop(struct rematd_sqlite *st)
 {
-    if (st->thread_started) {
-        pthread_mutex_lock(&st->qmu);
-        st->stopping = 1;
-        pthread_cond_signal(&st->qcv);
-        pthread_mutex_unlock(&st->qmu);
-        pthread_join(st->thread, NULL);
-        st->thread_started = 0;
-    }
+    rematd__group_stop(&st->group);
     if (st->ck_started) {
-        pthread_mutex_lock(&st->qmu);
-        st->stopping = 1;
+        pthread_mutex_lock(&st->ckmu);
+        st->ck_stopping = 1;
         pthread_cond_signal(&st->ckcv);
-        pthread_mutex_unlock(&st->qmu);
+        pthread_mutex_unlock(&st->ckmu);
         pthread_join(st->ck_thread, NULL);
         st->ck_started = 0;
     }

@@ -41,7 +41,7 @@ EXTRA_DIST += tests/api/lib.sh tests/api/check_schema.py tests/api/fake-worker.s
 # tests/run-all runs it when PostgreSQL is installed; skipped (77) when not.
 EXTRA_DIST += tests/api/postgresql.sh tests/api/pg_server.sh tests/api/replicas.sh
 .PHONY: check-postgresql
-check-postgresql: api/rematd
+check-postgresql: api/rematd $(PG_UNIT_TESTS)
 	top_srcdir=$(top_srcdir) top_builddir=$(top_builddir) $(SHELL) $(top_srcdir)/tests/api/postgresql.sh
 
 # rematd, the CLI and the worker use remat.h and src/rematx/ only, never
@@ -76,13 +76,28 @@ tests_api_test_pointer_LDADD = src/rematx/librematx.la $(JANSSON_LIBS) $(CMOCKA_
 # The store through its interface, on a temporary data directory (cmocka).
 check_PROGRAMS += tests/api/test_store
 TESTS += tests/api/test_store
-tests_api_test_store_SOURCES = tests/api/test_store.c api/util.c $(REMATD_STORE_SOURCES) \
-	api/rematd.h
+tests_api_test_store_SOURCES = tests/api/test_store.c tests/api/store_plans.h api/util.c \
+	$(REMATD_STORE_SOURCES) api/rematd.h
 tests_api_test_store_CFLAGS = $(AM_CFLAGS) $(MHD_CFLAGS) $(JANSSON_CFLAGS) $(SQLITE_CFLAGS) \
 	$(LIBPQ_CFLAGS) $(CMOCKA_CFLAGS) -pthread
 tests_api_test_store_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/api
 tests_api_test_store_LDADD = src/rematx/librematx.la $(JANSSON_LIBS) $(SQLITE_LIBS) $(LIBPQ_LIBS) \
 	$(CMOCKA_LIBS) -lm -lpthread
+
+# The PostgreSQL store with two handles on one database (cmocka): run by
+# make check-postgresql on its server; skipped (77) in make check, which
+# has none (REMAT_TEST_PG unset).
+PG_UNIT_TESTS =
+if HAVE_LIBPQ
+PG_UNIT_TESTS += tests/api/test_store_pg
+check_PROGRAMS += tests/api/test_store_pg
+TESTS += tests/api/test_store_pg
+tests_api_test_store_pg_SOURCES = tests/api/test_store_pg.c tests/api/store_plans.h api/util.c \
+	$(REMATD_STORE_SOURCES) api/rematd.h
+tests_api_test_store_pg_CFLAGS = $(tests_api_test_store_CFLAGS)
+tests_api_test_store_pg_CPPFLAGS = $(tests_api_test_store_CPPFLAGS)
+tests_api_test_store_pg_LDADD = $(tests_api_test_store_LDADD)
+endif
 
 # The stored plan record: round trips, truncation, damage (cmocka).
 check_PROGRAMS += tests/api/test_codec

@@ -4,7 +4,8 @@
 # unprivileged user (the server refuses root: as root, as in CI, it runs as
 # "nobody"), and runs the endpoint, job and durability suites against it
 # with two rematd replicas on one database, requests alternating between
-# them, then the replica tests (tests/api/replicas.sh: one plan per
+# them, after the store's unit tests (tests/api/test_store_pg), then the
+# replica tests (tests/api/replicas.sh: one plan per
 # Idempotency-Key across replicas, leases taken once, models readable from
 # every replica, faults).  Skipped (77) when PostgreSQL or a rematd built
 # with libpq is missing.
@@ -42,6 +43,12 @@ trap 'exit 1' INT TERM
 export REMAT_TEST_PG="postgresql://remat@127.0.0.1:$PGPORT/postgres"
 export REMAT_TEST_REPLICAS=2
 FAILED=0
+# The store's unit tests with two handles on one database (cmocka).
+unit=$top_builddir/tests/api/test_store_pg
+if [ -x "$unit" ]; then
+    echo "--- test_store_pg on PostgreSQL"
+    "$unit" || FAILED=$((FAILED + 1))
+fi
 for suite in endpoints jobs durability replicas; do
     echo "--- $suite.sh on PostgreSQL, two replicas"
     if sh "$top_srcdir/tests/api/$suite.sh"; then

@@ -57,6 +57,53 @@ done
 [ $same = 10 ] && ok || fail "one key on two replicas: $((10 - same)) of 10 answers differ"
 after=$(sql "SELECT count(*) FROM plans")
 [ $((after - before)) = 10 ] && ok || fail "10 keys on two replicas made $((after - before)) plans"
+# ---- many overlapping keys on both replicas at once ----
+# Each replica's group commit takes many keyed plans in one transaction, in
+# the order they came; the two replicas get the same keys in opposite
+# orders, so their batches wait on each other's keys.  No client may see
+# the database's answer to that (a deadlock, or a key taken between a
+# replica's look and its insert): every request is a 201, the same bytes
+# for one key whichever replica answered, and one plan per key.
+before=$(sql "SELECT count(*) FROM plans")
+"$PYTHON" - "$BASE1" "$BASE2" "$P" "$T/overlap" <<'PY'
+import http.client, random, sys, threading, urllib.parse
+bases, profile, out = sys.argv[1:3], sys.argv[3], sys.argv[4]
+ROUNDS, KEYS = 12, 16
+body = ('{"profile":%s}' % profile).encode()
+answers, codes, lock = {}, {}, threading.Lock()
+start = threading.Barrier(2 * KEYS)
+def client(base, slot, orders):
+    u = urllib.parse.urlsplit(base)
+    c = http.client.HTTPConnection(u.hostname, u.port, timeout=120)
+    for rnd in range(ROUNDS):
+        k = "overlap-%d-%d" % (rnd, orders[rnd][slot])
+        start.wait()
+        c.request("POST", "/v1/plans", body, {"Content-Type": "application/json",
+                                              "Idempotency-Key": k})
+        r = c.getresponse()
+        data = r.read()
+        with lock:
+            codes[r.status] = codes.get(r.status, 0) + 1
+            answers.setdefault(k, set()).add(data)
+    c.close()
+# Every round, each key once to each replica, all at once: the replicas'
+# batches hold the same keys in their own orders.
+orders = [[random.sample(range(KEYS), KEYS) for _ in range(ROUNDS)] for _ in bases]
+threads = [threading.Thread(target=client, args=(base, slot, orders[r]))
+           for r, base in enumerate(bases) for slot in range(KEYS)]
+for t in threads: t.start()
+for t in threads: t.join()
+differ = sum(1 for v in answers.values() if len(v) != 1)
+with open(out, "w") as f:
+    f.write("%s %d %d\n" % (",".join("%d:%d" % kv for kv in sorted(codes.items())),
+                            len(answers), differ))
+PY
+read -r codes nkeys differ <"$T/overlap"
+[ "$codes" = "201:384" ] && ok || fail "overlapping keys on two replicas: statuses $codes"
+[ "$nkeys" = 192 ] && [ "$differ" = 0 ] && ok ||
+    fail "overlapping keys: $differ of $nkeys keys answered differently"
+after=$(sql "SELECT count(*) FROM plans")
+[ $((after - before)) = 192 ] && ok || fail "192 overlapping keys made $((after - before)) plans"
 pids=
 for r in 1 2; do
     curl -s -o "$T/j.$r" -H 'Content-Type: application/json' -H 'Idempotency-Key: job-both' \

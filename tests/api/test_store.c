@@ -19,6 +19,7 @@
 #include <sqlite3.h>
 
 #include "store.h"
+#include "store_plans.h"
 
 struct fixture {
     char dir[64];
@@ -98,21 +99,6 @@ static void db_exec(struct fixture *f, const char *sql)
 }
 
 /* Plans: written by the writer thread, waited for here. */
-struct waiter {
-    pthread_mutex_t mu;
-    pthread_cond_t cv;
-    int done;
-};
-
-static void plan_done(struct rematd_plan_write *w)
-{
-    struct waiter *wt = w->cls;
-    pthread_mutex_lock(&wt->mu);
-    wt->done++;
-    pthread_cond_signal(&wt->cv);
-    pthread_mutex_unlock(&wt->mu);
-}
-
 static void plan_init(struct rematd_plan_write *w, struct waiter *wt, const char *key,
                       const char *body)
 {
@@ -127,30 +113,7 @@ static void plan_init(struct rematd_plan_write *w, struct waiter *wt, const char
     w->idem_key = key;
     w->idem_scope = "plans_create";
     rematd_sha256_hex("request", 7, w->body_hash);
-    w->done = plan_done;
     w->cls = wt;
-}
-
-static void plan_free(struct rematd_plan_write *w)
-{
-    free(w->options);
-    free(w->record);
-    free(w->body);
-    rematd_idem_clear(&w->existing);
-}
-
-/* Queues the n plans at once and waits until all are done. */
-static void write_plans(struct rematd_store *st, struct rematd_plan_write *ws, int n)
-{
-    struct waiter wt = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0};
-    for (int i = 0; i < n; i++) {
-        ws[i].cls = &wt;
-        rematd_store_enqueue_plan(st, &ws[i]);
-    }
-    pthread_mutex_lock(&wt.mu);
-    while (wt.done < n)
-        pthread_cond_wait(&wt.cv, &wt.mu);
-    pthread_mutex_unlock(&wt.mu);
 }
 
 static void test_new_database(void **state)

@@ -75,9 +75,10 @@ struct remat_stage {
                                  * forward without grad (F_none, F_ck), and the one with grad
                                  * unless fwd_grad_tmp_bytes says otherwise */
     int64_t fwd_grad_tmp_bytes; /* the forward with grad's (F_all) transient, or
-                                 * REMAT_SAME_AS_FWD_TMP: the same as fwd_tmp_bytes, what
-                                 * remat_profile_new sets and an absent JSON field means.
-                                 * Read it with remat_stage_fwd_grad_tmp_bytes */
+                                 * REMAT_SAME_AS_FWD_TMP (remat_profile_new's value): the
+                                 * same as fwd_tmp_bytes, as an absent JSON field means (the
+                                 * readers store that value itself).  Read it with
+                                 * remat_stage_fwd_grad_tmp_bytes */
     int64_t bwd_tmp_bytes;      /* backward transient above inputs, saved tensors and gradients */
     int64_t bwd_freed_bytes;    /* of the saved tensors and δ_i, what the backward has freed by
                                  * its peak: that peak is bwd_tmp_bytes - bwd_freed_bytes above

@@ -98,7 +98,7 @@ unsigned char *rematd_plan_encode(const struct remat_profile *p, const struct re
         put_s(&o, s->saved_bytes - s->out_bytes);
         put_u(&o, (uint64_t)s->fwd_tmp_bytes);
         /* Mostly equal to fwd_tmp_bytes: the difference is short. */
-        put_s(&o, s->fwd_grad_tmp_bytes - s->fwd_tmp_bytes);
+        put_s(&o, remat_stage_fwd_grad_tmp_bytes(s) - s->fwd_tmp_bytes);
         put_u(&o, (uint64_t)s->bwd_tmp_bytes);
         put_u(&o, (uint64_t)s->bwd_freed_bytes);
         put_u(&o, (uint64_t)s->param_bytes);

@@ -209,7 +209,7 @@ static enum rematd_handled timeline(struct rematd_request *r)
         rematd_answer_remat_error(r, rc, &err, NULL);
     } else if (timeline_of(r, p, &base, &sq, &sims[2]) == 0) {
         char label[64], title[128];
-        snprintf(label, sizeof label, "%s", remat_algorithm_name(plan.algorithm));
+        snprintf(label, sizeof label, "%s", rematx_plan_label(plan.algorithm));
         snprintf(title, sizeof title, "Predicted memory (traced model), plan %.12s…, %zu stages",
                  r->id, p->n_stages);
         struct measured meas;

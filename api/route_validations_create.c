@@ -111,7 +111,7 @@ static int plan_fits_profile(struct rematd_request *r, const char *plan_id, cons
                 const struct remat_stage *a = &p->stages[i], *b = &profile->stages[i];
                 fits = a->out_bytes == b->out_bytes && a->saved_bytes == b->saved_bytes &&
                        a->fwd_tmp_bytes == b->fwd_tmp_bytes &&
-                       a->fwd_grad_tmp_bytes == b->fwd_grad_tmp_bytes &&
+                       remat_stage_fwd_grad_tmp_bytes(a) == remat_stage_fwd_grad_tmp_bytes(b) &&
                        a->bwd_tmp_bytes == b->bwd_tmp_bytes &&
                        a->bwd_freed_bytes == b->bwd_freed_bytes &&
                        a->param_bytes == b->param_bytes && a->fwd_ms == b->fwd_ms &&

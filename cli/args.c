@@ -34,3 +34,25 @@ int cli_parse_count(const char *s, int64_t max, int64_t *out)
     *out = (int64_t)v;
     return 0;
 }
+
+int cli_profile_operand(const char *cmd, const char *arg, const char **path)
+{
+    if (arg[0] == '-' && arg[1] != '\0') {
+        fprintf(stderr, "remat %s: unknown option '%s'\n", cmd, arg);
+        return -1;
+    }
+    if (*path != NULL) {
+        fprintf(stderr, "remat %s: one profile only ('%s' and '%s')\n", cmd, *path, arg);
+        return -1;
+    }
+    *path = arg;
+    return 0;
+}
+
+int cli_parse_model(const char *cmd, const char *v, enum remat_model *model)
+{
+    if (remat_model_parse(v, model) == 0)
+        return 0;
+    fprintf(stderr, "remat %s: --model: unknown model '%s' (sum, prefix, traced)\n", cmd, v);
+    return -1;
+}

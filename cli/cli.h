@@ -74,4 +74,12 @@ const char *cli_opt_value(int argc, char **argv, int *i, const char *name, int *
  * otherwise (a sign, blanks, trailing text, overflow). */
 int cli_parse_count(const char *s, int64_t max, int64_t *out);
 
+/* What a command that reads one profile does with an argument no option
+ * took: an unknown option, a second profile, or the profile (*path).  0
+ * when it is the profile; -1 after one line on stderr (exit 2). */
+int cli_profile_operand(const char *cmd, const char *arg, const char **path);
+
+/* --model's value: 0 with *model set, or -1 after one line on stderr. */
+int cli_parse_model(const char *cmd, const char *v, enum remat_model *model);
+
 #endif

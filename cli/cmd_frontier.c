@@ -1,9 +1,7 @@
 /* cmd_frontier.c - `remat frontier`: every (peak, time) Pareto point of a
  * profile, from the least-memory schedule to store-all, as JSON, a table
  * or a picture (rematx/svg.h, the one rematd draws). */
-#include <errno.h>
-#include <stdlib.h>
-#include <string.h>
+#include <stdint.h>
 
 #include "cli.h"
 #include "rematx/svg.h"
@@ -14,34 +12,25 @@ int remat_cmd_frontier(int argc, char **argv)
     size_t slots = 0;
     enum cli_format fmt = CLI_FORMAT_AUTO;
     for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
         int fo = cli_format_option("frontier", argc, argv, &i, 1, &fmt);
         if (fo < 0)
             return 2;
         if (fo > 0)
             continue;
-        if (strncmp(a, "--slots", 7) == 0 && (a[7] == '\0' || a[7] == '=')) {
-            const char *v = a[7] == '=' ? a + 8 : (i + 1 < argc ? argv[++i] : NULL);
-            if (v == NULL) {
-                fprintf(stderr, "remat frontier: --slots needs a value\n");
-                return 2;
-            }
-            errno = 0;
-            char *end;
-            unsigned long long x = *v >= '0' && *v <= '9' ? strtoull(v, &end, 10) : 0;
-            if (*v < '0' || *v > '9' || errno != 0 || *end != '\0' || x == 0 || x > 1000000) {
+        int missing = 0;
+        int64_t x;
+        const char *v = cli_opt_value(argc, argv, &i, "--slots", &missing);
+        if (v != NULL) {
+            if (cli_parse_count(v, 1000000, &x) < 0 || x == 0) {
                 fprintf(stderr, "remat frontier: --slots: '%s' is not a count in 1..1000000\n", v);
                 return 2;
             }
             slots = (size_t)x;
-        } else if (a[0] == '-' && a[1] != '\0') {
-            fprintf(stderr, "remat frontier: unknown option '%s'\n", a);
+        } else if (missing) {
+            fprintf(stderr, "remat frontier: --slots needs a value\n");
             return 2;
-        } else if (path != NULL) {
-            fprintf(stderr, "remat frontier: one profile only ('%s' and '%s')\n", path, a);
+        } else if (cli_profile_operand("frontier", argv[i], &path) < 0) {
             return 2;
-        } else {
-            path = a;
         }
     }
     if (path == NULL) {

@@ -26,11 +26,8 @@ int remat_cmd_plan(int argc, char **argv)
                 return 2;
             }
         } else if ((v = cli_opt_value(argc, argv, &i, "--model", &missing)) != NULL) {
-            if (remat_model_parse(v, &opts.model) < 0) {
-                fprintf(stderr, "remat plan: --model: unknown model '%s' (sum, prefix, traced)\n",
-                        v);
+            if (cli_parse_model("plan", v, &opts.model) < 0)
                 return 2;
-            }
             opts.has_model = 1;
         } else if ((v = cli_opt_value(argc, argv, &i, "--segments", &missing)) != NULL) {
             if (cli_parse_count(v, REMAT_MAX_STAGES, &x) < 0 || x == 0) {
@@ -54,14 +51,8 @@ int remat_cmd_plan(int argc, char **argv)
         } else if (missing) {
             fprintf(stderr, "remat plan: %s needs a value\n", argv[i]);
             return 2;
-        } else if (argv[i][0] == '-' && argv[i][1] != '\0') {
-            fprintf(stderr, "remat plan: unknown option '%s'\n", argv[i]);
+        } else if (cli_profile_operand("plan", argv[i], &path) < 0) {
             return 2;
-        } else if (path != NULL) {
-            fprintf(stderr, "remat plan: one profile only ('%s' and '%s')\n", path, argv[i]);
-            return 2;
-        } else {
-            path = argv[i];
         }
     }
     if (path == NULL) {

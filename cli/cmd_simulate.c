@@ -44,47 +44,25 @@ int remat_cmd_simulate(int argc, char **argv)
     int want_timeline = 0;
     enum cli_format fmt = CLI_FORMAT_AUTO;
     for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        const char *v = NULL;
+        int missing = 0;
+        const char *v;
         int fo = cli_format_option("simulate", argc, argv, &i, 0, &fmt);
         if (fo < 0)
             return 2;
         if (fo > 0)
             continue;
-        if (strncmp(a, "--checkpoints", 13) == 0 || strncmp(a, "--model", 7) == 0) {
-            const char *eq = strchr(a, '=');
-            if (eq != NULL) {
-                v = eq + 1;
-            } else if (i + 1 < argc) {
-                v = argv[++i];
-            } else {
-                fprintf(stderr, "remat simulate: %s needs a value\n", a);
+        if ((v = cli_opt_value(argc, argv, &i, "--checkpoints", &missing)) != NULL) {
+            list = v;
+        } else if ((v = cli_opt_value(argc, argv, &i, "--model", &missing)) != NULL) {
+            if (cli_parse_model("simulate", v, &model) < 0)
                 return 2;
-            }
-            if (strncmp(a, "--checkpoints", 13) == 0 && (a[13] == '\0' || a[13] == '=')) {
-                list = v;
-                continue;
-            }
-            if (a[7] == '\0' || a[7] == '=') {
-                if (remat_model_parse(v, &model) < 0) {
-                    fprintf(stderr,
-                            "remat simulate: --model: unknown model '%s' (sum, prefix, traced)\n",
-                            v);
-                    return 2;
-                }
-                continue;
-            }
-        }
-        if (strcmp(a, "--timeline") == 0) {
+        } else if (missing) {
+            fprintf(stderr, "remat simulate: %s needs a value\n", argv[i]);
+            return 2;
+        } else if (strcmp(argv[i], "--timeline") == 0) {
             want_timeline = 1;
-        } else if (a[0] == '-' && a[1] != '\0') {
-            fprintf(stderr, "remat simulate: unknown option '%s'\n", a);
+        } else if (cli_profile_operand("simulate", argv[i], &path) < 0) {
             return 2;
-        } else if (path != NULL) {
-            fprintf(stderr, "remat simulate: one profile only ('%s' and '%s')\n", path, a);
-            return 2;
-        } else {
-            path = a;
         }
     }
     if (path == NULL || list == NULL) {

@@ -11,6 +11,12 @@
 
 #define NAME_MAX_SHOWN 40
 
+/* Under every table with a min-peak row: what it is the least of
+ * (rematx_plan_label says why). */
+#define MIN_PEAK_NOTE                                                                              \
+    "min-peak: the least peak among single-level checkpoint plans (each stage\n"                   \
+    "recomputed at most once); min-time's multi-level plans can peak lower.\n"
+
 /* A plan's figures for one row. */
 struct row {
     const char *label;
@@ -42,7 +48,7 @@ static int solve_row(const struct remat_profile *p, enum remat_algorithm alg, st
 static void print_rows(const struct cli_style *st, const struct row *rows, size_t n,
                        const struct row *store_all)
 {
-    printf("%s%-16s %12s %10s %22s %12s%s\n", st->bold, "plan", "peak", "saving", "extra time",
+    printf("%s%-24s %12s %10s %22s %12s%s\n", st->bold, "plan", "peak", "saving", "extra time",
            "step time", st->off);
     for (size_t i = 0; i < n; i++) {
         char h[REMATX_HUMAN_MAX], saving[32], extra[48], ms[32], total[32];
@@ -59,7 +65,7 @@ static void print_rows(const struct cli_style *st, const struct row *rows, size_
                      100.0 * rows[i].recompute_ms / store_all->total_ms);
         else
             snprintf(extra, sizeof extra, "+%s", cli_ms(rows[i].recompute_ms, ms, sizeof ms));
-        printf("%s%-16s %12s %10s %22s %12s%s\n", i == 0 ? st->good : "", rows[i].label, h, saving,
+        printf("%s%-24s %12s %10s %22s %12s%s\n", i == 0 ? st->good : "", rows[i].label, h, saving,
                extra, cli_ms(rows[i].total_ms, total, sizeof total), i == 0 ? st->off : "");
     }
 }
@@ -116,8 +122,7 @@ int cli_table_plan(const struct remat_profile *p, const struct remat_plan *plan)
     struct cli_style st;
     cli_style_init(&st);
     struct row rows[3] = {
-        {remat_algorithm_name(plan->algorithm), plan->peak_bytes, plan->recompute_ms,
-         plan->total_ms},
+        {rematx_plan_label(plan->algorithm), plan->peak_bytes, plan->recompute_ms, plan->total_ms},
         {"store-all", 0, 0, 0},
         {"sqrt(n)", 0, 0, 0},
     };
@@ -126,6 +131,8 @@ int cli_table_plan(const struct remat_profile *p, const struct remat_plan *plan)
         return 1;
     print_title(&st, p, "remat plan");
     print_rows(&st, rows, 3, &rows[1]);
+    if (plan->algorithm == REMAT_ALG_MIN_PEAK)
+        fputs(MIN_PEAK_NOTE, stdout);
     printf("\n");
     if (plan->budget_bytes > 0) {
         char h[REMATX_HUMAN_MAX];
@@ -205,7 +212,9 @@ int cli_table_frontier(const struct remat_profile *p, const struct remat_frontie
 {
     struct cli_style st;
     cli_style_init(&st);
-    struct row ref[3] = {{"store-all", 0, 0, 0}, {"sqrt(n)", 0, 0, 0}, {"min-peak", 0, 0, 0}};
+    struct row ref[3] = {{"store-all", 0, 0, 0},
+                         {"sqrt(n)", 0, 0, 0},
+                         {rematx_plan_label(REMAT_ALG_MIN_PEAK), 0, 0, 0}};
     if (solve_row(p, REMAT_ALG_STORE_ALL, &ref[0]) < 0 ||
         solve_row(p, REMAT_ALG_SQRT, &ref[1]) < 0 || solve_row(p, REMAT_ALG_MIN_PEAK, &ref[2]) < 0)
         return 1;
@@ -227,6 +236,7 @@ int cli_table_frontier(const struct remat_profile *p, const struct remat_frontie
     }
     printf("\n%sfor comparison%s\n", st.bold, st.off);
     print_rows(&st, ref, 3, &ref[0]);
+    fputs(MIN_PEAK_NOTE, stdout);
     return cli_flush();
 }
 
@@ -257,8 +267,8 @@ int cli_table_fits(const struct remat_fits_answer *a, size_t n, const struct rem
                a[i].capped ? "  (at --max-batch)" : "");
     }
     printf("\n%sbatch%s: the largest that fits with the min-peak plan; %sstore-all%s: without "
-           "recomputation;\n%sbest%s: the most samples per second (min-time plan)\n",
-           st.bold, st.off, st.bold, st.off, st.bold, st.off);
+           "recomputation;\n%sbest%s: the most samples per second (min-time plan)\n%s",
+           st.bold, st.off, st.bold, st.off, st.bold, st.off, MIN_PEAK_NOTE);
     if (n_chk > 0) {
         printf("\n%sfit check%s (each interior batch left out and predicted from the others):\n",
                st.bold, st.off);

@@ -108,7 +108,7 @@ static int64_t field_i(const struct remat_profile *p, size_t i, int f)
     case REMAT_FIT_FWD_TMP_BYTES:
         return s->fwd_tmp_bytes;
     case FIT_FWD_GRAD_TMP_BYTES:
-        return s->fwd_grad_tmp_bytes;
+        return remat_stage_fwd_grad_tmp_bytes(s);
     default:
         return s->bwd_tmp_bytes;
     }

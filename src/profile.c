@@ -84,6 +84,10 @@ struct remat_profile *remat_profile_new(size_t n_stages, struct remat_error *err
 #define REMAT__X(m, kind, required, dflt) s->m = (dflt);
         REMAT__STAGE_FIELDS(REMAT__X)
 #undef REMAT__X
+        /* Not the readers' default (fwd_tmp_bytes, 0 here): a program that
+         * sets fwd_tmp_bytes later must not be left with a forward with grad
+         * of no transient. */
+        s->fwd_grad_tmp_bytes = REMAT_SAME_AS_FWD_TMP;
     }
     return p;
 }
@@ -99,8 +103,8 @@ int remat__profile_total_bytes(const struct remat_profile *p, int64_t *out)
         /* One forward transient counts, the larger: no op holds both, and a
          * profile without fwd_grad_tmp_bytes totals what it always did.
          * bwd_freed_bytes only takes away. */
-        int64_t f =
-            s->fwd_tmp_bytes > s->fwd_grad_tmp_bytes ? s->fwd_tmp_bytes : s->fwd_grad_tmp_bytes;
+        int64_t fg = remat_stage_fwd_grad_tmp_bytes(s);
+        int64_t f = s->fwd_tmp_bytes > fg ? s->fwd_tmp_bytes : fg;
         total += s->out_bytes + s->saved_bytes + f + s->bwd_tmp_bytes + 2 * s->param_bytes;
         if (total > REMAT_MAX_BYTES)
             return REMAT_ELIMIT;
@@ -148,7 +152,11 @@ int remat_profile_validate(const struct remat_profile *profile, struct remat_err
         return remat__error(err, REMAT_EINVAL, "/batch_size", "batch_size must not be negative");
     char ptr[128];
     for (size_t i = 0; i < profile->n_stages; i++) {
-        const struct remat_stage *s = &profile->stages[i];
+        /* The stage as it is read: REMAT_SAME_AS_FWD_TMP stands for
+         * fwd_tmp_bytes, any other negative value is refused. */
+        struct remat_stage in_effect = profile->stages[i];
+        in_effect.fwd_grad_tmp_bytes = remat_stage_fwd_grad_tmp_bytes(&in_effect);
+        const struct remat_stage *s = &in_effect;
 #define REMAT__X(m, kind, required, dflt)                                                          \
     if ((rc = check_##kind(s->m, i, #m, err)) < 0)                                                 \
         return rc;
@@ -360,7 +368,11 @@ json_t *remat_profile_to_json(const struct remat_profile *profile)
     if (bad)
         goto fail;
     for (size_t i = 0; i < profile->n_stages; i++) {
-        const struct remat_stage *s = &profile->stages[i];
+        /* The value REMAT_SAME_AS_FWD_TMP stands for is written, so that
+         * every reader of the text sees the same profile. */
+        struct remat_stage in_effect = profile->stages[i];
+        in_effect.fwd_grad_tmp_bytes = remat_stage_fwd_grad_tmp_bytes(&in_effect);
+        const struct remat_stage *s = &in_effect;
         json_t *st = json_object();
         if (st == NULL || set_new(st, "name", json_string(s->name != NULL ? s->name : "")) < 0)
             bad = 1;

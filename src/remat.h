@@ -18,6 +18,12 @@
  *  - No function keeps global mutable state: distinct objects may be used
  *    from distinct threads at once; one object is not locked.
  *  - Nothing prints, exits or aborts.
+ *
+ * Changes a program written against an earlier header should know of:
+ *  - struct remat_stage gained fwd_grad_tmp_bytes (the forward with grad's
+ *    transient).  remat_profile_new sets it to REMAT_SAME_AS_FWD_TMP, so a
+ *    program that fills in fwd_tmp_bytes alone keeps the meaning it had;
+ *    read it through remat_stage_fwd_grad_tmp_bytes.
  */
 #ifndef REMAT_H
 #define REMAT_H
@@ -68,10 +74,11 @@ struct remat_stage {
     int64_t fwd_tmp_bytes;      /* forward transient above what is live before and after: the
                                  * forward without grad (F_none, F_ck), and the one with grad
                                  * unless fwd_grad_tmp_bytes says otherwise */
-    int64_t fwd_grad_tmp_bytes; /* the forward with grad's (F_all) transient; the readers
-                                 * default it to fwd_tmp_bytes, remat_profile_new to 0 like
-                                 * fwd_tmp_bytes: a program that sets fwd_tmp_bytes sets this
-                                 * too (equal to it for one transient serving both) */
+    int64_t fwd_grad_tmp_bytes; /* the forward with grad's (F_all) transient, or
+                                 * REMAT_SAME_AS_FWD_TMP (remat_profile_new's value): the
+                                 * same as fwd_tmp_bytes, as an absent JSON field means (the
+                                 * readers store that value itself).  Read it with
+                                 * remat_stage_fwd_grad_tmp_bytes */
     int64_t bwd_tmp_bytes;      /* backward transient above inputs, saved tensors and gradients */
     int64_t bwd_freed_bytes;    /* of the saved tensors and δ_i, what the backward has freed by
                                  * its peak: that peak is bwd_tmp_bytes - bwd_freed_bytes above
@@ -80,6 +87,24 @@ struct remat_stage {
     double fwd_ms;
     double bwd_ms;
 };
+
+/* The value of fwd_grad_tmp_bytes that means "the same as fwd_tmp_bytes":
+ * one transient serving the forward with and without grad.  remat_profile_new
+ * sets it, so that a program which fills in fwd_tmp_bytes alone gets the
+ * peak the JSON readers give a profile without fwd_grad_tmp_bytes, never a
+ * forward-with-grad transient of 0.  Every solver, the simulator,
+ * remat_profile_validate and remat_profile_to_json (which writes the value
+ * it stands for) take it so; any other negative value is refused. */
+#define REMAT_SAME_AS_FWD_TMP INT64_C(-1)
+
+/* The forward with grad's transient of stage s in effect: fwd_grad_tmp_bytes,
+ * or fwd_tmp_bytes where it is REMAT_SAME_AS_FWD_TMP.  Inline (jansson's
+ * json_incref is too): no symbol is exported for it. */
+static inline int64_t remat_stage_fwd_grad_tmp_bytes(const struct remat_stage *s)
+{
+    return s->fwd_grad_tmp_bytes == REMAT_SAME_AS_FWD_TMP ? s->fwd_tmp_bytes
+                                                          : s->fwd_grad_tmp_bytes;
+}
 
 /* The optimizer of the training step (docs/scheduling.md): what it keeps
  * between steps and what its step() allocates for a moment.  All zero (kind
@@ -140,7 +165,10 @@ struct remat_profile *remat_profile_parse(const char *text, size_t len, const ch
                                           struct remat_error *err);
 
 /* A profile of n stages with every field at its documented default and
- * out_bytes = 0: for programs that fill one in.  Returns: new, or NULL. */
+ * out_bytes = 0: for programs that fill one in.  fwd_grad_tmp_bytes is
+ * REMAT_SAME_AS_FWD_TMP: a program that sets fwd_tmp_bytes alone gets the
+ * profile a JSON reader makes of the same stages without fwd_grad_tmp_bytes.
+ * Returns: new, or NULL. */
 struct remat_profile *remat_profile_new(size_t n_stages, struct remat_error *err);
 
 /* Checks every limit and invariant that remat_profile_from_json checks.

@@ -42,7 +42,7 @@ static int64_t traced_saved(const struct remat_profile *p, size_t i)
 static int64_t traced_fwd_tmp(const struct remat_profile *p, size_t i, int grad)
 {
     const struct remat_stage *s = &p->stages[i - 1];
-    return grad ? s->fwd_grad_tmp_bytes : s->fwd_tmp_bytes;
+    return grad ? remat_stage_fwd_grad_tmp_bytes(s) : s->fwd_tmp_bytes;
 }
 /* The backward's transient above its inputs and the gradients it makes,
  * and what it has freed of x̄_i and δ_i by its peak: their difference, the

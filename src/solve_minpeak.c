@@ -119,7 +119,8 @@ static int chain_build(const struct remat_profile *p, struct chain *c, struct re
          * than x̄_i + x_i (remat_profile_validate), so no value below falls
          * under minus a total. */
         if (add_checked(&total, s->out_bytes) || add_checked(&total, s->saved_bytes) ||
-            add_checked(&total, s->fwd_tmp_bytes) || add_checked(&total, s->fwd_grad_tmp_bytes) ||
+            add_checked(&total, s->fwd_tmp_bytes) ||
+            add_checked(&total, remat_stage_fwd_grad_tmp_bytes(s)) ||
             add_checked(&total, s->bwd_tmp_bytes) || add_checked(&total, s->param_bytes) ||
             add_checked(&total, s->param_bytes) || s->bwd_freed_bytes < 0 ||
             s->bwd_freed_bytes > s->saved_bytes + s->out_bytes)
@@ -155,7 +156,7 @@ static int chain_build(const struct remat_profile *p, struct chain *c, struct re
         /* Lemma 2 of docs/min-peak.md: x̄_l >= x_l, and the forward with
          * grad holds at least what the one without does. */
         if (s->saved_bytes < s->out_bytes ||
-            s->saved_bytes + s->fwd_grad_tmp_bytes < s->out_bytes + s->fwd_tmp_bytes)
+            s->saved_bytes + remat_stage_fwd_grad_tmp_bytes(s) < s->out_bytes + s->fwd_tmp_bytes)
             c->saved_ge_out = 0;
     }
     /* The optimizer's state is live throughout, like the weights. */
@@ -166,7 +167,7 @@ static int chain_build(const struct remat_profile *p, struct chain *c, struct re
         const struct remat_stage *s = &p->stages[l - 1];
         c->gam[l] = c->x[l] + gsuf;
         gsuf += s->param_bytes;
-        c->u[l] = c->sb[l] + s->fwd_grad_tmp_bytes;
+        c->u[l] = c->sb[l] + remat_stage_fwd_grad_tmp_bytes(s);
         c->beta[l] = c->sb[l] + c->x[l] + gsuf + (l > 1 ? c->x[l - 1] : 0) + s->bwd_tmp_bytes -
                      s->bwd_freed_bytes;
         c->g[l] = c->x[l] + s->fwd_tmp_bytes;

@@ -178,7 +178,7 @@ static int load_stages(struct remat__mt *t, const struct remat_profile *p, struc
         x[k] = s->out_bytes;
         xb[k] = s->saved_bytes;
         ft[k] = s->fwd_tmp_bytes;
-        fg[k] = s->fwd_grad_tmp_bytes;
+        fg[k] = remat_stage_fwd_grad_tmp_bytes(s);
         bt[k] = s->bwd_tmp_bytes - s->bwd_freed_bytes;
         pp[k] = pp[k - 1] + s->param_bytes;
         tf[k] = s->fwd_ms;

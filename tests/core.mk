@@ -8,6 +8,10 @@ tests_libtesthelp_la_CFLAGS = $(AM_CFLAGS) $(JANSSON_CFLAGS)
 
 CORE_TEST_CFLAGS = $(AM_CFLAGS) $(JANSSON_CFLAGS) $(CMOCKA_CFLAGS) -I$(top_srcdir)/tests
 CORE_TEST_LDADD = tests/libtesthelp.la src/libremat_core.la $(CMOCKA_LIBS) $(JANSSON_LIBS) -lm
+# The allocation-failure loop (tests/failalloc.h): its programs link it and
+# have libremat's and jansson's allocations wrapped at link time.
+FAILALLOC_SRC = tests/failalloc.c tests/failalloc.h
+FAILALLOC_WRAP = -Wl,--wrap=malloc,--wrap=calloc,--wrap=realloc,--wrap=free
 
 check_PROGRAMS += tests/test_simulate
 TESTS += tests/test_simulate
@@ -113,27 +117,27 @@ TESTS += tests/cli.sh tests/check-exports.sh tests/check-format.sh
 # The allocation-failure loop: the core's allocations are wrapped at link time.
 check_PROGRAMS += tests/test_alloc
 TESTS += tests/test_alloc
-tests_test_alloc_SOURCES = tests/test_alloc.c tests/failalloc.c tests/failalloc.h
+tests_test_alloc_SOURCES = tests/test_alloc.c $(FAILALLOC_SRC)
 tests_test_alloc_CFLAGS = $(CORE_TEST_CFLAGS)
 tests_test_alloc_LDADD = $(CORE_TEST_LDADD)
-tests_test_alloc_LDFLAGS = -Wl,--wrap=malloc,--wrap=calloc,--wrap=realloc,--wrap=free
+tests_test_alloc_LDFLAGS = $(FAILALLOC_WRAP)
 
 # The bounded buffer every part of remat writes text into, out-of-memory included.
 check_PROGRAMS += tests/test_dynbuf
 TESTS += tests/test_dynbuf
-tests_test_dynbuf_SOURCES = tests/test_dynbuf.c tests/failalloc.c tests/failalloc.h
+tests_test_dynbuf_SOURCES = tests/test_dynbuf.c $(FAILALLOC_SRC)
 tests_test_dynbuf_CFLAGS = $(CORE_TEST_CFLAGS)
 tests_test_dynbuf_LDADD = $(CORE_TEST_LDADD)
-tests_test_dynbuf_LDFLAGS = -Wl,--wrap=malloc,--wrap=calloc,--wrap=realloc,--wrap=free
+tests_test_dynbuf_LDFLAGS = $(FAILALLOC_WRAP)
 
 # The model zoo rematd and the worker share, against the layer lists and the
 # GET /v1/models body the code before it wrote (tests/data/zoo/).
 check_PROGRAMS += tests/test_zoo
 TESTS += tests/test_zoo
-tests_test_zoo_SOURCES = tests/test_zoo.c tests/failalloc.c tests/failalloc.h
+tests_test_zoo_SOURCES = tests/test_zoo.c $(FAILALLOC_SRC)
 tests_test_zoo_CFLAGS = $(CORE_TEST_CFLAGS)
 tests_test_zoo_LDADD = $(CORE_TEST_LDADD)
-tests_test_zoo_LDFLAGS = -Wl,--wrap=malloc,--wrap=calloc,--wrap=realloc,--wrap=free
+tests_test_zoo_LDFLAGS = $(FAILALLOC_WRAP)
 EXTRA_DIST += \
 	tests/data/zoo/alexnet.json \
 	tests/data/zoo/gpt-1-layer.json \

@@ -16,6 +16,15 @@ int exhaustive_value(const struct remat_profile *p, enum remat_model model, cons
     return REMAT_OK;
 }
 
+size_t exhaustive_set_of(uint32_t mask, size_t n, size_t *ck)
+{
+    size_t m = 0;
+    for (size_t c = 1; c < n; c++)
+        if (mask & ((uint32_t)1 << (c - 1)))
+            ck[m++] = c;
+    return m;
+}
+
 int exhaustive_search(const struct remat_profile *p, enum remat_model model,
                       struct exhaustive_result *out)
 {
@@ -27,10 +36,7 @@ int exhaustive_search(const struct remat_profile *p, enum remat_model model,
     uint32_t subsets = (uint32_t)1 << (n - 1);
     int have = 0;
     for (uint32_t mask = 0; mask < subsets; mask++) {
-        size_t m = 0;
-        for (size_t c = 1; c < n; c++)
-            if (mask & ((uint32_t)1 << (c - 1)))
-                ck[m++] = c;
+        size_t m = exhaustive_set_of(mask, n, ck);
         int64_t v;
         int rc = exhaustive_value(p, model, ck, m, &v);
         if (rc < 0)

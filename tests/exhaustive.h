@@ -24,6 +24,10 @@ struct exhaustive_result {
 int exhaustive_search(const struct remat_profile *p, enum remat_model model,
                       struct exhaustive_result *out);
 
+/* The checkpoint set of subset `mask` of 1..n-1 (bit c - 1 for checkpoint
+ * c), ascending, into ck (n - 1 entries at most).  Returns how many. */
+size_t exhaustive_set_of(uint32_t mask, size_t n, size_t *ck);
+
 /* The value of one set under model (a simulation); sets *value. */
 int exhaustive_value(const struct remat_profile *p, enum remat_model model, const size_t *ck,
                      size_t m, int64_t *value);

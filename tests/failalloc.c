@@ -105,3 +105,27 @@ void failalloc_torture(const struct remat_profile *p, failalloc_op op, int64_t a
             fail_msg("%s: never succeeds", what);
     }
 }
+
+int failalloc_solve_json(const struct remat_profile *p, const struct remat_options *o)
+{
+    struct remat_plan plan;
+    struct remat_error err;
+    int rc = remat_solve(p, o, &plan, &err);
+    if (rc != REMAT_OK) {
+        assert_int_equal(rc, REMAT_ENOMEM);
+        assert_null(plan.checkpoints);
+        assert_null(plan.schedule.ops);
+        return 1;
+    }
+    json_t *j = remat_plan_to_json(p, &plan);
+    remat_plan_clear(&plan);
+    return failalloc_json_made(j);
+}
+
+int failalloc_json_made(json_t *j)
+{
+    if (j == NULL)
+        return 1;
+    json_decref(j);
+    return 0;
+}

@@ -26,4 +26,14 @@ void failalloc_install_jansson(void);
 void failalloc_torture(const struct remat_profile *p, failalloc_op op, int64_t arg,
                        const char *what, long max_n);
 
+/* The operation every torture test of a solver runs: remat_solve with o,
+ * then the plan as JSON.  0 when both ran through; 1 when one failed, after
+ * asserting that remat_solve's failure was REMAT_ENOMEM with nothing left
+ * in the plan. */
+int failalloc_solve_json(const struct remat_profile *p, const struct remat_options *o);
+
+/* The end of an operation whose last step makes JSON: 1 when j is NULL (it
+ * failed), else frees j and returns 0. */
+int failalloc_json_made(json_t *j);
+
 #endif

@@ -13,7 +13,7 @@ EXTRA_DIST += tests/data/mintime/nested4.json
 # The allocation-failure loop over min-time and the frontier.
 check_PROGRAMS += tests/test_mintime_alloc
 TESTS += tests/test_mintime_alloc
-tests_test_mintime_alloc_SOURCES = tests/test_mintime_alloc.c tests/failalloc.c tests/failalloc.h
+tests_test_mintime_alloc_SOURCES = tests/test_mintime_alloc.c $(FAILALLOC_SRC)
 tests_test_mintime_alloc_CFLAGS = $(AM_CFLAGS) $(JANSSON_CFLAGS) $(CMOCKA_CFLAGS)
 tests_test_mintime_alloc_LDADD = src/libremat_core.la $(CMOCKA_LIBS) $(JANSSON_LIBS) -lm
-tests_test_mintime_alloc_LDFLAGS = -Wl,--wrap=malloc,--wrap=calloc,--wrap=realloc,--wrap=free
+tests_test_mintime_alloc_LDFLAGS = $(FAILALLOC_WRAP)

@@ -69,21 +69,7 @@ static int op_solve(const struct remat_profile *p, int64_t alg)
     remat_options_init(&o);
     o.algorithm = (enum remat_algorithm)alg;
     o.segments = 3;
-    struct remat_plan plan;
-    struct remat_error err;
-    int rc = remat_solve(p, &o, &plan, &err);
-    if (rc != REMAT_OK) {
-        assert_int_equal(rc, REMAT_ENOMEM);
-        assert_null(plan.checkpoints);
-        assert_null(plan.schedule.ops);
-        return 1;
-    }
-    json_t *j = remat_plan_to_json(p, &plan);
-    remat_plan_clear(&plan);
-    if (j == NULL)
-        return 1;
-    json_decref(j);
-    return 0;
+    return failalloc_solve_json(p, &o);
 }
 
 static int op_simulate(const struct remat_profile *p, int64_t model)
@@ -102,11 +88,7 @@ static int op_simulate(const struct remat_profile *p, int64_t model)
 static int op_profile_json(const struct remat_profile *p, int64_t arg)
 {
     (void)arg;
-    json_t *j = remat_profile_to_json(p);
-    if (j == NULL)
-        return 1;
-    json_decref(j);
-    return 0;
+    return failalloc_json_made(remat_profile_to_json(p));
 }
 
 static void all_operations(void **state)

@@ -60,10 +60,7 @@ static void greedy_optimum(const struct remat_profile *p, int64_t *value, size_t
     assert_non_null(opt);
     int have = 0;
     for (uint32_t mask = 0; mask < subsets; mask++) {
-        size_t m = 0;
-        for (size_t c = 1; c < n; c++)
-            if (mask & ((uint32_t)1 << (c - 1)))
-                ck[m++] = c;
+        size_t m = exhaustive_set_of(mask, n, ck);
         int64_t v = simulate_peak(p, ck, m);
         if (!have || v < *value) {
             memset(opt, 0, subsets);

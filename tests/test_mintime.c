@@ -159,16 +159,28 @@ static const struct seqset *gen(struct seqset *memo, size_t n, size_t i, size_t 
     return ss;
 }
 
+/* Every persistent schedule of a tiny chain, simulated: the ground truth
+ * the exhaustive tests hold min-time and the frontier to. */
 struct truth {
+    struct remat_profile *p; /* the chain; owned */
     size_t count;
     int64_t *peak;
     double *time;
     int64_t min_peak;
+    int64_t store_all; /* store-all's peak */
 };
 
-static void truth_of(const struct remat_profile *p, struct truth *tr)
+static int64_t store_all_peak(const struct remat_profile *p, double *time);
+
+/* tiny_chain(seed, n, scale) and its truth; truth_clear frees both.
+ * Returns the chain. */
+static const struct remat_profile *tiny_truth(uint64_t seed, size_t n, int64_t scale,
+                                              struct truth *tr)
 {
-    size_t n = p->n_stages, nc = (n + 2) * (n + 1);
+    struct remat_profile *p = tiny_chain(seed, n, scale);
+    tr->p = p;
+    tr->store_all = store_all_peak(p, NULL);
+    size_t nc = (n + 2) * (n + 1);
     struct seqset *memo = calloc(nc, sizeof *memo);
     assert_non_null(memo);
     const struct seqset *all = gen(memo, n, 1, n);
@@ -194,12 +206,14 @@ static void truth_of(const struct remat_profile *p, struct truth *tr)
         free(memo[c].s);
     }
     free(memo);
+    return p;
 }
 
 static void truth_clear(struct truth *tr)
 {
     free(tr->peak);
     free(tr->time);
+    remat_profile_free(tr->p);
 }
 
 static double truth_best(const struct truth *tr, int64_t budget)
@@ -297,11 +311,9 @@ static void test_exhaustive_exact(void **state)
     size_t cases = 0;
     for (size_t n = 1; n <= 6; n++) {
         for (uint64_t seed = 1; seed <= (n <= 4 ? 30 : 12); seed++) {
-            struct remat_profile *p = tiny_chain(seed, n, 1);
             struct truth tr;
-            truth_of(p, &tr);
-            int64_t sa = store_all_peak(p, NULL);
-            for (int64_t b = tr.min_peak - 2; b <= sa + 1; b++) {
+            const struct remat_profile *p = tiny_truth(seed, n, 1, &tr);
+            for (int64_t b = tr.min_peak - 2; b <= tr.store_all + 1; b++) {
                 struct remat_plan plan;
                 int rc = solve(p, b, REMAT_MT_MAX_SLOTS, &plan);
                 double want = truth_best(&tr, b);
@@ -318,7 +330,6 @@ static void test_exhaustive_exact(void **state)
                 cases++;
             }
             truth_clear(&tr);
-            remat_profile_free(p);
         }
     }
     assert_true(cases > 500);
@@ -331,12 +342,10 @@ static void test_exhaustive_coarse(void **state)
     (void)state;
     for (size_t n = 2; n <= 6; n++) {
         for (uint64_t seed = 1; seed <= 10; seed++) {
-            struct remat_profile *p = tiny_chain(seed + 100, n, 1000);
             struct truth tr;
-            truth_of(p, &tr);
-            int64_t sa = store_all_peak(p, NULL);
+            const struct remat_profile *p = tiny_truth(seed + 100, n, 1000, &tr);
             for (size_t slots = 1; slots <= 9; slots += 4) {
-                for (int64_t b = tr.min_peak - 1; b <= sa; b += 777) {
+                for (int64_t b = tr.min_peak - 1; b <= tr.store_all; b += 777) {
                     struct remat_plan plan;
                     int rc = solve(p, b, slots, &plan);
                     double want = truth_best(&tr, b);
@@ -351,7 +360,6 @@ static void test_exhaustive_coarse(void **state)
                 }
             }
             truth_clear(&tr);
-            remat_profile_free(p);
         }
     }
 }
@@ -600,16 +608,14 @@ static void test_frontier(void **state)
     (void)state;
     for (size_t n = 1; n <= 6; n++) {
         for (uint64_t seed = 1; seed <= 8; seed++) {
-            struct remat_profile *p = tiny_chain(seed + 300, n, 1);
             struct truth tr;
-            truth_of(p, &tr);
+            const struct remat_profile *p = tiny_truth(seed + 300, n, 1, &tr);
             struct remat_frontier f;
             assert_int_equal(remat_frontier_compute(p, REMAT_MT_MAX_SLOTS, &f, NULL), 0);
             /* The truth's Pareto points: peaks where the best time drops. */
             size_t k = 0;
             double prev = HUGE_VAL;
-            int64_t sa = store_all_peak(p, NULL);
-            for (int64_t b = tr.min_peak; b <= sa; b++) {
+            for (int64_t b = tr.min_peak; b <= tr.store_all; b++) {
                 double t = truth_best(&tr, b);
                 if (t < prev) {
                     assert_true(k < f.n_points);
@@ -622,7 +628,6 @@ static void test_frontier(void **state)
             assert_int_equal(k, f.n_points);
             remat_frontier_clear(&f);
             truth_clear(&tr);
-            remat_profile_free(p);
         }
     }
     for (uint64_t seed = 1; seed <= 5; seed++) {

@@ -39,21 +39,7 @@ static int op_solve(const struct remat_profile *p, int64_t budget)
     remat_options_init(&o);
     o.algorithm = REMAT_ALG_MIN_TIME;
     o.budget_bytes = budget;
-    struct remat_plan plan;
-    struct remat_error err;
-    int rc = remat_solve(p, &o, &plan, &err);
-    if (rc != REMAT_OK) {
-        assert_int_equal(rc, REMAT_ENOMEM);
-        assert_null(plan.checkpoints);
-        assert_null(plan.schedule.ops);
-        return 1;
-    }
-    json_t *j = remat_plan_to_json(p, &plan);
-    remat_plan_clear(&plan);
-    if (j == NULL)
-        return 1;
-    json_decref(j);
-    return 0;
+    return failalloc_solve_json(p, &o);
 }
 
 static int op_infeasible(const struct remat_profile *p, int64_t budget)
@@ -87,10 +73,7 @@ static int op_frontier(const struct remat_profile *p, int64_t unused)
     assert_true(f.n_points >= 2);
     json_t *j = remat_frontier_to_json(p, &f);
     remat_frontier_clear(&f);
-    if (j == NULL)
-        return 1;
-    json_decref(j);
-    return 0;
+    return failalloc_json_made(j);
 }
 
 static void all_operations(void **state)

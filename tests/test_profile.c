@@ -574,13 +574,125 @@ static void validate_by_hand(void **state)
     remat_profile_free(NULL);
 }
 
+/* A C program that builds a profile with remat_profile_new and fills in
+ * fwd_tmp_bytes alone (it predates fwd_grad_tmp_bytes) gets the plans and
+ * peaks a JSON reader gives the same stages without fwd_grad_tmp_bytes:
+ * the forward with grad's transient is fwd_tmp_bytes, not 0. */
+static void c_api_fwd_grad_default(void **state)
+{
+    (void)state;
+    enum { N = 7 };
+    /* out, saved, fwd_tmp, bwd_tmp, param: the forward transients are
+     * large enough that F_all's is the peak of store-all. */
+    static const int64_t v[N][5] = {
+        {40, 90, 900, 30, 8}, {60, 60, 50, 20, 0}, {20, 70, 700, 90, 16}, {80, 120, 30, 10, 4},
+        {30, 30, 600, 40, 0}, {50, 90, 10, 60, 2}, {10, 10, 400, 5, 1}};
+    struct remat_error err;
+    struct remat_profile *c = remat_profile_new(N, &err);
+    assert_non_null(c);
+    c->input_bytes = 25;
+    char text[2048];
+    size_t len = (size_t)snprintf(text, sizeof text, "{\"input_bytes\": 25, \"stages\": [");
+    for (size_t i = 0; i < N; i++) {
+        struct remat_stage *s = &c->stages[i];
+        s->out_bytes = v[i][0];
+        s->saved_bytes = v[i][1];
+        s->fwd_tmp_bytes = v[i][2];
+        s->bwd_tmp_bytes = v[i][3];
+        s->param_bytes = v[i][4];
+        s->fwd_ms = (double)(i + 1);
+        s->bwd_ms = (double)(2 * i + 1);
+        len += (size_t)snprintf(text + len, sizeof text - len,
+                                "%s{\"out_bytes\": %lld, \"saved_bytes\": %lld, \"fwd_tmp_bytes\": "
+                                "%lld, \"bwd_tmp_bytes\": %lld, \"param_bytes\": %lld, \"fwd_ms\": "
+                                "%zu, \"bwd_ms\": %zu}",
+                                i > 0 ? ", " : "", (long long)v[i][0], (long long)v[i][1],
+                                (long long)v[i][2], (long long)v[i][3], (long long)v[i][4], i + 1,
+                                2 * i + 1);
+        assert_true(len < sizeof text);
+    }
+    len += (size_t)snprintf(text + len, sizeof text - len, "]}");
+    assert_true(len < sizeof text);
+    struct remat_profile *j = remat_profile_loadb(text, len, &err);
+    assert_non_null(j);
+    assert_int_equal(remat_profile_validate(c, &err), REMAT_OK);
+
+    /* The field says "the same as fwd_tmp_bytes", and reads as that. */
+    for (size_t i = 0; i < N; i++) {
+        assert_int_equal(c->stages[i].fwd_grad_tmp_bytes, REMAT_SAME_AS_FWD_TMP);
+        assert_int_equal(remat_stage_fwd_grad_tmp_bytes(&c->stages[i]), v[i][2]);
+        assert_int_equal(j->stages[i].fwd_grad_tmp_bytes, v[i][2]);
+    }
+
+    /* Every solver's plan and peak, the same from both. */
+    struct remat_options o;
+    remat_options_init(&o);
+    o.algorithm = REMAT_ALG_STORE_ALL;
+    struct remat_plan pc, pj;
+    assert_int_equal(remat_solve(j, &o, &pj, &err), REMAT_OK);
+    int64_t store_all = pj.peak_bytes;
+    remat_plan_clear(&pj);
+    for (int a = 0; a < REMAT_ALG_COUNT; a++) {
+        o.algorithm = (enum remat_algorithm)a;
+        o.segments = 3;
+        o.budget_bytes = store_all;
+        assert_int_equal(remat_solve(c, &o, &pc, &err), REMAT_OK);
+        assert_int_equal(remat_solve(j, &o, &pj, &err), REMAT_OK);
+        assert_int_equal(pc.peak_bytes, pj.peak_bytes);
+        assert_int_equal(pc.objective_value, pj.objective_value);
+        assert_true(pc.total_ms == pj.total_ms);
+        assert_int_equal(pc.schedule.n_ops, pj.schedule.n_ops);
+        assert_int_equal(pc.n_checkpoints, pj.n_checkpoints);
+        for (size_t k = 0; k < pc.n_checkpoints; k++)
+            assert_int_equal(pc.checkpoints[k], pj.checkpoints[k]);
+        remat_plan_clear(&pc);
+        remat_plan_clear(&pj);
+    }
+
+    /* The frontier too. */
+    struct remat_frontier fc, fj;
+    assert_int_equal(remat_frontier_compute(c, 0, &fc, &err), REMAT_OK);
+    assert_int_equal(remat_frontier_compute(j, 0, &fj, &err), REMAT_OK);
+    assert_int_equal(fc.n_points, fj.n_points);
+    for (size_t k = 0; k < fc.n_points; k++)
+        assert_int_equal(fc.points[k].peak_bytes, fj.points[k].peak_bytes);
+    remat_frontier_clear(&fc);
+    remat_frontier_clear(&fj);
+
+    /* Printed, it is the value it stands for: the text reads back equal. */
+    json_t *printed = remat_profile_to_json(c);
+    assert_non_null(printed);
+    for (size_t i = 0; i < N; i++)
+        assert_int_equal(
+            json_integer_value(json_object_get(
+                json_array_get(json_object_get(printed, "stages"), i), "fwd_grad_tmp_bytes")),
+            v[i][2]);
+    json_decref(printed);
+
+    /* The old default, 0, would have predicted less: the test can tell. */
+    o.algorithm = REMAT_ALG_STORE_ALL;
+    for (size_t i = 0; i < N; i++)
+        c->stages[i].fwd_grad_tmp_bytes = 0;
+    assert_int_equal(remat_solve(c, &o, &pc, &err), REMAT_OK);
+    assert_true(pc.peak_bytes < store_all);
+    remat_plan_clear(&pc);
+
+    /* Any other negative value is refused, naming the field. */
+    c->stages[3].fwd_grad_tmp_bytes = -2;
+    assert_int_equal(remat_profile_validate(c, &err), REMAT_EINVAL);
+    assert_string_equal(err.pointer, "/stages/3/fwd_grad_tmp_bytes");
+    remat_profile_free(j);
+    remat_profile_free(c);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(bad_profiles),      cmocka_unit_test(defaults),
-        cmocka_unit_test(block_fields),      cmocka_unit_test(round_trip),
-        cmocka_unit_test(random_round_trip), cmocka_unit_test(stage_limit),
-        cmocka_unit_test(validate_by_hand),  cmocka_unit_test(streaming_matches_jansson),
+        cmocka_unit_test(bad_profiles),           cmocka_unit_test(defaults),
+        cmocka_unit_test(block_fields),           cmocka_unit_test(round_trip),
+        cmocka_unit_test(random_round_trip),      cmocka_unit_test(stage_limit),
+        cmocka_unit_test(validate_by_hand),       cmocka_unit_test(streaming_matches_jansson),
+        cmocka_unit_test(c_api_fwd_grad_default),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

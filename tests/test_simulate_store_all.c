@@ -151,6 +151,21 @@ static void odd_profiles(void **state)
     assert_true(refused > 300);
 }
 
+/* Both simulators agree on p, and store-all's simulation of it stops with
+ * REMAT_ELIMIT naming op `op` of the schedule.  Frees p. */
+static void overflows_at(struct remat_profile *p, size_t op)
+{
+    assert_int_equal(agree(p), 0);
+    struct remat_sim sim;
+    struct remat_error err;
+    assert_int_equal(remat_simulate_checkpoints(p, REMAT_MODEL_TRACED, NULL, 0, 0, &sim, &err),
+                     REMAT_ELIMIT);
+    char want[64];
+    snprintf(want, sizeof want, "/schedule/%zu", op);
+    assert_string_equal(err.pointer, want);
+    remat_profile_free(p);
+}
+
 /* Overflow placed at each op of the schedule in turn: before the first
  * (the weights), in each forward, at the loss and in each backward. */
 static void overflow_at_each_op(void **state)
@@ -172,15 +187,7 @@ static void overflow_at_each_op(void **state)
             p->stages[n - 1].out_bytes = 2000; /* the loss adds x_n's gradient */
         else
             p->stages[2 * n - op].bwd_tmp_bytes = 2000; /* B(2n + 1 - op) */
-        assert_int_equal(agree(p), 0);
-        struct remat_sim sim;
-        struct remat_error err;
-        assert_int_equal(remat_simulate_checkpoints(p, REMAT_MODEL_TRACED, NULL, 0, 0, &sim, &err),
-                         REMAT_ELIMIT);
-        char want[64];
-        snprintf(want, sizeof want, "/schedule/%zu", op);
-        assert_string_equal(err.pointer, want);
-        remat_profile_free(p);
+        overflows_at(p, op);
     }
     /* The live bytes themselves past 2^63: in the weights before the first
      * op (reported at op 0), and in the saved bytes of a forward. */
@@ -192,15 +199,7 @@ static void overflow_at_each_op(void **state)
             p->stages[2].param_bytes = 2000;
         else
             p->stages[op].saved_bytes = 2000;
-        assert_int_equal(agree(p), 0);
-        struct remat_sim sim;
-        struct remat_error err;
-        assert_int_equal(remat_simulate_checkpoints(p, REMAT_MODEL_TRACED, NULL, 0, 0, &sim, &err),
-                         REMAT_ELIMIT);
-        char want[64];
-        snprintf(want, sizeof want, "/schedule/%zu", op == n ? (size_t)0 : op);
-        assert_string_equal(err.pointer, want);
-        remat_profile_free(p);
+        overflows_at(p, op == n ? 0 : op);
     }
 }
 

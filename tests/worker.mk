@@ -1,11 +1,13 @@
 # remat-worker's tests (tests/worker/): end to end against the real rematd on
 # loopback, the CPU accuracy bound of docs/accuracy.md, and how a plan's op
-# list is read and checked.  They need libtorch; the GPU script is
-# documentation's, run by hand on a GPU machine.
+# list is read and checked.  They need libtorch; the GPU scripts
+# (tests/worker/gpu-*.sh, their set-up in gpu-common.sh) are documentation's,
+# run by hand on a GPU machine.
 EXTRA_DIST += tests/worker/e2e.py tests/worker/accuracy-ci.sh tests/worker/accuracy.sh \
 	tests/worker/gpu-accuracy.sh tests/worker/compare-timeline.py tests/worker/plan-check.py \
 	tests/worker/models-e2e.py tests/worker/gpu-time.sh tests/worker/side-by-side.py \
 	tests/worker/step-noise.sh tests/worker/optim-e2e.py tests/worker/gpu-side-by-side.sh \
+	tests/worker/gpu-common.sh \
 	tests/worker/side-by-side-check.py tests/worker/lib.py bench/profile-speed.py tests/worker/fits-e2e.py \
 	docs/side-by-side-gpt-m-b2.svg docs/side-by-side-gpt-s-b2.svg docs/side-by-side-resnet101-b2.svg \
 	docs/side-by-side-resnet152-b2.svg docs/side-by-side-resnet50-b2.svg

@@ -13,6 +13,11 @@
 #include "rematx/dynbuf.h"
 #include "rematx/svg.h"
 
+const char *rematx_plan_label(enum remat_algorithm a)
+{
+    return a == REMAT_ALG_MIN_PEAK ? "min-peak (single-level)" : remat_algorithm_name(a);
+}
+
 char *rematx_human_bytes(int64_t bytes, char *out)
 {
     static const char *const unit[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"};
@@ -399,11 +404,11 @@ char *rematx_svg_frontier(const char *title, const struct remat_profile *profile
                           const struct remat_frontier *f, const struct rematx_svg_measured *m,
                           size_t n_measured, size_t *len, struct remat_error *err)
 {
-    struct mark marks[3] = {{"store-all", "#1f77b4", 0, 0},
-                            {"sqrt(n)", "#2ca02c", 0, 0},
-                            {"min-peak", "#d62728", 0, 0}};
+    struct mark marks[3] = {
+        {"store-all", "#1f77b4", 0, 0}, {"sqrt(n)", "#2ca02c", 0, 0}, {NULL, "#d62728", 0, 0}};
     static const enum remat_algorithm algs[3] = {REMAT_ALG_STORE_ALL, REMAT_ALG_SQRT,
                                                  REMAT_ALG_MIN_PEAK};
+    marks[2].label = rematx_plan_label(REMAT_ALG_MIN_PEAK);
     for (int i = 0; i < 3; i++) {
         int rc = solve_mark(profile, algs[i], &marks[i], err);
         if (rc != REMAT_OK)
@@ -528,7 +533,7 @@ char *rematx_svg_frontier(const char *title, const struct remat_profile *profile
                 "stroke-width=\"2.5\"/>\n",
                 x, y - 8, x + 7.5, y + 6, x - 7.5, y + 6, marks[i].color);
         /* Right of the mark, unless that runs off the plot. */
-        int left = x > FML + pw - 200;
+        int left = x > FML + pw - 300;
         put(&b,
             "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"%s\" fill=\"%s\" stroke=\"white\" "
             "stroke-width=\"4\" paint-order=\"stroke\" font-weight=\"bold\">%s: %s, %s</text>\n",
@@ -554,21 +559,30 @@ char *rematx_svg_frontier(const char *title, const struct remat_profile *profile
             put(&b, "</text>\n");
         }
     }
-    /* Legend, top right. */
-    int lx = FML + (int)pw - 300, ly = FMT + 8;
+    /* Legend, top right.  It says what min-peak is the least of: the
+     * frontier's multi-level plans can sit below its mark. */
+    int lx = FML + (int)pw - 388, ly = FMT + 8;
     put(&b,
-        "<rect x=\"%d\" y=\"%d\" width=\"292\" height=\"%d\" fill=\"white\" fill-opacity=\"0.9\" "
+        "<rect x=\"%d\" y=\"%d\" width=\"380\" height=\"%d\" fill=\"white\" fill-opacity=\"0.9\" "
         "stroke=\"#999\"/>\n"
         "<circle cx=\"%d\" cy=\"%d\" r=\"3\" fill=\"#444\"/>\n"
         "<text x=\"%d\" y=\"%d\" dominant-baseline=\"middle\">frontier: %zu plans, least time "
-        "per peak</text>\n",
-        lx, ly, n_measured > 0 ? 54 : 32, lx + 16, ly + 16, lx + 30, ly + 16, f->n_points);
+        "per peak (multi-level)</text>\n"
+        "<polygon points=\"%d,%d %.1f,%d %.1f,%d\" fill=\"none\" stroke=\"%s\" "
+        "stroke-width=\"2\"/>\n"
+        "<text x=\"%d\" y=\"%d\" dominant-baseline=\"middle\">min-peak: least peak of "
+        "single-level plans</text>\n"
+        "<text x=\"%d\" y=\"%d\" dominant-baseline=\"middle\">(each stage recomputed at most "
+        "once)</text>\n",
+        lx, ly, n_measured > 0 ? 98 : 76, lx + 16, ly + 16, lx + 30, ly + 16, f->n_points, lx + 16,
+        ly + 32, lx + 21.5, ly + 43, lx + 10.5, ly + 43, marks[2].color, lx + 30, ly + 38, lx + 30,
+        ly + 58);
     if (n_measured > 0)
         put(&b,
             "<path d=\"M%d %dl10 10m0 -10l-10 10\" stroke=\"#9467bd\" stroke-width=\"2.5\"/>\n"
             "<text x=\"%d\" y=\"%d\" dominant-baseline=\"middle\">measured: %zu validation "
             "run%s</text>\n",
-            lx + 11, ly + 33, lx + 30, ly + 38, n_measured, n_measured == 1 ? "" : "s");
+            lx + 11, ly + 77, lx + 30, ly + 82, n_measured, n_measured == 1 ? "" : "s");
     put(&b, "</svg>\n");
 #undef X
 #undef Y

@@ -30,6 +30,14 @@ extern "C" {
  * (REMATX_HUMAN_MAX bytes) and returns out. */
 char *rematx_human_bytes(int64_t bytes, char *out);
 
+/* An algorithm's plan as a table row or a picture's label names it: its
+ * name, and for min-peak what it is the least of ("min-peak
+ * (single-level)").  Its name alone reads as the least peak of all, but it
+ * is the least over checkpoint sets' single-level plans (docs/min-peak.md),
+ * and min-time's multi-level schedules, where a stage is recomputed more
+ * than once, can peak lower (docs/min-time.md).  Static storage. */
+const char *rematx_plan_label(enum remat_algorithm a);
+
 /* One line of the timeline: bytes[k] is what is live after op k. */
 struct rematx_svg_series {
     const char *label; /* escaped when drawn */

@@ -18,7 +18,7 @@ start_rematd --request-timeout 300
 "$PYTHON" - "$PORT" "$RAW" <<'PY' >"$T/flood.out" 2>&1
 import socket, sys, time
 sys.path.insert(0, sys.argv[2])
-from rawhttp import exchange
+from rawhttp import exchange, wait_accepted
 port = int(sys.argv[1])
 idle = []
 for i in range(1030):
@@ -26,21 +26,9 @@ for i in range(1030):
     s.bind(("127.0.0.%d" % (2 + i // 60), 0))
     s.connect(("127.0.0.1", port))
     idle.append(s)
-# Wait until rematd has accepted them all (the listening socket's accept
-# queue, rx_queue in /proc/net/tcp, is empty), not for a fixed time: on a
+# Wait until rematd has accepted them all, not for a fixed time: on a
 # loaded machine the probes below would otherwise find free slots.
-hexport = ":%04X" % port
-deadline = time.time() + 60
-while time.time() < deadline:
-    queued = 0
-    with open("/proc/net/tcp") as f:
-        for line in f.readlines()[1:]:
-            col = line.split()
-            if col[1].endswith(hexport) and col[3] == "0A":
-                queued += int(col[4].split(":")[1], 16)
-    if queued == 0:
-        break
-    time.sleep(0.05)
+wait_accepted(port)
 time.sleep(0.2)
 fails = 0
 # At once: within 5 s on a loaded machine; without the health slots a probe

@@ -111,26 +111,19 @@ round=0
 while [ $round -lt 4 ]; do
     round=$((round + 1))
     start_rematd
-    "$PYTHON" - "$PORT" "$PID" "$T/plan.json" "$T/race$round" "$round" >>"$T/acked" <<'PY' ||
+    "$PYTHON" - "$PORT" "$PID" "$T/plan.json" "$T/race$round" "$round" "$top_srcdir/tests/api" \
+        >>"$T/acked" <<'PY' ||
 import os, random, signal, socket, sys, time
 port, pid, plan, prefix, rnd = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3], sys.argv[4], int(sys.argv[5])
+sys.path.insert(0, sys.argv[6])
+from rawhttp import wait_accepted
 body = open(plan, "rb").read()
 req = (b"POST /v1/plans HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
        b"Content-Length: %d\r\nConnection: close\r\n\r\n" % len(body)) + body
 socks = [socket.create_connection(("127.0.0.1", port)) for _ in range(32)]
-# Wait until rematd has accepted them all: the listening socket's accept
-# queue (rx_queue in /proc/net/tcp) is empty.
-hexport = ":%04X" % port
-for _ in range(200):
-    queued = 0
-    with open("/proc/net/tcp") as f:
-        for line in f.readlines()[1:]:
-            col = line.split()
-            if col[1].endswith(hexport) and col[3] == "0A":
-                queued += int(col[4].split(":")[1], 16)
-    if queued == 0:
-        break
-    time.sleep(0.01)
+# Wait until rematd has accepted them all (a few seconds at most: the
+# signal must come while they are fresh).
+wait_accepted(port, timeout=2.0)
 time.sleep(0.05)
 os.kill(pid, signal.SIGTERM)
 spread = 0 if rnd % 2 else 0.002

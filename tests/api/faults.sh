@@ -130,17 +130,9 @@ size=$(wc -c <"$T/data/rematd.db")
 [ "$size" -gt 65536 ] && ok || fail "database too small to damage: $size"
 head -c 16384 /dev/urandom | dd of="$T/data/rematd.db" bs=16384 seek=2 conv=notrunc 2>/dev/null
 "$REMATD" --listen 127.0.0.1:0 --data-dir "$T/data" 2>"$T/damaged.log" &
-p=$!
 # quick_check reads the whole file: polled, with room for a loaded machine.
-until_true 60 sh -c "! kill -0 $p 2>/dev/null"
-if kill -0 "$p" 2>/dev/null; then
-    fail "rematd serves a damaged database"
-    kill -9 "$p"
-else
-    wait "$p" && fail "exit 0 on a damaged database" || ok
-    grep -q 'damaged (PRAGMA quick_check' "$T/damaged.log" && ok ||
-        fail "damage not reported: $(cat "$T/damaged.log")"
-fi
+stops_refusing $! "a damaged database" "$T/damaged.log" 'damaged (PRAGMA quick_check'
+
 
 # ---- the WAL is cut back after a burst ----
 rm -rf "$T/data"

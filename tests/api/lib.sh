@@ -266,6 +266,38 @@ until_true() {
     return 0
 }
 
+# stops_refusing PID WHAT LOG PATTERN: the rematd started in the background
+# as PID must stop by itself (waited for as until_true does, 60 s at most),
+# exit non-zero and say PATTERN (grep) in LOG.  WHAT names the case.
+stops_refusing() {
+    _p=$1
+    until_true 60 sh -c "! kill -0 $_p 2>/dev/null"
+    if kill -0 "$_p" 2>/dev/null; then
+        fail "$2: rematd still runs"
+        kill -9 "$_p"
+    else
+        wait "$_p" && fail "$2: rematd exited 0" || ok
+        grep -q -- "$4" "$3" && ok || fail "$2: no '$4' in: $(cat "$3")"
+    fi
+}
+
+# fake_workers: tests/api/fake-worker.sh as $T/remat-worker, for rematd's
+# --worker-path; each start and stop is a line in $FAKE_WORKER_LOG.
+fake_workers() {
+    cp "$top_srcdir/tests/api/fake-worker.sh" "$T/remat-worker"
+    chmod +x "$T/remat-worker"
+    FAKE_WORKER_LOG="$T/workers.log"
+    export FAKE_WORKER_LOG
+    : >"$FAKE_WORKER_LOG"
+}
+
+# wait_for PATTERN COUNT: until $FAKE_WORKER_LOG has COUNT lines matching
+# PATTERN (0), or 30 s have passed (1): a loaded machine starts processes
+# slowly.
+wait_for() {
+    until_true 30 sh -c '[ "$(grep -c "$1" "$FAKE_WORKER_LOG")" -ge "$2" ]' sh "$1" "$2"
+}
+
 # solving: a solve holds its memory reservation now (it has started).
 solving() {
     _m=$(metric remat_solve_memory_bytes)

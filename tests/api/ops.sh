@@ -44,18 +44,7 @@ done
 # ---- workers authenticated beyond loopback ----
 refused "REMAT_WORKER_TOKEN" "$REMATD" --listen 0.0.0.0:0 --data-dir "$T/d1"
 [ -e "$T/d1/rematd.db" ] && fail "refused, yet the store was created" || ok
-cp "$top_srcdir/tests/api/fake-worker.sh" "$T/remat-worker"
-chmod +x "$T/remat-worker"
-export FAKE_WORKER_LOG="$T/workers.log"
-: >"$FAKE_WORKER_LOG"
-wait_for() { # pattern count
-    i=0
-    while [ "$(grep -c "$1" "$FAKE_WORKER_LOG")" -lt "$2" ]; do
-        i=$((i + 1))
-        [ $i -gt 300 ] && return 1 # 30 s: a loaded machine starts processes slowly
-        sleep 0.1
-    done
-}
+fake_workers
 # With supervised workers and no REMAT_WORKER_TOKEN, a token is made for
 # them: they lease, an anonymous client does not, and neither REMAT_TOKEN
 # reaches them.
@@ -91,17 +80,8 @@ req GET /healthz && expect 200
 
 # ---- one rematd per data directory ----
 "$REMATD" --listen 127.0.0.1:0 --data-dir "$T/data" 2>"$T/second.log" &
-p2=$!
-i=0
-while kill -0 "$p2" 2>/dev/null && [ $i -lt 100 ]; do sleep 0.05; i=$((i + 1)); done
-if kill -0 "$p2" 2>/dev/null; then
-    fail "a second rematd runs on the same data directory"
-    kill -9 "$p2"
-else
-    wait "$p2" && fail "the second rematd exited 0" || ok
-    grep -q "in use by another rematd (pid $PID)" "$T/second.log" && ok ||
-        fail "second rematd: $(cat "$T/second.log")"
-fi
+stops_refusing $! "a second rematd on the same data directory" "$T/second.log" \
+    "in use by another rematd (pid $PID)"
 
 # ---- a supervised worker dies with rematd, even with kill -9 ----
 wpid=$(awk '/^start/ {print $2}' "$FAKE_WORKER_LOG" | tail -1)
@@ -151,16 +131,8 @@ fi
 # ---- a port file that cannot be written stops rematd ----
 "$REMATD" --listen 127.0.0.1:0 --data-dir "$T/d2" --port-file "$T/no/such/dir/port" \
     2>"$T/pf.log" &
-p=$!
-i=0
-while kill -0 "$p" 2>/dev/null && [ $i -lt 100 ]; do sleep 0.05; i=$((i + 1)); done
-if kill -0 "$p" 2>/dev/null; then
-    fail "rematd runs without writing its port file"
-    kill -9 "$p"
-else
-    wait "$p" && fail "exit 0 without the port file" || ok
-    grep -q '"msg":"cannot write the port file"' "$T/pf.log" && ok || fail "$(cat "$T/pf.log")"
-fi
+stops_refusing $! "a port file that cannot be written" "$T/pf.log" \
+    '"msg":"cannot write the port file"'
 
 # ---- the real worker exits when its parent pipe closes ----
 # (PR_SET_PDEATHSIG covers rematd's death too; the pipe is the second

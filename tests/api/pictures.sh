@@ -1,7 +1,9 @@
 #!/bin/sh
 # The pictures (issue 17): GET /v1/profiles/{id}/frontier.svg draws every
-# frontier point with store-all, sqrt(n) and min-peak marked, and a
-# measured point per done validation of the profile; the timeline of a
+# frontier point with store-all, sqrt(n) and min-peak marked (min-peak
+# named as the least peak of single-level plans, which the frontier's
+# multi-level ones can beat), and a measured point per done validation of
+# the profile; the timeline of a
 # plan names its ops by stage, shades the phases and draws a validation's
 # measured per-op timeline over the prediction.  Each picture is rendered
 # with rsvg-convert and its PNG must be the right size and not blank
@@ -49,8 +51,9 @@ post "/v1/worker/jobs/$PJ/complete" "{\"lease_id\":\"$LEASE\",\"result\":$(cat "
 # The frontier before any validation: the three plans, in MiB.
 req GET "/v1/profiles/$PJ/frontier.svg" && expect 200
 [ "$CTYPE" = image/svg+xml ] && ok || fail "frontier content type $CTYPE"
-svg_has frontier '<svg' '</svg>' 'store-all: ' 'sqrt(n): ' 'min-peak: ' 'peak memory (MiB)' \
-    'step time (ms): ' "resnet18, 10 stages"
+svg_has frontier '<svg' '</svg>' 'store-all: ' 'sqrt(n): ' 'min-peak (single-level): ' \
+    'min-peak: least peak of single-level plans' '(each stage recomputed at most once)' \
+    'peak memory (MiB)' 'step time (ms): ' "resnet18, 10 stages"
 grep -q 'measured:' "$BODY" && fail "a measured point before any validation" || ok
 # The same frontier as the CLI's: every point drawn.
 "$REMAT" frontier --format json "$T/profile.json" >"$T/f.json"
@@ -100,6 +103,10 @@ svg_has timeline "measured (validation $V8): peak" '>s3 F<' '>s3 B<' '>loss <' \
     'fill="#eaf2fb"' 'fill="#fdf1e3"' 'fill="#f6dede"' '>recompute<' 'live memory (MiB)'
 cp "$BODY" "$T/timeline.svg"
 render "$T/timeline.svg" timeline
+# A min-peak plan's line says what min-peak is the least of.
+post /v1/plans "{\"algorithm\":\"min-peak\",\"profile_id\":\"$PJ\"}" && expect 201 /v1/plans
+req GET "/v1/plans/$(field id)/timeline.svg" && expect 200
+svg_has timeline 'min-peak (single-level): peak' 'sqrt(n): peak' 'store-all: peak'
 
 # The frontier now has the measured point, labelled by the validation.
 req GET "/v1/profiles/$PJ/frontier.svg" && expect 200

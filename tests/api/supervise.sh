@@ -3,20 +3,9 @@
 # token, restarts one that is killed (after its backoff), and on SIGTERM
 # stops them (they see SIGTERM) and exits 0.  The worker is a fake script.
 . "$(dirname "$0")/lib.sh"
-cp "$top_srcdir/tests/api/fake-worker.sh" "$T/remat-worker"
-chmod +x "$T/remat-worker"
-export FAKE_WORKER_LOG="$T/workers.log"
-: >"$FAKE_WORKER_LOG"
+fake_workers
 REMAT_WORKER_TOKEN=wtok start_rematd --workers 2 --worker-path "$T/remat-worker"
 
-wait_for() { # pattern count
-    i=0
-    while [ "$(grep -c "$1" "$FAKE_WORKER_LOG")" -lt "$2" ]; do
-        i=$((i + 1))
-        [ $i -gt 300 ] && return 1 # 30 s: a loaded machine starts processes slowly
-        sleep 0.1
-    done
-}
 wait_for '^start' 2 && ok || fail "two workers did not start: $(cat "$FAKE_WORKER_LOG")"
 grep -q "^start [0-9]* cpu .* http://127.0.0.1:$PORT lease=204" "$FAKE_WORKER_LOG" && ok ||
     fail "worker args or token wrong: $(cat "$FAKE_WORKER_LOG")"

@@ -74,6 +74,17 @@ def counted(seq, log):
     return nn.Sequential(*[Counted(m, k + 1, log) for k, m in enumerate(seq)])
 
 
+def counted_run(name):
+    """The chain CHAINS[name] set up for a check against a plan: an input,
+    the gradients of a plain step on it, and another copy of the chain whose
+    forwards go into log.  Returns (x, want, seq, log)."""
+    make, inp = CHAINS[name]
+    x = inp()
+    want = grads_of(make(), x)
+    log = []
+    return x, want, counted(make(), log), log
+
+
 def forwards_of(plan):
     """The plan's forward ops as the counters log them."""
     return [("F_all" if o["op"] == "F_all" else "F_nograd", o["stage"])

@@ -9,7 +9,7 @@ import torch
 import remat
 from remat._apply import TORCH_MAJOR, default_reentrant
 from remat._plan import checkpoints_of
-from chains import CHAINS, counted, forwards_of, grads_of
+from chains import CHAINS, counted, counted_run, forwards_of, grads_of
 
 ENGINES = [("checkpoint", True), ("checkpoint", False), ("executor", None)]
 
@@ -34,12 +34,9 @@ def test_forwards_and_gradients_equal_the_plan(plans, engine, reentrant):
             with pytest.raises(remat.PlanError):
                 remat.apply(CHAINS[name][0](), plan, engine="checkpoint")
             continue
-        make, inp = CHAINS[name]
         torch.manual_seed(5)
-        x = inp()
-        want = grads_of(make(), x)
-        log = []
-        model = remat.apply(counted(make(), log), plan, engine=engine, use_reentrant=reentrant)
+        x, want, seq, log = counted_run(name)
+        model = remat.apply(seq, plan, engine=engine, use_reentrant=reentrant)
         got = grads_of(model, x)
         want_log = forwards_of(plan)
         if engine == "checkpoint" and not reentrant:

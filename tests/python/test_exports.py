@@ -7,7 +7,7 @@ from torch.utils.checkpoint import checkpoint, checkpoint_sequential
 
 import remat
 from remat._exports import check_fn, compute_exports, run_checkpoint_sequential
-from chains import CHAINS, counted, forwards_of, grads_of
+from chains import CHAINS, counted, counted_run, forwards_of, grads_of
 from conftest import all_plans
 
 KNOBS = ("checkpoint_sequential", "per_module", "megatron", "deepspeed", "torch_compile")
@@ -59,11 +59,7 @@ def test_checkpoint_sequential_runs_the_plan(plans):
         ex = plan["exports"]["checkpoint_sequential"]
         if not ex["available"]:
             continue
-        make, inp = CHAINS[name]
-        x = inp()
-        want = grads_of(make(), x)
-        log = []
-        seq = counted(make(), log)
+        x, want, seq, log = counted_run(name)
         # checkpoint_sequential's first segment needs an input with grad in
         # reentrant mode (1.13's only mode for it): a leaf gives it one.
         leaf = x.clone().requires_grad_(True)
@@ -97,11 +93,7 @@ def test_per_module_and_megatron_block_run_the_plan(plans):
         if not ex["per_module"]["available"]:
             assert not ex["megatron"]["available"], label
             continue
-        make, inp = CHAINS[name]
-        x = inp()
-        want = grads_of(make(), x)
-        log = []
-        seq = counted(make(), log)
+        x, want, seq, log = counted_run(name)
         wrapped = _wrap_each(seq, check_fn(seq, plan))
         # Reentrant checkpoints need an input with grad (else the first
         # segment's weights get none).
@@ -117,7 +109,7 @@ def test_per_module_and_megatron_block_run_the_plan(plans):
                                               "--recompute-method", "block"]
             # Megatron's block method: the first N layers each checkpointed.
             log.clear()
-            seq = counted(make(), log)
+            seq = counted(CHAINS[name][0](), log)
             mods = list(seq)
             meg_model = _wrap_each(seq, lambda m: m in mods[:n_layers])
             got = grads_of(meg_model, x)

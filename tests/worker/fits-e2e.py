@@ -20,72 +20,24 @@ that nothing rests on extrapolation):
    measured one; the gap is printed (CPU timing on a shared machine is
    noisy: only a loose bound is asserted).
 """
-import json
 import os
-import subprocess
 import sys
-import tempfile
-import time
-import urllib.error
-import urllib.request
 
-BUILD = os.environ.get("top_builddir", ".")
-REMATD = os.path.join(BUILD, "api", "rematd")
-WORKER = os.path.join(BUILD, "worker", "remat-worker")
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import lib  # noqa: E402
+
 MEMORY = 320 * 1024 * 1024  # the device: the worker's --cpu-limit
 
-for prog in (REMATD, WORKER):
-    if not os.access(prog, os.X_OK):
-        print("SKIP: %s is not built" % prog)
-        sys.exit(77)
-
-tmp = tempfile.mkdtemp(prefix="remat-fits-e2e-")
-env = dict(os.environ)
-env["ASAN_OPTIONS"] = env.get("ASAN_OPTIONS", "") + ":detect_leaks=0"
-procs = []
-failures = []
-URL = None
+lib.need(lib.REMATD, lib.WORKER)
+# POST /v1/fits solves every batch it weighs: more than the default minute
+# on a loaded machine.
+run = lib.Run("remat-fits-e2e-", http_timeout=120)
+check, http = run.check, run.http
 
 
-def check(cond, what):
-    print(("ok   " if cond else "FAIL ") + what, flush=True)
-    if not cond:
-        failures.append(what)
-    return cond
-
-
-def start(args, log):
-    p = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=open(os.path.join(tmp, log), "w"),
-                         env=env)
-    procs.append(p)
-    return p
-
-
-def http(method, path, body=None):
-    data = json.dumps(body).encode() if body is not None else None
-    req = urllib.request.Request(URL + path, data=data, method=method,
-                                 headers={"Content-Type": "application/json"})
-    try:
-        with urllib.request.urlopen(req, timeout=120) as r:
-            text = r.read()
-            return r.status, json.loads(text) if text else None
-    except urllib.error.HTTPError as e:
-        text = e.read()
-        try:
-            return e.code, json.loads(text)
-        except ValueError:
-            return e.code, None
-
-
-def wait_job(path, timeout=900):
-    t_end = time.time() + timeout
-    job = None
-    while time.time() < t_end:
-        st, job = http("GET", path)
-        if st == 200 and job["status"] in ("done", "failed"):
-            return job
-        time.sleep(0.3)
-    return job
+def wait_job(path):
+    """A profile of ResNet-18 at batch 128 on CPU, queued behind others."""
+    return run.wait_job(path, timeout=900)
 
 
 profiles = {}  # batch -> profile job id
@@ -130,16 +82,8 @@ def validate(batch, body):
 
 
 try:
-    start([REMATD, "--listen", "127.0.0.1:0", "--data-dir", os.path.join(tmp, "data"),
-           "--port-file", os.path.join(tmp, "port"), "--lease-seconds", "30"], "rematd.log")
-    port_file = os.path.join(tmp, "port")
-    for _ in range(300):
-        if os.path.exists(port_file) and open(port_file).read().strip():
-            break
-        time.sleep(0.1)
-    URL = "http://127.0.0.1:%s" % open(port_file).read().strip()
-    start([WORKER, "--server", URL, "--device", "cpu", "--id", "w1", "--cpu-limit", str(MEMORY)],
-          "w1.log")
+    run.start_rematd("--lease-seconds", "30")
+    run.start_worker("w1", "--cpu-limit", str(MEMORY))
 
     for b in (16, 128):
         pid, why = profile(b)
@@ -211,22 +155,5 @@ try:
                   "throughput-best batch %d within the memory (%d <= %d)"
                   % (t["batch"], r["measured_peak_bytes"], MEMORY))
 finally:
-    for p in procs:
-        if p.poll() is None:
-            p.terminate()
-    for p in procs:
-        try:
-            p.wait(timeout=30)
-        except Exception:
-            p.kill()
-
-if failures:
-    for f in failures:
-        print("FAILED: " + f)
-    for log in ("w1.log",):
-        path = os.path.join(tmp, log)
-        if os.path.exists(path):
-            print("--- %s (tail)" % log)
-            print("".join(open(path).readlines()[-20:]))
-    sys.exit(1)
-print("all passed")
+    status = run.finish()
+sys.exit(status)

@@ -43,11 +43,13 @@ def finished(job):
 
 class Run:
     """A temporary folder, the processes started in it (their stderr in
-    <tmp>/<log>), rematd's URL once started, and the checks that failed."""
+    <tmp>/<log>), rematd's URL once started, and the checks that failed.
+    http_timeout: how long one request may take (the default of http())."""
 
-    def __init__(self, prefix, env=None):
+    def __init__(self, prefix, env=None, http_timeout=60):
         self.tmp = tempfile.mkdtemp(prefix=prefix)
         self.env = env if env is not None else child_env()
+        self.http_timeout = http_timeout
         self.procs = []
         self.failures = []
         self.url = None
@@ -84,8 +86,10 @@ class Run:
         return self.start([WORKER, "--server", self.url, "--device", "cpu", "--id", name]
                           + list(flags), name + ".log")
 
-    def http(self, method, path, body=None, raw=None, timeout=60):
+    def http(self, method, path, body=None, raw=None, timeout=None):
         """(status, JSON body or None); raw bytes go as application/octet-stream."""
+        if timeout is None:
+            timeout = self.http_timeout
         data = raw if raw is not None else (json.dumps(body).encode() if body is not None else None)
         ctype = "application/octet-stream" if raw is not None else "application/json"
         req = urllib.request.Request(self.url + path, data=data, method=method,

@@ -19,72 +19,13 @@ prediction (docs/scheduling.md, "The optimizer"; docs/worker.md).
 import json
 import os
 import sys
-import tempfile
-import time
-import urllib.error
-import urllib.request
 
-BUILD = os.environ.get("top_builddir", ".")
-REMATD = os.path.join(BUILD, "api", "rematd")
-WORKER = os.path.join(BUILD, "worker", "remat-worker")
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import lib  # noqa: E402
 
-for prog in (REMATD, WORKER):
-    if not os.access(prog, os.X_OK):
-        print("SKIP: %s is not built" % prog)
-        sys.exit(77)
-
-tmp = tempfile.mkdtemp(prefix="remat-optim-e2e-")
-env = dict(os.environ)
-env["ASAN_OPTIONS"] = env.get("ASAN_OPTIONS", "") + ":detect_leaks=0"
-procs = []
-failures = []
-URL = None
-
-
-def check(cond, what):
-    print(("ok   " if cond else "FAIL ") + what, flush=True)
-    if not cond:
-        failures.append(what)
-    return cond
-
-
-def start(args, log):
-    import subprocess
-    p = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=open(os.path.join(tmp, log), "w"),
-                         env=env)
-    procs.append(p)
-    return p
-
-
-def http(method, path, body=None):
-    data = json.dumps(body).encode() if body is not None else None
-    req = urllib.request.Request(URL + path, data=data, method=method,
-                                 headers={"Content-Type": "application/json"})
-    try:
-        with urllib.request.urlopen(req, timeout=60) as r:
-            text = r.read()
-            return r.status, json.loads(text) if text else None
-    except urllib.error.HTTPError as e:
-        text = e.read()
-        try:
-            return e.code, json.loads(text)
-        except ValueError:
-            return e.code, None
-
-
-def finished(job):
-    return job["status"] in ("done", "failed")
-
-
-def wait_job(path, timeout=600):
-    t_end = time.time() + timeout
-    job = None
-    while time.time() < t_end:
-        st, job = http("GET", path)
-        if st == 200 and finished(job):
-            return job
-        time.sleep(0.2)
-    return job
+lib.need(lib.REMATD, lib.WORKER)
+run = lib.Run("remat-optim-e2e-")
+check, http, wait_job = run.check, run.http, run.wait_job
 
 
 def profile(spec):
@@ -126,16 +67,8 @@ CNN = {"layers": [{"type": "conv2d", "out_channels": 16, "kernel_size": 3, "padd
 STATE_PER_WEIGHT = {"adam": 2, "adamw": 2, "sgd-momentum": 1, "sgd": 0}
 
 try:
-    import subprocess  # noqa: F401  (start() uses it)
-    rematd = start([REMATD, "--listen", "127.0.0.1:0", "--data-dir", os.path.join(tmp, "data"),
-                    "--port-file", os.path.join(tmp, "port")], "rematd.log")
-    port_file = os.path.join(tmp, "port")
-    for _ in range(300):
-        if os.path.exists(port_file) and open(port_file).read().strip():
-            break
-        time.sleep(0.1)
-    URL = "http://127.0.0.1:%s" % open(port_file).read().strip()
-    start([WORKER, "--server", URL, "--device", "cpu", "--id", "w1"], "w1.log")
+    run.start_rematd()
+    run.start_worker("w1")
 
     # 4. Bad fields first (no worker time).
     for bad, ptr in (({"optimizer": "lamb"}, "/optimizer"),
@@ -196,22 +129,5 @@ try:
         check(st == 400 and (pr or {}).get("pointer") == "/store_all",
               "store_all must be a boolean (got %s)" % st)
 finally:
-    for p in procs:
-        if p.poll() is None:
-            p.terminate()
-    for p in procs:
-        try:
-            p.wait(timeout=30)
-        except Exception:
-            p.kill()
-
-if failures:
-    for f in failures:
-        print("FAILED: " + f)
-    for log in ("rematd.log", "w1.log"):
-        path = os.path.join(tmp, log)
-        if os.path.exists(path):
-            print("--- %s (tail)" % log)
-            print("".join(open(path).readlines()[-20:]))
-    sys.exit(1)
-print("all passed")
+    status = run.finish()
+sys.exit(status)

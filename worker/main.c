@@ -96,10 +96,25 @@ static size_t on_body(char *ptr, size_t size, size_t nmemb, void *user)
     return rematx_dyn_addn(user, ptr, n) == 0 ? n : 0;
 }
 
+/* A lease poll is cut short by SIGTERM at libcurl's next progress call (at
+ * least once a second, whatever it waits on: a name lookup, a connect, a
+ * reply), so that a stop never waits out the connect and reply timeouts;
+ * a job's own calls (heartbeat, complete, release) run to the end. */
+static int on_progress_stop(void *arg, curl_off_t dt, curl_off_t dn, curl_off_t ut, curl_off_t un)
+{
+    (void)arg;
+    (void)dt;
+    (void)dn;
+    (void)ut;
+    (void)un;
+    return stopping ? 1 : 0;
+}
+
 /* POSTs body (not stolen) to server+path.  Returns the HTTP status, or -1
  * when no answer came; *reply (may be NULL) gets the parsed JSON reply or
  * NULL. */
-static long post(const struct worker *w, const char *path, const json_t *body, json_t **reply)
+static long post_as(const struct worker *w, const char *path, const json_t *body, json_t **reply,
+                    int stop_on_signal)
 {
     if (reply != NULL)
         *reply = NULL;
@@ -131,11 +146,15 @@ static long post(const struct worker *w, const char *path, const json_t *body, j
     curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT, 5L);
     curl_easy_setopt(c, CURLOPT_TIMEOUT, 30L);
     curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
+    if (stop_on_signal) {
+        curl_easy_setopt(c, CURLOPT_XFERINFOFUNCTION, on_progress_stop);
+        curl_easy_setopt(c, CURLOPT_NOPROGRESS, 0L);
+    }
     long status = -1;
     CURLcode rc = curl_easy_perform(c);
     if (rc == CURLE_OK)
         curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &status);
-    else
+    else if (!(rc == CURLE_ABORTED_BY_CALLBACK && stopping))
         logf_("POST %s: %s", path, curl_easy_strerror(rc));
     if (reply != NULL && rematx_dyn_len(&b) > 0 && status >= 200 && status < 300)
         *reply = json_loadb(rematx_dyn_ptr(&b), rematx_dyn_len(&b), 0, NULL);
@@ -144,6 +163,11 @@ static long post(const struct worker *w, const char *path, const json_t *body, j
     rematx_dyn_free(&b);
     free(text);
     return status;
+}
+
+static long post(const struct worker *w, const char *path, const json_t *body, json_t **reply)
+{
+    return post_as(w, path, body, reply, 0);
 }
 
 /* ---- heartbeats ---- */
@@ -363,7 +387,7 @@ static int serve(const struct worker *w, int once)
     logf_("serving %s on %s as %s", w->server, w->device, w->id);
     while (!stopping) {
         json_t *lease = NULL;
-        long st = post(w, "/v1/worker/lease", req, &lease);
+        long st = post_as(w, "/v1/worker/lease", req, &lease, 1);
         if (st == 200 && lease != NULL) {
             backoff = 100;
             run_job(w, lease);

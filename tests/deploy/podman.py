@@ -202,8 +202,12 @@ def compose_test(spec):
         t0 = time.time()
         p = compose("stop")
         codes = [state(proj + "_" + svc + "_1")[1] for svc in ("rematd", "worker-cpu")]
-        check(p.returncode == 0 and codes == ["0", "0"],
-              "podman-compose stop: rematd and the worker exit %s (%.1f s)" % (codes, time.time() - t0))
+        if not check(p.returncode == 0 and codes == ["0", "0"],
+                     "podman-compose stop: rematd and the worker exit %s (%.1f s)"
+                     % (codes, time.time() - t0)):
+            for svc in ("rematd", "worker-cpu"):
+                print("--- podman logs %s_%s_1" % (proj, svc))
+                print(podman("logs", proj + "_" + svc + "_1", check_rc=False).stdout[-3000:])
         log = podman("logs", proj + "_rematd_1", check_rc=False).stdout
         bad = [ln for ln in log.splitlines() if '"level":"error"' in ln.replace(" ", "")]
         check(not bad and "stopped" in log, "compose: rematd's log has no error and ends 'stopped' (%s)" % bad[:3])

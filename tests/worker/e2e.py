@@ -12,10 +12,14 @@
 5. SIGTERM mid-job: the worker gives the job back and exits 0.
 6. A worker too small for the model (--cpu-limit): the job fails as out of
    memory, and the same worker then completes the next job.
+7. SIGTERM while a lease poll waits on a server that never answers: the
+   worker exits 0 at once, not after its 30 s reply timeout (a container
+   stop gives it 10 s before SIGKILL).
 """
 import json
 import os
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -186,6 +190,30 @@ try:
     job = wait_job(path, finished)
     check(job["status"] == "done" and w3.poll() is None,
           "after the out-of-memory the same worker completes the next job")
+
+    # 7. A silent server: it accepts the connection (the request lands in
+    # the socket) and never answers.  SIGTERM cuts the lease poll short.
+    with socket.socket() as silent:
+        silent.bind(("127.0.0.1", 0))
+        silent.listen(4)
+        silent.settimeout(60)
+        url = "http://127.0.0.1:%d" % silent.getsockname()[1]
+        w4 = run.start([lib.WORKER, "--server", url, "--device", "cpu", "--id", "w4"], "w4.log")
+        conn, _ = silent.accept()  # the worker's first lease poll
+        with conn:
+            conn.settimeout(30)
+            got = conn.recv(4096)
+            t0 = time.time()
+            w4.send_signal(signal.SIGTERM)
+            try:
+                rc = w4.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                rc = None
+            took = time.time() - t0
+        log = open(os.path.join(run.tmp, "w4.log")).read()
+        check(b"/v1/worker/lease" in got and rc == 0 and took < 5 and "stopped" in log,
+              "SIGTERM during a lease poll nobody answers: exit %s in %.1f s, log ends %r"
+              % (rc, took, log.strip().splitlines()[-1:]))
 finally:
     status = run.finish()
 sys.exit(status)

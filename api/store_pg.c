@@ -318,7 +318,7 @@ static long write_batch(void *arg, struct rematd_plan_write *batch)
     size_t nk = 0;
     for (struct rematd_plan_write *w = batch; w; w = w->next)
         nk += w->idem_key != NULL;
-    struct keyed one, *keyed = nk <= 1 ? &one : malloc(nk * sizeof *keyed);
+    struct keyed one = {0}, *keyed = nk <= 1 ? &one : malloc(nk * sizeof *keyed);
     if (!keyed) {
         for (struct rematd_plan_write *w = batch; w; w = w->next)
             w->result = REMATD_STORE_ERROR;

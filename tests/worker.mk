@@ -10,6 +10,7 @@ EXTRA_DIST += tests/worker/e2e.py tests/worker/accuracy-ci.sh tests/worker/accur
 	tests/worker/gpu-common.sh \
 	tests/worker/side-by-side-check.py tests/worker/lib.py bench/profile-speed.py tests/worker/fits-e2e.py \
 	docs/side-by-side-gpt-m-b2.svg docs/side-by-side-gpt-s-b2.svg docs/side-by-side-resnet101-b2.svg \
+	docs/side-by-side-vgg19-b1.svg \
 	docs/side-by-side-resnet152-b2.svg docs/side-by-side-resnet50-b2.svg
 if HAVE_TORCH
 TESTS += tests/worker/e2e.py tests/worker/accuracy-ci.sh tests/worker/plan-check.py \

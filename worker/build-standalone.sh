@@ -50,6 +50,11 @@ void f() { auto s = c10::cuda::CUDACachingAllocator::getDeviceStats(0); (void)s;
 EOF
 then
     defs="$defs -DREMAT_TORCH_CUDA=1 -isystem $cuda/include"
+    if try -isystem "$cuda/include" <<'EOF'
+#include <c10/cuda/CUDACachingAllocator.h>
+void f() { auto s = c10::cuda::CUDACachingAllocator::getDeviceStats(0); (void)s.requested_bytes[0].peak; }
+EOF
+    then defs="$defs -DREMAT_TORCH_HAS_REQUESTED=1"; fi
     tlibs="$tlibs -Wl,--no-as-needed -ltorch_cuda -lc10_cuda -Wl,--as-needed"
     # The shim calls the CUDA runtime itself: link the copy libtorch loads
     # (a wheel's nvidia/*/lib), else the toolkit's.
@@ -68,15 +73,24 @@ echo "#define PACKAGE_VERSION \"${version:-unknown}\"" >"$out/config.h"
 # Every compile at once (the GPU machine has the cores); model.cpp, the one
 # with libtorch's module headers, takes the longest.  A failed compile fails
 # the build.
+# The sources are worker/local.mk's, so that a file added there is never
+# missing here (a link error on the GPU machine costs its whole lease).
+srcs=$(sed -n '/^worker_remat_worker_SOURCES/,/[^\\]$/p' "$top/worker/local.mk" |
+    tr ' \\\t' '\n\n\n' | grep -E '^worker/.*\.(c|cpp)$')
+[ -n "$srcs" ] || { echo "build-standalone: no sources in worker/local.mk" >&2; exit 1; }
 mkdir -p "$out/obj"
 pids=
-for f in model device measure execute shim; do
-    $CXX $tflags $defs -I"$top/src" -O2 -g -Wall -Wno-unused-parameter \
-        -c "$top/worker/$f.cpp" -o "$out/obj/$f.o" &
+objs=
+for f in $srcs; do
+    o="$out/obj/$(basename "$f").o"
+    objs="$objs $o"
+    case $f in
+    *.cpp) $CXX $tflags $defs -I"$top/src" -O2 -g -Wall -Wno-unused-parameter \
+        -c "$top/$f" -o "$o" & ;;
+    *) $CC $cflags -I"$top/src" -c "$top/$f" -o "$o" & ;;
+    esac
     pids="$pids $!"
 done
-$CC $cflags -I"$top/src" -c "$top/worker/main.c" -o "$out/obj/main.o" &
-pids="$pids $!"
 # libremat and rematx (src/, src/rematx/): the worker runs libremat's op lists
 # and expands the zoo with rematx; the CLI computes plans on the profile.
 lib=
@@ -93,7 +107,5 @@ for p in $pids; do wait "$p" || failed=1; done
 $CC $cflags -I"$out" -I"$top/src" -I"$top/cli" -o "$out/remat" "$top"/cli/*.c $lib \
     $JANSSON_LIBS -lm || echo "build-standalone: cli/remat not built"
 # shellcheck disable=SC2086
-$CXX -o "$out/remat-worker" "$out"/obj/main.o "$out"/obj/model.o "$out"/obj/device.o \
-    "$out"/obj/measure.o "$out"/obj/execute.o "$out"/obj/shim.o $lib $tlibs $CURL_LIBS \
-    $JANSSON_LIBS -lm -lpthread
+$CXX -o "$out/remat-worker" $objs $lib $tlibs $CURL_LIBS $JANSSON_LIBS -lm -lpthread
 echo "build-standalone: $out/remat-worker"

@@ -164,6 +164,10 @@ static const struct {
     {"libtorch", F_STRING, 0},
     {"timeline", F_TIMELINE, 0},
     {"optimizer", F_OPTIM, 0},
+    /* On a GPU: the caching allocator's view (docs/accuracy.md). */
+    {"measured_reserved_bytes", F_BYTES, 0},
+    {"measured_requested_bytes", F_BYTES, 0},
+    {"cold_peak_bytes", F_BYTES, 0},
 };
 
 /* A validation's optimizer: its name and each measured and predicted
@@ -246,14 +250,25 @@ static int check_timeline(const json_t *spec, const json_t *tl, struct remat_err
         snprintf(ptr, sizeof ptr, "/result/timeline/%zu", i);
         enum remat_op_kind k;
         const json_t *st = json_object_get(e, "stage"), *pk = json_object_get(e, "peak_bytes"),
-                     *af = json_object_get(e, "after_bytes");
-        if (!json_is_object(e) || json_object_size(e) != 4 ||
+                     *af = json_object_get(e, "after_bytes"), *ms = json_object_get(e, "ms"),
+                     *rs = json_object_get(e, "reserved_peak_bytes");
+        /* The op's wall time and (on a GPU) the allocator's reserved bytes
+         * are optional: workers before them send four fields. */
+        size_t want = 4 + (ms != NULL) + (rs != NULL);
+        if ((ms != NULL && (!json_is_number(ms) || !isfinite(json_number_value(ms)) ||
+                            json_number_value(ms) < 0)) ||
+            (rs != NULL && (!json_is_integer(rs) || json_integer_value(rs) < 0)))
+            return refuse(err, ptr, "a timeline entry's ms is a time >= 0 and its "
+                                    "reserved_peak_bytes a byte count");
+        if (!json_is_object(e) || json_object_size(e) != want ||
             remat_op_parse(json_string_value(json_object_get(e, "op")), &k) != REMAT_OK ||
             !json_is_integer(st) || json_integer_value(st) < 0 ||
             json_integer_value(st) > (json_int_t)n || !json_is_integer(pk) ||
             json_integer_value(pk) < 0 || !json_is_integer(af) || json_integer_value(af) < 0)
             return refuse(err, ptr,
-                          "a timeline entry is {op, stage (0..%zu), peak_bytes, after_bytes}", n);
+                          "a timeline entry is {op, stage (0..%zu), peak_bytes, after_bytes} "
+                          "and optionally ms and reserved_peak_bytes",
+                          n);
     }
     return REMAT_OK;
 }

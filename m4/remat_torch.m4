@@ -92,7 +92,13 @@ struct A : c10::Allocator {
           torch_cuda_libs="$torch_cuda_libs -L$torch_cudart_dir -Wl,-rpath,$torch_cudart_dir -l:`basename "$torch_cudart"`"
         ], [torch_cuda_libs="$torch_cuda_libs -L$with_cuda/lib64 -lcudart"])
         TORCH_CPPFLAGS="$TORCH_CPPFLAGS $torch_cuda_cppflags -DREMAT_TORCH_CUDA=1"
-        TORCH_LIBS="$TORCH_LIBS $torch_cuda_libs"])
+        TORCH_LIBS="$TORCH_LIBS $torch_cuda_libs"
+        dnl The bytes asked for, before the allocator's rounding (libtorch 2.1+).
+        AC_MSG_CHECKING([whether the CUDA caching allocator counts requested bytes])
+        AC_COMPILE_IFELSE([AC_LANG_PROGRAM([[#include <c10/cuda/CUDACachingAllocator.h>]],
+          [[return (int)c10::cuda::CUDACachingAllocator::getDeviceStats(0).requested_bytes[0].peak;]])],
+          [AC_MSG_RESULT([yes]); TORCH_CPPFLAGS="$TORCH_CPPFLAGS -DREMAT_TORCH_HAS_REQUESTED=1"],
+          [AC_MSG_RESULT([no])])])
     ], [
       AS_IF([test "x$with_libtorch" != xcheck],
         [AC_MSG_ERROR([--with-libtorch=$with_libtorch: cannot link a program against libtorch there (see config.log)])])

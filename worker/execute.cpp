@@ -19,6 +19,7 @@
 #include <c10/core/GradMode.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <memory>
 #include <string>
@@ -159,6 +160,11 @@ struct StepResult {
     /* With an optimizer: the most live during its step (counted as
      * peak_bytes is), and that above what was live when it began. */
     int64_t optim_peak_bytes = 0, optim_tmp_bytes = 0;
+    /* On cuda:N (-1 elsewhere), counted from the same base as peak_bytes:
+     * the most the caching allocator held from the device during the
+     * step (its segments, cached blocks included), and the most bytes the
+     * live tensors asked for before its rounding (-1 without libtorch 2.1). */
+    int64_t reserved_peak_bytes = -1, requested_peak_bytes = -1;
 };
 
 /* The optimizer of a validation: libtorch's, with its state made before
@@ -167,6 +173,17 @@ struct StepOptim {
     Optim *opt = nullptr;
     int64_t state_bytes = 0;
 };
+
+/* The allocator's own peaks since the step's reset_peak (on cuda:N), from
+ * the step's base.  With a timeline the peaks were reset after each op:
+ * the reserved bytes then are the most the allocator held at the end of
+ * the step, which is its most (a segment stays until empty_cache). */
+void allocator_peaks(const Device &d, int64_t base, StepResult &r)
+{
+    int64_t rp = d.reserved_peak(), qp = d.requested_peak();
+    r.reserved_peak_bytes = rp >= 0 ? rp + base : -1;
+    r.requested_peak_bytes = qp >= 0 ? qp + base : -1;
+}
 
 /* One training step by the op list.  x[i] plain activations (no graph),
  * y[i] outputs with their graphs (x̄_i), leaf[i] the input leaf of stage
@@ -194,6 +211,9 @@ StepResult run_ops(Model &m, const Schedule &sched, const at::Tensor &x0, const 
     int64_t start = d.current();
     d.reset_peak();
     timer.start();
+    /* With a timeline, each op's wall time between the synchronisations
+     * around it: where a step's time goes, op by op. */
+    auto op_began = std::chrono::steady_clock::now();
     /* What is live now counts as the weights, the input and the
      * optimizer's state, whatever else the process holds. */
     int64_t base = W + x0.numel() * (int64_t)x0.element_size() + so.state_bytes - start,
@@ -260,13 +280,19 @@ StepResult run_ops(Model &m, const Schedule &sched, const at::Tensor &x0, const 
             /* The peak during this op and the live bytes after it, counted
              * as the simulator's timeline counts them. */
             d.sync();
+            auto op_ended = std::chrono::steady_clock::now();
             int64_t pk = d.peak() + base;
             timeline_peak = std::max(timeline_peak, pk);
-            json_array_append_new(timeline,
-                                  json_pack("{s:s, s:I, s:I, s:I}", "op", remat_op_name(op.kind),
-                                            "stage", (json_int_t)i, "peak_bytes", (json_int_t)pk,
-                                            "after_bytes", (json_int_t)(d.current() + base)));
+            json_t *e = json_pack(
+                "{s:s, s:I, s:I, s:I, s:f}", "op", remat_op_name(op.kind), "stage", (json_int_t)i,
+                "peak_bytes", (json_int_t)pk, "after_bytes", (json_int_t)(d.current() + base), "ms",
+                std::chrono::duration<double, std::milli>(op_ended - op_began).count());
+            if (d.reserved_peak() >= 0)
+                json_object_set_new(e, "reserved_peak_bytes",
+                                    json_integer((json_int_t)(d.reserved_peak() + base)));
+            json_array_append_new(timeline, e);
             d.reset_peak();
+            op_began = std::chrono::steady_clock::now();
         }
     }
     StepResult r;
@@ -284,11 +310,13 @@ StepResult run_ops(Model &m, const Schedule &sched, const at::Tensor &x0, const 
         timeline_peak = std::max(timeline_peak, r.optim_peak_bytes);
         r.ms = timer.stop_ms();
         r.peak_bytes = timeline != nullptr ? timeline_peak : std::max(ops_peak, r.optim_peak_bytes);
+        allocator_peaks(d, base, r);
         return r;
     }
     r.ms = timer.stop_ms();
     d.sync();
     r.peak_bytes = timeline != nullptr ? timeline_peak : d.peak() + base;
+    allocator_peaks(d, base, r);
     return r;
 }
 
@@ -355,7 +383,7 @@ json_t *validate(const json_t *spec, const Progress &progress)
         clear_grads(m);
     }
     std::vector<double> t_sa, t_plan;
-    int64_t peak_sa = 0, peak_plan = 0, optim_peak = 0, optim_tmp = 0;
+    int64_t peak_sa = 0, peak_plan = 0, optim_peak = 0, optim_tmp = 0, requested_plan = -1;
     double max_diff = 0;
     for (int r = 0; r < repeats; r++) {
         std::vector<at::Tensor> ref;
@@ -382,6 +410,7 @@ json_t *validate(const json_t *spec, const Progress &progress)
         }
         clear_grads(m);
         peak_plan = std::max(peak_plan, b.peak_bytes);
+        requested_plan = std::max(requested_plan, b.requested_peak_bytes);
         optim_peak = std::max(optim_peak, b.optim_peak_bytes);
         optim_tmp = std::max(optim_tmp, b.optim_tmp_bytes);
         t_plan.push_back(b.ms);
@@ -393,6 +422,20 @@ json_t *validate(const json_t *spec, const Progress &progress)
         timeline = json_array();
         run_ops(m, ops, x0, d, progress, so, timeline);
         clear_grads(m);
+    }
+    /* On a GPU, what the plan takes from the device: one more step of the
+     * plan alone, after the cache is emptied (else store-all's cached
+     * segments would serve it), and the most the caching allocator held
+     * in it, its rounding, splits and cached blocks included
+     * (docs/accuracy.md, "What the device sees"). */
+    int64_t reserved_plan = -1, cold_peak = -1;
+    if (d.cuda) {
+        d.sync();
+        d.release_cache();
+        StepResult c = run_ops(m, ops, x0, d, progress, so);
+        clear_grads(m);
+        reserved_plan = c.reserved_peak_bytes;
+        cold_peak = c.peak_bytes;
     }
     json_t *info = device_info_json(d);
     double step_ms = median(t_plan);
@@ -431,6 +474,12 @@ json_t *validate(const json_t *spec, const Progress &progress)
                                       (json_int_t)optim_peak, "predicted_step_peak_bytes",
                                       (json_int_t)remat_optim_step_peak_bytes(profile.get())));
     }
+    if (reserved_plan >= 0) {
+        json_object_set_new(res, "measured_reserved_bytes", json_integer(reserved_plan));
+        json_object_set_new(res, "cold_peak_bytes", json_integer(cold_peak));
+    }
+    if (requested_plan >= 0)
+        json_object_set_new(res, "measured_requested_bytes", json_integer(requested_plan));
     if (timeline != nullptr)
         json_object_set_new(res, "timeline", timeline);
     json_object_set(res, "driver", json_object_get(info, "driver"));

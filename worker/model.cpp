@@ -753,10 +753,10 @@ at::Tensor run_stage(Model &m, size_t i, const at::Tensor &x)
     return y;
 }
 
-void backward(Model &m, size_t i, const at::Tensor &y, const at::Tensor &dy)
+void backward(Model &m, size_t i, const at::Tensor &y, const at::Tensor &dy, bool retain_graph)
 {
     try {
-        torch::autograd::backward({y}, {dy});
+        torch::autograd::backward({y}, {dy}, retain_graph);
     } catch (const c10::Error &e) {
         std::string msg = first_line(e.what_without_backtrace());
         if (is_oom(msg))

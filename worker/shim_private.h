@@ -108,6 +108,15 @@ struct Device {
     void sync() const;
     /* Gives cached blocks back after a failure, so the next job starts clean. */
     void release_cache() const;
+    /* What the caching allocator holds from the device (its segments, in
+     * use or cached) and the most it held since reset_peak: on cuda:N only,
+     * -1 on CPU (no cache between the tensors and the system there). */
+    int64_t reserved() const;
+    int64_t reserved_peak() const;
+    /* The most bytes live tensors asked for since reset_peak, before the
+     * allocator rounded them up (a block's size is what current() and
+     * peak() count): on cuda:N with libtorch 2.1+, else -1. */
+    int64_t requested_peak() const;
 };
 
 /* Opens "cpu" or "cuda:N" once per process (shim.h's rw_open); throws a
@@ -206,8 +215,10 @@ int64_t out_bytes(const Model &m, size_t i);
  * of the input copied (the memory model gives every stage output a buffer
  * of its own).  Grad-enabled unless a NoGradGuard is active. */
 at::Tensor run_stage(Model &m, size_t i, const at::Tensor &x);
-/* The backward of stage i (0-based): y's graph with dy. */
-void backward(Model &m, size_t i, const at::Tensor &y, const at::Tensor &dy);
+/* The backward of stage i (0-based): y's graph with dy; retain_graph keeps
+ * the graph for another backward (the profile's back-to-back timing). */
+void backward(Model &m, size_t i, const at::Tensor &y, const at::Tensor &dy,
+              bool retain_graph = false);
 void clear_grads(Model &m);
 /* A copy of every parameter's gradient (undefined where there is none). */
 std::vector<at::Tensor> grads(Model &m);

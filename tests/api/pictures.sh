@@ -79,18 +79,34 @@ LEASE=$(field lease_id)
 [ "$(field job_id)" = "$VJ" ] && ok || fail "leased $(field job_id), not $VJ"
 PEAK=$(field peak_bytes)
 "$REMAT" simulate --checkpoints "$CKS" --timeline "$T/profile.json" >"$T/sim.json"
-"$PYTHON" - "$BODY" "$T/sim.json" >"$T/result.json" <<'PY'
+"$PYTHON" - "$BODY" "$T/sim.json" "$T/bad1.json" "$T/bad2.json" >"$T/result.json" <<'PY'
 import json, sys
 spec = json.load(open(sys.argv[1]))["spec"]
 sim = json.load(open(sys.argv[2]))
 ops = spec["plan"]["schedule"]
 assert len(ops) == len(sim["timeline"]), (len(ops), len(sim["timeline"]))
+# Each op's wall time (ms) and, as a GPU worker sends it, the allocator's
+# reserved bytes: optional members of an entry.
 tl = [{"op": o["op"], "stage": o["stage"], "peak_bytes": int(b * 1.08),
-       "after_bytes": int(b * 1.05)} for o, b in zip(ops, sim["timeline"])]
+       "after_bytes": int(b * 1.05), "ms": 0.25} for o, b in zip(ops, sim["timeline"])]
+tl[0]["reserved_peak_bytes"] = tl[0]["peak_bytes"] + 2097152
 peak = max(t["peak_bytes"] for t in tl)
-print(json.dumps({"measured_peak_bytes": peak, "predicted_peak_bytes": spec["plan"]["peak_bytes"],
-                  "step_ms": spec["plan"]["total_ms"] * 1.1, "device": "cpu", "timeline": tl}))
+r = {"measured_peak_bytes": peak, "predicted_peak_bytes": spec["plan"]["peak_bytes"],
+     "step_ms": spec["plan"]["total_ms"] * 1.1, "device": "cpu", "timeline": tl}
+print(json.dumps(r))
+# Refused: a negative time, a member no worker sends.
+tl[1]["ms"] = -1
+with open(sys.argv[3], "w") as f:
+    json.dump(r, f)
+tl[1]["ms"] = 0.25
+tl[2]["gpu_temp"] = 70
+with open(sys.argv[4], "w") as f:
+    json.dump(r, f)
 PY
+post "/v1/worker/jobs/$VJ/complete" "{\"lease_id\":\"$LEASE\",\"result\":$(cat "$T/bad1.json")}" &&
+    problem "a timeline op of -1 ms" 400 validation /result/timeline/1
+post "/v1/worker/jobs/$VJ/complete" "{\"lease_id\":\"$LEASE\",\"result\":$(cat "$T/bad2.json")}" &&
+    problem "a timeline entry with an unknown member" 400 validation /result/timeline/2
 post "/v1/worker/jobs/$VJ/complete" "{\"lease_id\":\"$LEASE\",\"result\":$(cat "$T/result.json")}" &&
     expect 200 '/v1/worker/jobs/{id}/complete'
 V8=$(printf %.8s "$VJ")

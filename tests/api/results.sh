@@ -82,6 +82,10 @@ complete "$VJ" "$LEASE" "$(good 100 "$PEAK" ',"relative_error":0.5')" && problem
 complete "$VJ" "$LEASE" "$(good 100 "$PEAK" ',"model":"vgg11"')" && problem "another model" 400 validation /result/model
 complete "$VJ" "$LEASE" '{"predicted_peak_bytes":1,"device":"cpu"}' && problem "no measurement" 400 validation /result/measured_peak_bytes
 complete "$VJ" "$LEASE" "$(good 100 "$PEAK" ',"timeline":[]')" && problem "a timeline not asked for" 400 validation /result/timeline
+complete "$VJ" "$LEASE" "$(good 100 "$PEAK" ',"measured_reserved_bytes":-1')" &&
+    problem "reserved bytes -1" 400 validation /result/measured_reserved_bytes
+complete "$VJ" "$LEASE" "$(good 100 "$PEAK" ',"measured_requested_bytes":"x"')" &&
+    problem "requested bytes \"x\"" 400 validation /result/measured_requested_bytes
 # Step times: the prediction is the plan's total_ms, the error
 # (step_ms - predicted) / predicted, the median within the spread.
 [ -n "$TOTAL" ] && awk -v t="$TOTAL" 'BEGIN { exit !(t > 0) }' && ok || fail "the plan has no total_ms: $TOTAL"
@@ -100,11 +104,12 @@ complete "$VJ" "$LEASE" "$(good 100 "$PEAK" ',"step_ms_min":1.6,"step_ms_max":2'
     problem "a median below the fastest step" 400 validation /result/step_ms
 complete "$VJ" "$LEASE" "$(good 100 "$PEAK" ',"step_ms_min":1')" &&
     problem "a fastest step without the slowest" 400 validation /result/step_ms_min
-complete "$VJ" "$LEASE" "$(good 100 "$PEAK" ",\"model\":\"alexnet\",\"batch_size\":2,\"dtype\":\"fp32\",\"step_ms_min\":1,\"step_ms_max\":2.5,\"predicted_step_ms\":$TOTAL,\"step_time_error\":$TERR")" &&
+complete "$VJ" "$LEASE" "$(good 100 "$PEAK" ",\"model\":\"alexnet\",\"batch_size\":2,\"dtype\":\"fp32\",\"step_ms_min\":1,\"step_ms_max\":2.5,\"predicted_step_ms\":$TOTAL,\"step_time_error\":$TERR,\"measured_reserved_bytes\":4194304,\"measured_requested_bytes\":96,\"cold_peak_bytes\":100")" &&
     expect 200 '/v1/worker/jobs/{id}/complete'
 req GET "/v1/validations/$VJ" && expect 200 '/v1/validations/{id}'
 [ "$(field status)" = done ] && [ "$(field measured_peak_bytes)" = 100 ] && ok || fail "validation: $(head -c 300 "$BODY")"
-[ "$(field predicted_step_ms)" = "$TOTAL" ] && [ "$(field step_ms_max)" = 2.5 ] && ok ||
+[ "$(field predicted_step_ms)" = "$TOTAL" ] && [ "$(field step_ms_max)" = 2.5 ] &&
+    [ "$(field measured_reserved_bytes)" = 4194304 ] && ok ||
     fail "the step times were not kept: $(head -c 600 "$BODY")"
 
 # A plan given and solver options beside it: which one was meant?

@@ -102,8 +102,10 @@ try:
 
         # 2. Validations meet 1%, gradients as store-all's.
         for alg in ("min-peak", "sqrt"):
+            # sqrt's with a timeline: the real worker's per-op entries
+            # (their wall times too) must pass rematd's checks.
             st, v = http("POST", "/v1/validations", {"profile_id": profile_id, "algorithm": alg,
-                                                     "repeats": 1})
+                                                     "repeats": 1, "timeline": alg == "sqrt"})
             if not check(st == 202, "POST /v1/validations (%s) answers 202 (%s)" % (alg, st)):
                 continue
             v = wait_job("/v1/validations/" + v["id"], finished)
@@ -113,6 +115,15 @@ try:
                   "%s validation: predicted %s, measured %s, error %s, grad diff %s" % (
                       alg, r.get("predicted_peak_bytes"), r.get("measured_peak_bytes"),
                       r.get("relative_error"), r.get("max_grad_diff")))
+            if alg == "sqrt":
+                tl = r.get("timeline") or []
+                check(len(tl) == r.get("n_ops") and all(
+                    isinstance(e.get("ms"), (int, float)) and e["ms"] >= 0 for e in tl)
+                      and max(e["peak_bytes"] for e in tl) == r.get("measured_peak_bytes"),
+                      "sqrt timeline: %d entries for %s ops, each with its ms, its most %s "
+                      "the measured peak %s" % (len(tl), r.get("n_ops"),
+                                                max([e["peak_bytes"] for e in tl] or [None]),
+                                                r.get("measured_peak_bytes")))
             # Step time: predicted (the plan's total_ms) beside measured,
             # and the error between them, from the real worker.
             plan = (v.get("spec") or {}).get("plan") or {}

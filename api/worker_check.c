@@ -258,8 +258,9 @@ static int check_timeline(const json_t *spec, const json_t *tl, struct remat_err
         if ((ms != NULL && (!json_is_number(ms) || !isfinite(json_number_value(ms)) ||
                             json_number_value(ms) < 0)) ||
             (rs != NULL && (!json_is_integer(rs) || json_integer_value(rs) < 0)))
-            return refuse(err, ptr, "a timeline entry's ms is a time >= 0 and its "
-                                    "reserved_peak_bytes a byte count");
+            return refuse(err, ptr,
+                          "a timeline entry's ms is a time >= 0 and its "
+                          "reserved_peak_bytes a byte count");
         if (!json_is_object(e) || json_object_size(e) != want ||
             remat_op_parse(json_string_value(json_object_get(e, "op")), &k) != REMAT_OK ||
             !json_is_integer(st) || json_integer_value(st) < 0 ||

@@ -71,19 +71,26 @@ struct job_state {
     const char *activity; /* building, measuring, validating (shim.h) */
 };
 
+/* One line, one write(2): the lines of a container's log (podman and
+ * kubelet record each write) stay whole, and a thread's line never lands in
+ * the middle of another's. */
 static void logf_(const char *fmt, ...)
 {
-    char ts[32];
+    char line[2048];
     time_t now = time(NULL);
     struct tm tm;
     gmtime_r(&now, &tm);
-    strftime(ts, sizeof ts, "%Y-%m-%dT%H:%M:%SZ", &tm);
-    fprintf(stderr, "%s remat-worker: ", ts);
+    size_t n = strftime(line, sizeof line, "%Y-%m-%dT%H:%M:%SZ remat-worker: ", &tm);
     va_list ap;
     va_start(ap, fmt);
-    vfprintf(stderr, fmt, ap);
+    int m = vsnprintf(line + n, sizeof line - n - 1, fmt, ap);
     va_end(ap);
-    fputc('\n', stderr);
+    if (m < 0)
+        m = 0;
+    n += (size_t)m < sizeof line - n - 1 ? (size_t)m : sizeof line - n - 2;
+    line[n++] = '\n';
+    ssize_t w = write(STDERR_FILENO, line, n);
+    (void)w; /* nowhere to tell of a log that cannot be written */
 }
 
 /* ---- HTTP ---- */
@@ -96,10 +103,10 @@ static size_t on_body(char *ptr, size_t size, size_t nmemb, void *user)
     return rematx_dyn_addn(user, ptr, n) == 0 ? n : 0;
 }
 
-/* A lease poll is cut short by SIGTERM at libcurl's next progress call (at
- * least once a second, whatever it waits on: a name lookup, a connect, a
- * reply), so that a stop never waits out the connect and reply timeouts;
- * a job's own calls (heartbeat, complete, release) run to the end. */
+/* A lease poll or a heartbeat is cut short by SIGTERM at libcurl's next
+ * progress call (at least once a second, whatever it waits on: a name
+ * lookup, a connect, a reply), so that a stop never waits out the connect
+ * and reply timeouts; a job's complete, fail or release runs to the end. */
 static int on_progress_stop(void *arg, curl_off_t dt, curl_off_t dn, curl_off_t ut, curl_off_t un)
 {
     (void)arg;
@@ -146,6 +153,16 @@ static long post_as(const struct worker *w, const char *path, const json_t *body
     curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT, 5L);
     curl_easy_setopt(c, CURLOPT_TIMEOUT, 30L);
     curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
+#if LIBCURL_VERSION_NUM >= 0x075700
+    /* A name lookup runs on a thread of libcurl's; without this, a transfer
+     * cut short (by SIGTERM or a timeout) waits for the lookup to end, and
+     * glibc gives up on a name server that drops queries only after 5 s
+     * times its attempts.  Podman's DNS (aardvark-dns) drops them while a
+     * container joins or leaves the network: a stop then came 10 s late
+     * and the container was SIGKILLed.  With this the thread is left to
+     * end on its own and frees what it holds. */
+    curl_easy_setopt(c, CURLOPT_QUICK_EXIT, 1L);
+#endif
     if (stop_on_signal) {
         curl_easy_setopt(c, CURLOPT_XFERINFOFUNCTION, on_progress_stop);
         curl_easy_setopt(c, CURLOPT_NOPROGRESS, 0L);
@@ -195,7 +212,8 @@ static void *heartbeat_main(void *arg)
                       js->stage, "stages", js->stages, "activity", js->activity);
         pthread_mutex_unlock(&js->lock);
         json_t *reply = NULL;
-        long st = body != NULL ? post(js->w, path, body, &reply) : -1;
+        /* Cut short by SIGTERM: the job is released right after. */
+        long st = body != NULL ? post_as(js->w, path, body, &reply, 1) : -1;
         json_decref(body);
         pthread_mutex_lock(&js->lock);
         if (st == 409 || st == 404) {

@@ -49,6 +49,32 @@ static void on_signal(int sig)
     stopping = 1;
 }
 
+/* SIGTERM and SIGINT are blocked from before the shared libraries'
+ * initializers run until main has its handlers, so that one sent while the
+ * worker starts waits instead of being lost.  In a container the worker is
+ * PID 1, and the kernel drops a signal that PID 1 leaves at its default
+ * action: a stop in the second or more libtorch takes to load (its
+ * initializers) was dropped, and the worker served on until SIGKILL (7 of
+ * 12 SIGTERMs sent 0.4-1.1 s after start, as PID 1 of a PID namespace).  A
+ * blocked signal is never dropped; it is delivered when main unblocks it.
+ * An executable's .preinit_array runs before any library's initializer,
+ * and threads those initializers start inherit the mask, so the signal
+ * goes to the main thread. */
+static void block_stop_signals(int argc, char **argv, char **envp)
+{
+    (void)argc;
+    (void)argv;
+    (void)envp;
+    sigset_t set;
+    sigemptyset(&set);
+    sigaddset(&set, SIGTERM);
+    sigaddset(&set, SIGINT);
+    sigprocmask(SIG_BLOCK, &set, NULL);
+}
+
+__attribute__((section(".preinit_array"), used)) static void (*const preinit_block)(
+    int, char **, char **) = block_stop_signals;
+
 struct worker {
     const char *server; /* base URL, no trailing slash needed */
     const char *token;  /* NULL: none */
@@ -588,6 +614,13 @@ int main(int argc, char **argv)
     sigemptyset(&sa.sa_mask);
     sigaction(SIGTERM, &sa, NULL);
     sigaction(SIGINT, &sa, NULL);
+    /* Blocked since before libtorch loaded (block_stop_signals), or by
+     * whoever started the worker: one that came meanwhile arrives now. */
+    sigset_t stop_set;
+    sigemptyset(&stop_set);
+    sigaddset(&stop_set, SIGTERM);
+    sigaddset(&stop_set, SIGINT);
+    sigprocmask(SIG_UNBLOCK, &stop_set, NULL);
 
     struct rw_failure why;
     memset(&why, 0, sizeof why);
@@ -637,6 +670,14 @@ int main(int argc, char **argv)
     if (rw_cache_init(&w.cache, w.server, w.token) < 0)
         return 1;
     int rc = serve(&w, once);
-    curl_global_cleanup();
-    return rc;
+    /* Out of serve() the worker has nothing left to do: it ends here, with
+     * _exit, not through exit().  exit() would run curl_global_cleanup and
+     * every library's destructors (libtorch's, OpenMP's) while threads may
+     * still run: a lookup libcurl left to finish on its own (post_as), a
+     * pool thread of a job.  A destructor that waits on one of them would
+     * hold the stop past the container's grace period; the kernel frees
+     * all of it anyway.  The log is written line by line (logf_); stdout
+     * is flushed for form. */
+    fflush(NULL);
+    _exit(rc);
 }

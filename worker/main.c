@@ -55,8 +55,9 @@ static void on_signal(int sig)
  * PID 1, and the kernel drops a signal that PID 1 leaves at its default
  * action: a stop in the second or more libtorch takes to load (its
  * initializers) was dropped, and the worker served on until SIGKILL (7 of
- * 12 SIGTERMs sent 0.4-1.1 s after start, as PID 1 of a PID namespace).  A
- * blocked signal is never dropped; it is delivered when main unblocks it.
+ * 20 SIGTERMs sent 0-1.5 s after start, as PID 1 of a PID namespace; 0 of
+ * 20 since).  A blocked signal is never dropped; it is delivered when main
+ * unblocks it.  What is left is ld.so's mapping of the libraries (~30 ms).
  * An executable's .preinit_array runs before any library's initializer,
  * and threads those initializers start inherit the mask, so the signal
  * goes to the main thread. */

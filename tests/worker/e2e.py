@@ -266,9 +266,11 @@ try:
 
     # 9. SIGTERM while libtorch loads: blocked until main has its handler.
     w = start_worker("w9")
+    w9_log = os.path.join(run.tmp, "w9.log")
     blocked = False
     t_end = time.time() + 60
-    while not blocked and w.poll() is None and time.time() < t_end:
+    while (not blocked and w.poll() is None and time.time() < t_end
+           and "serving" not in open(w9_log).read()):
         try:
             with open("/proc/%d/status" % w.pid) as f:
                 sig_blk = [ln for ln in f if ln.startswith("SigBlk:")]
@@ -277,8 +279,7 @@ try:
             pass
         if not blocked:
             time.sleep(0.001)
-    log = open(os.path.join(run.tmp, "w9.log")).read()
-    starting = "serving" not in log
+    starting = "serving" not in open(w9_log).read()
     t0 = time.time()
     w.send_signal(signal.SIGTERM)
     try:
@@ -286,7 +287,7 @@ try:
     except subprocess.TimeoutExpired:
         rc = None
     took = time.time() - t0
-    log = open(os.path.join(run.tmp, "w9.log")).read()
+    log = open(w9_log).read()
     check(blocked and starting and rc == 0 and log.rstrip().endswith("stopped") and "leased" not in log,
           "SIGTERM while the worker loads libtorch (SIGTERM blocked: %s, before 'serving': %s): "
           "exit %s in %.1f s, log ends %r" % (blocked, starting, rc, took, log.strip().splitlines()[-1:]))

@@ -73,8 +73,9 @@ static void block_stop_signals(int argc, char **argv, char **envp)
     sigprocmask(SIG_BLOCK, &set, NULL);
 }
 
-__attribute__((section(".preinit_array"), used)) static void (*const preinit_block)(
-    int, char **, char **) = block_stop_signals;
+typedef void (*preinit_fn)(int, char **, char **);
+__attribute__((section(".preinit_array"), used)) static const preinit_fn preinit_block =
+    block_stop_signals;
 
 struct worker {
     const char *server; /* base URL, no trailing slash needed */

@@ -296,8 +296,9 @@ try:
     # and never replies is the worker's only name server (its own
     # resolv.conf in a mount namespace); glibc would wait RES_OPTIONS'
     # 30 s for it.
-    if os.geteuid() != 0 or shutil.which("unshare") is None:
-        print("skipped: 10. a stalled name lookup: needs root and unshare(1) (a mount namespace)")
+    if (os.geteuid() != 0 or shutil.which("unshare") is None or not os.path.exists("/etc/resolv.conf")
+            or subprocess.run(["unshare", "--mount", "true"], stderr=subprocess.DEVNULL).returncode != 0):
+        print("skipped: 10. a stalled name lookup: needs root, unshare(1) and a mount namespace")
     else:
         ns_ip = "127.83.%d.%d" % (os.getpid() % 250 + 1, (os.getpid() >> 8) % 250 + 1)
         queries = []
@@ -323,11 +324,15 @@ try:
                  lib.WORKER, "--server", "http://remat-silent-dns:8080", "--device", "cpu", "--id", "w10"],
                 stdout=subprocess.DEVNULL, stderr=open(os.path.join(run.tmp, "w10.log"), "w"), env=env)
             run.procs.append(w10)
-            t_end = time.time() + 60
+            t_end = time.time() + 30  # the first lease poll comes once libtorch is loaded
             while not any(b"remat-silent-dns" in q for q in queries) and w10.poll() is None \
                     and time.time() < t_end:
                 time.sleep(0.01)
             asked = any(b"remat-silent-dns" in q for q in queries)
+            # A worker still polling without a query seen: hosts in
+            # nsswitch.conf does not go to resolv.conf's name server here
+            # (systemd-resolved, say), and there is nothing to test.
+            unasked = not asked and w10.poll() is None
             time.sleep(0.2)
             t0 = time.time()
             w10.send_signal(signal.SIGTERM)
@@ -339,10 +344,13 @@ try:
             dns_done.set()
             taker.join()
         log = open(os.path.join(run.tmp, "w10.log")).read()
-        check(asked and rc == 0 and took < STOP_BOUND_S and log.rstrip().endswith("stopped"),
-              "SIGTERM while a lease poll waits on a silent name server (asked: %s): exit %s in %.2f s "
-              "(under %.0f s), log ends %r" % (asked, rc, took, STOP_BOUND_S,
-                                             log.strip().splitlines()[-1:]))
+        if unasked:
+            print("skipped: 10. the worker's name lookups never reached resolv.conf's name server")
+        else:
+            check(asked and rc == 0 and took < STOP_BOUND_S and log.rstrip().endswith("stopped"),
+                  "SIGTERM while a lease poll waits on a silent name server (asked: %s): exit %s in %.2f s "
+                  "(under %.0f s), log ends %r" % (asked, rc, took, STOP_BOUND_S,
+                                                 log.strip().splitlines()[-1:]))
 finally:
     status = run.finish()
 sys.exit(status)

@@ -54,15 +54,16 @@ static void on_signal(int sig)
  * worker starts waits instead of being lost.  In a container the worker is
  * PID 1, and the kernel drops a signal that PID 1 leaves at its default
  * action: a stop in the second or so the worker takes to start was
- * dropped, and the worker served on until SIGKILL (7 of 20 SIGTERMs sent
- * 0-1.5 s after the start, as PID 1 of a PID namespace; 0 of 20 since).  A
- * blocked signal is never dropped; it is delivered when main unblocks it.
- * An executable's .preinit_array runs before any library's initializer
+ * dropped, and the worker served on until SIGKILL (as PID 1 of a PID
+ * namespace, 7 of 20 SIGTERMs sent 0-1.5 s after the start).  A blocked
+ * signal is never dropped; it is delivered when main unblocks it.  An
+ * executable's .preinit_array runs before any library's initializer
  * (libtorch's take 0.45-0.65 s here), and threads those initializers start
  * inherit the mask, so the signal goes to the main thread.  What is left is
  * the dynamic loader's own work before it, mapping and binding the ~290
- * libraries (0.4-0.5 s here); only a launcher that blocks the signals
- * before it execs this program would close that too. */
+ * libraries (0.4-0.5 s here: 20 of 30 SIGTERMs sent 0-0.4 s after the
+ * start are still dropped); only a launcher that blocks the signals before
+ * it execs this program, or an init as PID 1, closes that too. */
 static void block_stop_signals(int argc, char **argv, char **envp)
 {
     (void)argc;

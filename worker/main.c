@@ -134,10 +134,10 @@ static size_t on_body(char *ptr, size_t size, size_t nmemb, void *user)
     return rematx_dyn_addn(user, ptr, n) == 0 ? n : 0;
 }
 
-/* A lease poll or a heartbeat is cut short by SIGTERM at libcurl's next
- * progress call (at least once a second, whatever it waits on: a name
- * lookup, a connect, a reply), so that a stop never waits out the connect
- * and reply timeouts; a job's complete, fail or release runs to the end. */
+/* A lease poll is cut short by SIGTERM at libcurl's next progress call (at
+ * least once a second, whatever it waits on: a name lookup, a connect, a
+ * reply), so that a stop never waits out the connect and reply timeouts;
+ * a job's own calls (heartbeat, complete, release) run to the end. */
 static int on_progress_stop(void *arg, curl_off_t dt, curl_off_t dn, curl_off_t ut, curl_off_t un)
 {
     (void)arg;
@@ -243,8 +243,9 @@ static void *heartbeat_main(void *arg)
                       js->stage, "stages", js->stages, "activity", js->activity);
         pthread_mutex_unlock(&js->lock);
         json_t *reply = NULL;
-        /* Cut short by SIGTERM: the job is released right after. */
-        long st = body != NULL ? post_as(js->w, path, body, &reply, 1) : -1;
+        /* Not cut short by SIGTERM: the lease must live on while the shim
+         * ends its step, or the release that follows finds it stale. */
+        long st = body != NULL ? post(js->w, path, body, &reply) : -1;
         json_decref(body);
         pthread_mutex_lock(&js->lock);
         if (st == 409 || st == 404) {

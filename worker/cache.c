@@ -210,6 +210,10 @@ int rw_cache_get(const struct rw_cache *c, const char *id, const char *sha256, l
         curl_easy_setopt(h, CURLOPT_LOW_SPEED_LIMIT, 1024L);
         curl_easy_setopt(h, CURLOPT_LOW_SPEED_TIME, 60L);
         curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
+#if LIBCURL_VERSION_NUM >= 0x075700
+        /* A connect timeout does not wait out a stalled name lookup (main.c). */
+        curl_easy_setopt(h, CURLOPT_QUICK_EXIT, 1L);
+#endif
         rc = curl_easy_perform(h);
         if (rc == CURLE_OK)
             curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &status);

@@ -49,6 +49,37 @@ static void on_signal(int sig)
     stopping = 1;
 }
 
+/* SIGTERM and SIGINT are blocked from before the shared libraries'
+ * initializers run until main has its handlers, so that one sent while the
+ * worker starts waits instead of being lost.  In a container the worker is
+ * PID 1, and the kernel drops a signal that PID 1 leaves at its default
+ * action: a stop in the second or so the worker takes to start was
+ * dropped, and the worker served on until SIGKILL (as PID 1 of a PID
+ * namespace, 7 of 20 SIGTERMs sent 0-1.5 s after the start).  A blocked
+ * signal is never dropped; it is delivered when main unblocks it.  An
+ * executable's .preinit_array runs before any library's initializer
+ * (libtorch's take 0.45-0.65 s here), and threads those initializers start
+ * inherit the mask, so the signal goes to the main thread.  What is left is
+ * the dynamic loader's own work before it, mapping and binding the ~290
+ * libraries (0.4-0.5 s here: 20 of 30 SIGTERMs sent 0-0.4 s after the
+ * start are still dropped); only a launcher that blocks the signals before
+ * it execs this program, or an init as PID 1, closes that too. */
+static void block_stop_signals(int argc, char **argv, char **envp)
+{
+    (void)argc;
+    (void)argv;
+    (void)envp;
+    sigset_t set;
+    sigemptyset(&set);
+    sigaddset(&set, SIGTERM);
+    sigaddset(&set, SIGINT);
+    sigprocmask(SIG_BLOCK, &set, NULL);
+}
+
+typedef void (*preinit_fn)(int, char **, char **);
+__attribute__((section(".preinit_array"), used)) static const preinit_fn preinit_block =
+    block_stop_signals;
+
 struct worker {
     const char *server; /* base URL, no trailing slash needed */
     const char *token;  /* NULL: none */
@@ -71,19 +102,26 @@ struct job_state {
     const char *activity; /* building, measuring, validating (shim.h) */
 };
 
+/* One line, one write(2): the lines of a container's log (podman and
+ * kubelet record each write) stay whole, and a thread's line never lands in
+ * the middle of another's. */
 static void logf_(const char *fmt, ...)
 {
-    char ts[32];
+    char line[2048];
     time_t now = time(NULL);
     struct tm tm;
     gmtime_r(&now, &tm);
-    strftime(ts, sizeof ts, "%Y-%m-%dT%H:%M:%SZ", &tm);
-    fprintf(stderr, "%s remat-worker: ", ts);
+    size_t n = strftime(line, sizeof line, "%Y-%m-%dT%H:%M:%SZ remat-worker: ", &tm);
     va_list ap;
     va_start(ap, fmt);
-    vfprintf(stderr, fmt, ap);
+    int m = vsnprintf(line + n, sizeof line - n - 1, fmt, ap);
     va_end(ap);
-    fputc('\n', stderr);
+    if (m < 0)
+        m = 0;
+    n += (size_t)m < sizeof line - n - 1 ? (size_t)m : sizeof line - n - 2;
+    line[n++] = '\n';
+    ssize_t w = write(STDERR_FILENO, line, n);
+    (void)w; /* nowhere to tell of a log that cannot be written */
 }
 
 /* ---- HTTP ---- */
@@ -146,6 +184,16 @@ static long post_as(const struct worker *w, const char *path, const json_t *body
     curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT, 5L);
     curl_easy_setopt(c, CURLOPT_TIMEOUT, 30L);
     curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
+#if LIBCURL_VERSION_NUM >= 0x075700
+    /* A name lookup runs on a thread of libcurl's; without this, a transfer
+     * cut short (by SIGTERM or a timeout) waits for the lookup to end, and
+     * glibc gives up on a name server that drops queries only after 5 s
+     * times its attempts.  Podman's DNS (aardvark-dns) drops them while a
+     * container joins or leaves the network: a stop then came 10 s late
+     * and the container was SIGKILLed.  With this the thread is left to
+     * end on its own and frees what it holds. */
+    curl_easy_setopt(c, CURLOPT_QUICK_EXIT, 1L);
+#endif
     if (stop_on_signal) {
         curl_easy_setopt(c, CURLOPT_XFERINFOFUNCTION, on_progress_stop);
         curl_easy_setopt(c, CURLOPT_NOPROGRESS, 0L);
@@ -195,6 +243,8 @@ static void *heartbeat_main(void *arg)
                       js->stage, "stages", js->stages, "activity", js->activity);
         pthread_mutex_unlock(&js->lock);
         json_t *reply = NULL;
+        /* Not cut short by SIGTERM: the lease must live on while the shim
+         * ends its step, or the release that follows finds it stale. */
         long st = body != NULL ? post(js->w, path, body, &reply) : -1;
         json_decref(body);
         pthread_mutex_lock(&js->lock);
@@ -570,6 +620,13 @@ int main(int argc, char **argv)
     sigemptyset(&sa.sa_mask);
     sigaction(SIGTERM, &sa, NULL);
     sigaction(SIGINT, &sa, NULL);
+    /* Blocked since before libtorch loaded (block_stop_signals), or by
+     * whoever started the worker: one that came meanwhile arrives now. */
+    sigset_t stop_set;
+    sigemptyset(&stop_set);
+    sigaddset(&stop_set, SIGTERM);
+    sigaddset(&stop_set, SIGINT);
+    sigprocmask(SIG_UNBLOCK, &stop_set, NULL);
 
     struct rw_failure why;
     memset(&why, 0, sizeof why);
@@ -619,6 +676,14 @@ int main(int argc, char **argv)
     if (rw_cache_init(&w.cache, w.server, w.token) < 0)
         return 1;
     int rc = serve(&w, once);
-    curl_global_cleanup();
-    return rc;
+    /* Out of serve() the worker has nothing left to do: it ends here, with
+     * _exit, not through exit().  exit() would run curl_global_cleanup and
+     * every library's destructors (libtorch's, OpenMP's) while threads may
+     * still run: a lookup libcurl left to finish on its own (post_as), a
+     * pool thread of a job.  A destructor that waits on one of them would
+     * hold the stop past the container's grace period; the kernel frees
+     * all of it anyway.  The log is written line by line (logf_); stdout
+     * is flushed for form. */
+    fflush(NULL);
+    _exit(rc);
 }

@@ -15,13 +15,27 @@
 7. SIGTERM while a lease poll waits on a server that never answers: the
    worker exits 0 at once, not after its 30 s reply timeout (a container
    stop gives it 10 s before SIGKILL).
+8. SIGTERM right after a job and at each of the back-off naps that follow
+   it: every time the worker exits 0 within its longest nap (1 s) plus a
+   margin.
+9. SIGTERM while the worker still loads libtorch: the signal waits until the
+   worker has its handler (it is blocked from before the libraries'
+   initializers), and the worker exits 0 without leasing; as PID 1 of a
+   container, a signal it left at its default action was dropped and the
+   stop ended in SIGKILL.
+10. SIGTERM while a lease poll waits on a name lookup that nobody answers
+   (podman's DNS drops queries while a container joins or leaves the
+   network): the worker exits 0 within the same bound, not when the lookup
+   gives up.  Needs root (a mount namespace for its own resolv.conf).
 """
 import json
 import os
+import shutil
 import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -29,6 +43,12 @@ import lib  # noqa: E402
 from lib import finished  # noqa: E402
 
 LEASE_SECONDS = 4
+# The worker's longest back-off nap between lease polls (docs/worker.md), and
+# how long libcurl may go between two progress calls (the most a lease poll
+# runs on after SIGTERM): a stopped worker is gone within that plus a margin
+# for a loaded machine.
+MAX_NAP_S = 1.0
+STOP_BOUND_S = MAX_NAP_S + 2.0
 
 lib.need(lib.REMATD, lib.WORKER)
 run = lib.Run("remat-worker-e2e-")
@@ -225,6 +245,123 @@ try:
         check(b"/v1/worker/lease" in got and rc == 0 and took < 5 and "stopped" in log,
               "SIGTERM during a lease poll nobody answers: exit %s in %.1f s, log ends %r"
               % (rc, took, log.strip().splitlines()[-1:]))
+
+    # 8. SIGTERM right after a job, and inside each back-off nap after it
+    # (polls at 0, 0.1, 0.3, 0.7, 1.5, 2.5 s after the job, naps between).
+    # Each job goes to a new worker of its own: w3 stops first.
+    w3.send_signal(signal.SIGTERM)
+    w3.wait(timeout=30)
+    slow = []
+    for i, delay in enumerate((0.0, 0.05, 0.2, 0.5, 1.0, 2.0)):
+        name = "w8-%d" % i
+        w = start_worker(name)
+        shape = dict(small, input_shape=[3, 8, 9 + i])  # a new spec: a real job, not a cached profile
+        path, _ = submit_profile(shape)
+        job = run.wait_job(path, finished, timeout=180, every=0.02) if path else None
+        time.sleep(delay)
+        t0 = time.time()
+        w.send_signal(signal.SIGTERM)
+        try:
+            rc = w.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            rc = None
+        took = time.time() - t0
+        log = open(os.path.join(run.tmp, name + ".log")).read()
+        if not (job and job["status"] == "done" and "complete" in log and rc == 0
+                and took < STOP_BOUND_S and log.rstrip().endswith("stopped")):
+            slow.append("%.2f s after the job: %s, exit %s in %.2f s" % (
+                delay, (job or {}).get("status"), rc, took))
+        print("     SIGTERM %.2f s after a job: exit %s in %.2f s" % (delay, rc, took))
+    check(not slow, "SIGTERM after a job and in each back-off nap: exit 0 within %.0f s, 6 of 6 (%s)"
+          % (STOP_BOUND_S, slow))
+
+    # 9. SIGTERM while libtorch loads: blocked until main has its handler.
+    w = start_worker("w9")
+    w9_log = os.path.join(run.tmp, "w9.log")
+    blocked = False
+    t_end = time.time() + 60
+    while (not blocked and w.poll() is None and time.time() < t_end
+           and "serving" not in open(w9_log).read()):
+        try:
+            with open("/proc/%d/status" % w.pid) as f:
+                sig_blk = [ln for ln in f if ln.startswith("SigBlk:")]
+            blocked = bool(sig_blk) and int(sig_blk[0].split()[1], 16) & (1 << (signal.SIGTERM - 1)) != 0
+        except (OSError, ValueError):
+            pass
+        if not blocked:
+            time.sleep(0.001)
+    starting = "serving" not in open(w9_log).read()
+    t0 = time.time()
+    w.send_signal(signal.SIGTERM)
+    try:
+        rc = w.wait(timeout=60)
+    except subprocess.TimeoutExpired:
+        rc = None
+    took = time.time() - t0
+    log = open(w9_log).read()
+    check(blocked and starting and rc == 0 and log.rstrip().endswith("stopped") and "leased" not in log,
+          "SIGTERM while the worker loads libtorch (SIGTERM blocked: %s, before 'serving': %s): "
+          "exit %s in %.1f s, log ends %r" % (blocked, starting, rc, took, log.strip().splitlines()[-1:]))
+
+    # 10. A name lookup nobody answers: a UDP socket that takes the queries
+    # and never replies is the worker's only name server (its own
+    # resolv.conf in a mount namespace); glibc would wait RES_OPTIONS'
+    # 30 s for it.
+    if (os.geteuid() != 0 or shutil.which("unshare") is None or not os.path.exists("/etc/resolv.conf")
+            or subprocess.run(["unshare", "--mount", "true"], stderr=subprocess.DEVNULL).returncode != 0):
+        print("skipped: 10. a stalled name lookup: needs root, unshare(1) and a mount namespace")
+    else:
+        ns_ip = "127.83.%d.%d" % (os.getpid() % 250 + 1, (os.getpid() >> 8) % 250 + 1)
+        queries = []
+        with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as dns:
+            dns.bind((ns_ip, 53))
+            dns.settimeout(0.2)
+
+            def take():
+                while not dns_done.is_set():
+                    try:
+                        queries.append(dns.recvfrom(512)[0])
+                    except OSError:
+                        pass
+            dns_done = threading.Event()
+            taker = threading.Thread(target=take, daemon=True)
+            taker.start()
+            resolv = os.path.join(run.tmp, "resolv.conf")
+            with open(resolv, "w") as f:
+                f.write("nameserver %s\n" % ns_ip)
+            env = dict(run.env, RES_OPTIONS="timeout:30 attempts:1")
+            w10 = subprocess.Popen(
+                ["unshare", "--mount", "sh", "-c", 'mount --bind "$0" /etc/resolv.conf && exec "$@"', resolv,
+                 lib.WORKER, "--server", "http://remat-silent-dns:8080", "--device", "cpu", "--id", "w10"],
+                stdout=subprocess.DEVNULL, stderr=open(os.path.join(run.tmp, "w10.log"), "w"), env=env)
+            run.procs.append(w10)
+            t_end = time.time() + 30  # the first lease poll comes once libtorch is loaded
+            while not any(b"remat-silent-dns" in q for q in queries) and w10.poll() is None \
+                    and time.time() < t_end:
+                time.sleep(0.01)
+            asked = any(b"remat-silent-dns" in q for q in queries)
+            # A worker still polling without a query seen: hosts in
+            # nsswitch.conf does not go to resolv.conf's name server here
+            # (systemd-resolved, say), and there is nothing to test.
+            unasked = not asked and w10.poll() is None
+            time.sleep(0.2)
+            t0 = time.time()
+            w10.send_signal(signal.SIGTERM)
+            try:
+                rc = w10.wait(timeout=60)
+            except subprocess.TimeoutExpired:
+                rc = None
+            took = time.time() - t0
+            dns_done.set()
+            taker.join()
+        log = open(os.path.join(run.tmp, "w10.log")).read()
+        if unasked:
+            print("skipped: 10. the worker's name lookups never reached resolv.conf's name server")
+        else:
+            check(asked and rc == 0 and took < STOP_BOUND_S and log.rstrip().endswith("stopped"),
+                  "SIGTERM while a lease poll waits on a silent name server (asked: %s): exit %s in %.2f s "
+                  "(under %.0f s), log ends %r" % (asked, rc, took, STOP_BOUND_S,
+                                                 log.strip().splitlines()[-1:]))
 finally:
     status = run.finish()
 sys.exit(status)

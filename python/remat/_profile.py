@@ -4,7 +4,8 @@ Every field has remat-worker's meaning (docs/worker.md, "How a stage is
 measured"), measured the same way, stage by stage: a forward without grad
 (F_none), a forward with grad from a fresh leaf (F_all), a backward with a
 random δ (B), after warm-ups, byte fields the largest over the repeats and
-times the median.
+times the median (on a GPU, the mean of back-to-back runs, as remat-worker
+times them there).
 
 Live bytes and their peak come from the CUDA caching allocator's statistics
 on a GPU, and on CPU from the PyTorch profiler's memory events (every CPU
@@ -142,9 +143,44 @@ def _measure_stage(mod, i, x, warmup, repeats, meter, device):
             tf.append((t1 - t0) * 1e3)
         del y, leaf
     _clear_grads(mod)
+    fwd_ms, bwd_ms = statistics.median(tf), statistics.median(tb) if tb else 0.0
+    if device.type == "cuda":
+        fwd_ms, b2b = _time_back_to_back(mod, x, input_grad, repeats, device)
+        bwd_ms = b2b if tb else 0.0
     return {"saved": saved, "fwd_tmp": fwd_tmp, "fwd_grad_tmp": fwd_grad_tmp,
-            "bwd_tmp": bwd_tmp or 0, "p_bytes": p_bytes,
-            "fwd_ms": statistics.median(tf), "bwd_ms": statistics.median(tb) if tb else 0.0}
+            "bwd_tmp": bwd_tmp or 0, "p_bytes": p_bytes, "fwd_ms": fwd_ms, "bwd_ms": bwd_ms}
+
+
+def _time_back_to_back(mod, x, input_grad, repeats, device):
+    """remat-worker's GPU times (docs/worker.md): `repeats` forwards with
+    grad run back to back, then as many backwards on one retained graph
+    (gradients cleared before each), each the mean.  Timed alone between
+    synchronisations a stage waits for the host's kernel launches, which a
+    step's ops do not.  Returns (fwd_ms, bwd_ms); bwd_ms is 0.0 when the
+    output needs no gradient."""
+    leaf = x.detach().requires_grad_(True) if input_grad else x
+    y = None
+    _sync(device)
+    t0 = time.perf_counter()
+    for _ in range(repeats):
+        y = None  # never two graphs at once
+        y = _run_stage(mod, leaf)
+    _sync(device)
+    fwd_ms = (time.perf_counter() - t0) * 1e3 / repeats
+    if not y.requires_grad:
+        return fwd_ms, 0.0
+    dy = torch.randn_like(y)
+    _sync(device)
+    t0 = time.perf_counter()
+    for r in range(repeats):
+        _clear_grads(mod)
+        if leaf.requires_grad:
+            leaf.grad = None
+        torch.autograd.backward(y, dy, retain_graph=r + 1 < repeats)
+    _sync(device)
+    bwd_ms = (time.perf_counter() - t0) * 1e3 / repeats
+    _clear_grads(mod)
+    return fwd_ms, bwd_ms
 
 
 def profile_local(blocks, sample_input, device=None, warmup=2, repeats=5, model="local",

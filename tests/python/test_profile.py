@@ -104,3 +104,24 @@ def test_measured_peak_of_an_applied_plan_is_the_predicted(cli, capsys):
             print("\n  peak %-9s %-10s predicted %9d measured %9d (%+.2f%%)"
                   % (r[0], r[1], r[2], r[3], 100 * r[4]), end="")
         print()
+
+
+def test_back_to_back_times_leave_no_gradient_and_no_graph():
+    """The GPU's timer (remat-worker's, docs/worker.md) runs here on CPU: a
+    forward and a backward time for a stage with weights, 0 for the
+    backward of one whose output needs no gradient, every gradient left
+    None, with one repeat as with several (the graph is retained for all
+    backwards but the last)."""
+    from remat._profile import _time_back_to_back
+    torch.manual_seed(0)
+    lin = nn.Linear(64, 64)
+    x = torch.randn(8, 64)
+    f, b = _time_back_to_back(lin, x, True, 4, torch.device("cpu"))
+    assert f > 0 and b > 0, (f, b)
+    assert all(p.grad is None for p in lin.parameters())
+    # First stage, an input without grad and a module without weights.
+    f, b = _time_back_to_back(nn.ReLU(), x, False, 3, torch.device("cpu"))
+    assert f > 0 and b == 0.0, (f, b)
+    # One repeat: the only backward is the last, which frees the graph.
+    f, b = _time_back_to_back(lin, x, True, 1, torch.device("cpu"))
+    assert f > 0 and b > 0

@@ -15,7 +15,7 @@ EXTRA_DIST += tests/worker/e2e.py tests/worker/accuracy-ci.sh tests/worker/accur
 	docs/side-by-side-h200-gpt-24-b4.svg docs/side-by-side-h200-gpt-b8.svg \
 	docs/side-by-side-h200-resnet101-b32.svg docs/side-by-side-h200-resnet152-b32.svg \
 	docs/side-by-side-h200-resnet50-b32-bf16.svg docs/side-by-side-h200-resnet50-b32.svg \
-	docs/side-by-side-h200-vgg19-b64-fp16.svg docs/side-by-side-h200-vgg19-b64.svg
+	docs/side-by-side-h200-vgg19-b64-fp16.svg docs/side-by-side-h200-vgg19-b64.svg docs/data/h200
 if HAVE_TORCH
 TESTS += tests/worker/e2e.py tests/worker/accuracy-ci.sh tests/worker/plan-check.py \
 	tests/worker/models-e2e.py tests/worker/optim-e2e.py tests/worker/side-by-side-check.py \

@@ -76,6 +76,18 @@ def start_worker(name, extra=()):
     return run.start_worker(name, *extra)
 
 
+def sigterm(proc, timeout=30):
+    """SIGTERM to proc: its exit status (None when it has not ended within
+    timeout seconds) and the seconds it took to end."""
+    t0 = time.time()
+    proc.send_signal(signal.SIGTERM)
+    try:
+        rc = proc.wait(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        rc = None
+    return rc, time.time() - t0
+
+
 def alexnet_sizes(batch):
     """out_bytes of each AlexNet stage from the layer arithmetic (fp32)."""
     def conv(h, k, s, p):
@@ -196,11 +208,7 @@ try:
     job = wait_job(path, lambda j: j["status"] == "running" and (j.get("progress") or {}).get("stage", 0) >= 2
                    or finished(j), timeout=60)
     attempts = job["attempts"]
-    w2.send_signal(signal.SIGTERM)
-    try:
-        rc = w2.wait(timeout=30)
-    except subprocess.TimeoutExpired:
-        rc = None
+    rc, _ = sigterm(w2)
     check(rc == 0, "SIGTERM: the worker exits 0 (got %s)" % rc)
     st, job = http("GET", path)
     check(job["status"] == "queued" and job["attempts"] <= attempts,
@@ -234,13 +242,7 @@ try:
         with conn:
             conn.settimeout(30)
             got = conn.recv(4096)
-            t0 = time.time()
-            w4.send_signal(signal.SIGTERM)
-            try:
-                rc = w4.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                rc = None
-            took = time.time() - t0
+            rc, took = sigterm(w4)
         log = open(os.path.join(run.tmp, "w4.log")).read()
         check(b"/v1/worker/lease" in got and rc == 0 and took < 5 and "stopped" in log,
               "SIGTERM during a lease poll nobody answers: exit %s in %.1f s, log ends %r"
@@ -249,8 +251,7 @@ try:
     # 8. SIGTERM right after a job, and inside each back-off nap after it
     # (polls at 0, 0.1, 0.3, 0.7, 1.5, 2.5 s after the job, naps between).
     # Each job goes to a new worker of its own: w3 stops first.
-    w3.send_signal(signal.SIGTERM)
-    w3.wait(timeout=30)
+    sigterm(w3)
     slow = []
     for i, delay in enumerate((0.0, 0.05, 0.2, 0.5, 1.0, 2.0)):
         name = "w8-%d" % i
@@ -259,13 +260,7 @@ try:
         path, _ = submit_profile(shape)
         job = run.wait_job(path, finished, timeout=180, every=0.02) if path else None
         time.sleep(delay)
-        t0 = time.time()
-        w.send_signal(signal.SIGTERM)
-        try:
-            rc = w.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            rc = None
-        took = time.time() - t0
+        rc, took = sigterm(w)
         log = open(os.path.join(run.tmp, name + ".log")).read()
         if not (job and job["status"] == "done" and "complete" in log and rc == 0
                 and took < STOP_BOUND_S and log.rstrip().endswith("stopped")):
@@ -291,13 +286,7 @@ try:
         if not blocked:
             time.sleep(0.001)
     starting = "serving" not in open(w9_log).read()
-    t0 = time.time()
-    w.send_signal(signal.SIGTERM)
-    try:
-        rc = w.wait(timeout=60)
-    except subprocess.TimeoutExpired:
-        rc = None
-    took = time.time() - t0
+    rc, took = sigterm(w, timeout=60)
     log = open(w9_log).read()
     check(blocked and starting and rc == 0 and log.rstrip().endswith("stopped") and "leased" not in log,
           "SIGTERM while the worker loads libtorch (SIGTERM blocked: %s, before 'serving': %s): "
@@ -345,13 +334,7 @@ try:
             # (systemd-resolved, say), and there is nothing to test.
             unasked = not asked and w10.poll() is None
             time.sleep(0.2)
-            t0 = time.time()
-            w10.send_signal(signal.SIGTERM)
-            try:
-                rc = w10.wait(timeout=60)
-            except subprocess.TimeoutExpired:
-                rc = None
-            took = time.time() - t0
+            rc, took = sigterm(w10, timeout=60)
             dns_done.set()
             taker.join()
         log = open(os.path.join(run.tmp, "w10.log")).read()

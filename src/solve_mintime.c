@@ -906,24 +906,19 @@ static int report_model(const struct remat_profile *p, const struct remat_option
  * peak takes 62.2 ms.  A table filled at store-all's peak (the frontier's,
  * its units elsewhere) is walked from its top down, each step's schedule
  * re-simulated exactly: the first that fits the budget is the fastest of
- * them that fits, and replaces *best when it is faster.  A table over the
- * limits skips this search; a cancel stops the solve. */
+ * them that fits, and replaces *best (whose time is have) when it is
+ * faster.  A table over the limits skips this search; a cancel stops the
+ * solve. */
 static int faster_from_store_all_table(const struct remat_profile *p, int64_t budget,
                                        int64_t sa_peak, size_t slots,
-                                       const struct remat__cancel *cancel,
+                                       const struct remat__cancel *cancel, double have,
                                        struct remat_schedule *best, struct remat_error *err)
 {
     struct remat_sim sim;
-    memset(&sim, 0, sizeof sim);
-    int rc = remat_simulate(p, REMAT_MODEL_TRACED, best, 0, &sim, err);
-    if (rc != REMAT_OK)
-        return rc;
-    double have = sim.total_ms;
-    remat_sim_clear(&sim);
     struct remat__mt *t = NULL;
     struct remat_error skip;
     memset(&skip, 0, sizeof skip);
-    rc = remat__mt_fill_cancel(p, sa_peak, slots, 1, cancel, &t, &skip);
+    int rc = remat__mt_fill_cancel(p, sa_peak, slots, 1, cancel, &t, &skip);
     if (rc == REMAT_ECANCELED) {
         if (err != NULL)
             *err = skip;
@@ -1034,8 +1029,10 @@ int remat__solve_min_time(const struct remat_profile *p, const struct remat_opti
             remat_schedule_clear(&best);
             best = least;
             remat_schedule_init(&least);
+            tb = tl;
         }
-        rc = faster_from_store_all_table(p, budget, sa_peak, opts->mem_slots, &cancel, &best, err);
+        rc = faster_from_store_all_table(p, budget, sa_peak, opts->mem_slots, &cancel, tb, &best,
+                                         err);
         if (rc != REMAT_OK)
             goto out;
     }

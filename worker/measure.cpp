@@ -44,10 +44,9 @@ struct StageCost {
  * step of 17.9 ms on an H200).  Each backward runs on the same graph,
  * retained, with the gradients cleared before it, as a step's first
  * backward finds them. */
-void time_back_to_back(Model &m, size_t i, const at::Tensor &x, int repeats, const Device &d,
-                       StageCost &c)
+void time_back_to_back(Model &m, size_t i, const at::Tensor &x, bool input_grad, int repeats,
+                       const Device &d, StageCost &c)
 {
-    bool input_grad = i > 0 && x.is_floating_point();
     at::Tensor leaf = input_grad ? x.detach().requires_grad_(true) : x;
     Timer timer(d);
     at::Tensor y;
@@ -136,7 +135,7 @@ StageCost measure_stage(Model &m, size_t i, const at::Tensor &x, int warmup, int
     c.fwd_ms = median(tf);
     c.bwd_ms = median(tb);
     if (d.cuda)
-        time_back_to_back(m, i, x, repeats, d, c);
+        time_back_to_back(m, i, x, input_grad, repeats, d, c);
     return c;
 }
 

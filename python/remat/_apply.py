@@ -12,19 +12,35 @@ Two engines run the same op list:
 Both preserve the RNG state by default: a recomputed stage draws what its
 first forward drew, so dropout gives the gradients of a plain step.
 """
+import inspect
+
 import torch
 import torch.nn as nn
 from torch.utils.checkpoint import checkpoint as _torch_checkpoint
 
 from ._plan import PlanError, check_schedule, checkpoints_of, schedule_of, segments_of
 
-TORCH_MAJOR = int(torch.__version__.split(".")[0])
-
 
 def default_reentrant():
-    """torch.utils.checkpoint's default here: non-reentrant on 2.x, reentrant
-    on 1.x (1.13's non-reentrant mode works but is not its default)."""
-    return TORCH_MAJOR < 2
+    """remat's default mode for torch.utils.checkpoint: non-reentrant, the one
+    whose peak the plan's prediction bounds.  Reentrant checkpointing holds
+    the gradient of a segment's output until the segment's whole backward
+    has run (torch.autograd.backward inside the checkpoint's backward keeps
+    it as an argument), where the op-by-op memory model frees it after the
+    segment's last stage: up to the largest checkpointed segment output above
+    the prediction (measured: 12% on a small CNN, docs/python.md).  Only a
+    PyTorch without the non-reentrant mode (before 1.11) gets reentrant."""
+    return not _HAS_NON_REENTRANT
+
+
+def _has_non_reentrant():
+    try:
+        return "use_reentrant" in inspect.signature(_torch_checkpoint).parameters
+    except (TypeError, ValueError):
+        return False
+
+
+_HAS_NON_REENTRANT = _has_non_reentrant()
 
 
 def blocks_of(blocks):
@@ -197,12 +213,9 @@ class Applied(nn.Module):
                 x = self._run(a, b, x)
                 continue
             fn = _Segment(self, a, b)
-            if self.use_reentrant:
-                x = _torch_checkpoint(fn, x, anchor, use_reentrant=True,
-                                      preserve_rng_state=self.preserve_rng_state)
-            else:
-                x = _torch_checkpoint(fn, x, anchor, use_reentrant=False,
-                                      preserve_rng_state=self.preserve_rng_state)
+            mode = {"use_reentrant": self.use_reentrant} if _HAS_NON_REENTRANT else {}
+            x = _torch_checkpoint(fn, x, anchor, preserve_rng_state=self.preserve_rng_state,
+                                  **mode)
         return x
 
     def extra_repr(self):
@@ -226,7 +239,8 @@ def apply(blocks, plan, engine="auto", use_reentrant=None, preserve_rng_state=Tr
     engine: "checkpoint" (single-level plans, torch.utils.checkpoint),
     "executor" (any plan, op by op) or "auto" (checkpoint when the plan is
     single-level, else executor).  use_reentrant: torch.utils.checkpoint's
-    mode (None: this PyTorch's default, non-reentrant on 2.x).
+    mode (None: non-reentrant, whose peak the prediction bounds; reentrant
+    can exceed it by the largest checkpointed segment's output gradient).
     preserve_rng_state: recomputations draw what the first forward drew."""
     mods = blocks_of(blocks)
     if not isinstance(plan, dict):
@@ -247,4 +261,7 @@ def apply(blocks, plan, engine="auto", use_reentrant=None, preserve_rng_state=Tr
         raise ValueError("engine must be \"auto\", \"checkpoint\" or \"executor\"")
     if use_reentrant is None:
         use_reentrant = default_reentrant()
+    if not use_reentrant and not _HAS_NON_REENTRANT:
+        raise ValueError("this PyTorch (%s) has no non-reentrant torch.utils.checkpoint"
+                         % torch.__version__)
     return Applied(mods, plan, ops, engine, bool(use_reentrant), bool(preserve_rng_state))

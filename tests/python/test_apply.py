@@ -7,7 +7,7 @@ import pytest
 import torch
 
 import remat
-from remat._apply import TORCH_MAJOR, default_reentrant
+from remat._apply import default_reentrant
 from remat._plan import checkpoints_of
 from chains import CHAINS, counted, counted_run, forwards_of, grads_of
 
@@ -100,8 +100,15 @@ def test_no_grad_forward_runs_plainly(plans):
     assert log == [("F_nograd", k) for k in range(1, 10)]
 
 
-def test_default_mode_follows_torch():
-    assert default_reentrant() == (TORCH_MAJOR < 2)
+def test_default_mode_is_non_reentrant():
+    # Non-reentrant is the mode whose peak the prediction bounds
+    # (test_profile.py); every PyTorch since 1.11 has it.
+    assert default_reentrant() is False
+    seq = CHAINS["mlp"][0]()
+    assert remat.apply(seq, {"schedule": [{"op": "F_all", "stage": k} for k in range(1, 10)]
+                             + [{"op": "loss", "stage": 9}]
+                             + [{"op": "B", "stage": k} for k in range(9, 0, -1)]}
+                       ).use_reentrant is False
 
 
 def test_wrong_plans_are_refused(plans):

@@ -11,6 +11,7 @@ import torch.nn as nn
 
 import remat
 from remat._one import layers_of
+from remat._plan import checkpoints_of
 from remat._profile import _CpuMeter
 from conftest import WORKER
 
@@ -83,25 +84,45 @@ def test_measured_peak_of_an_applied_plan_is_the_predicted(cli, capsys):
     w = sum(s["param_bytes"] for s in prof["stages"])
     sa, _ = cli(prof, "store-all")
     rows = []
-    for alg, kw in (("store-all", {}), ("sqrt", {}), ("min-peak", {}),
-                    ("min-time", {"budget": int(sa["peak_bytes"] * 0.7)})):
+    kinds = (("store-all", {}), ("sqrt", {}), ("min-peak", {}),
+             ("uniform", {"segments": 3}), ("uniform", {"segments": 5}),
+             ("min-time", {"budget": int(sa["peak_bytes"] * 0.7)}),
+             ("min-time", {"budget": int(sa["peak_bytes"] * 0.85)}))
+    singles = 0
+    for alg, kw in kinds:
         plan, err = cli(prof, alg, **kw)
         assert plan is not None, err
-        for engine in ("executor", "auto"):
-            m = remat.apply(seq, plan, engine=engine)
+        ops = remat.schedule_of(plan)
+        ck = checkpoints_of(ops, len(seq))
+        modes = [("executor", None)]
+        if ck is not None:
+            singles += 1
+            modes += [("checkpoint", False), ("checkpoint", True)]
+        for engine, reentrant in modes:
+            m = remat.apply(seq, plan, engine=engine, use_reentrant=reentrant)
             got = _measured_peak(m, x, w)
             rel = (got - plan["peak_bytes"]) / got
-            rows.append((alg, m.engine, plan["peak_bytes"], got, rel))
-            if m.engine == "executor":
+            label = engine + ("" if reentrant is None else
+                              " (reentrant)" if reentrant else " (non-reentrant)")
+            rows.append((alg, label, plan["peak_bytes"], got, rel))
+            if engine == "executor":
                 # The executor runs the ops as remat-worker's validation does.
                 assert abs(rel) <= 0.03, rows[-1]
-            else:
+            elif not reentrant:
                 # Fused autograd through torch.utils.checkpoint frees earlier
                 # than the op-by-op model: the prediction bounds it above.
                 assert rel <= 0.03, rows[-1]
+            else:
+                # Reentrant checkpoints hold each segment's output gradient
+                # through the segment's backward: up to the largest
+                # checkpointed output more (remat.apply's default is
+                # non-reentrant for this reason).
+                held = max([prof["stages"][c - 1]["out_bytes"] for c in ck] or [0])
+                assert (got - plan["peak_bytes"] - held) / got <= 0.03, rows[-1] + (held,)
+    assert singles >= 5, "fewer single-level plans than the five that are"
     with capsys.disabled():
         for r in rows:
-            print("\n  peak %-9s %-10s predicted %9d measured %9d (%+.2f%%)"
+            print("\n  peak %-9s %-26s predicted %9d measured %9d (%+.2f%%)"
                   % (r[0], r[1], r[2], r[3], 100 * r[4]), end="")
         print()
 

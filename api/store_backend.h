@@ -74,6 +74,15 @@ struct rematd_store {
     struct rematd_group *group;
 };
 
+/* Whether a housekeeping pass at `now` purges expired Idempotency-Key
+ * records: once a minute, or once a TTL when that is shorter (a record
+ * then leaves within about a TTL of expiring, and its slot under
+ * --max-idempotency-keys is free again). */
+static inline int rematd__idem_purge_due(double now, double last_purge, double ttl)
+{
+    return now - last_purge >= (ttl < 60 ? ttl : 60);
+}
+
 /* The backends' opens: a new store or NULL with a message in errbuf. */
 struct rematd_store *rematd__sqlite_open(const char *dir, const struct rematd_config *cfg,
                                          char *errbuf, size_t errlen);

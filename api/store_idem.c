@@ -110,7 +110,7 @@ enum rematd_store_result rematd__idem_insert(struct rematd_sqlite *st, const cha
 
 void rematd__idem_purge(struct rematd_sqlite *st, double now)
 {
-    if (now - st->last_purge <= 60)
+    if (!rematd__idem_purge_due(now, st->last_purge, st->idem_ttl))
         return;
     st->last_purge = now;
     sqlite3_stmt *s = NULL;

@@ -380,7 +380,7 @@ static void housekeeping(void *arg)
         return;
     }
     double now = rematd_now();
-    if (now - st->last_purge <= 60)
+    if (!rematd__idem_purge_due(now, st->last_purge, st->idem_ttl))
         return;
     st->last_purge = now;
     /* Under the count's lock, taken first as every writer of keys does,

@@ -293,8 +293,6 @@ static void test_jobs_and_keys(void **state)
     assert_int_equal(n.running + n.done + n.failed, 0);
 }
 
-/* With a TTL of 0 every record is past it at once: the key is free again,
- * although the purge has not removed the row. */
 static void model_init(struct rematd_model *m, const char *sha, long long bytes)
 {
     memset(m, 0, sizeof *m);
@@ -370,6 +368,8 @@ static void test_models(void **state)
     assert_int_equal(total, 500);
 }
 
+/* With a TTL of 0 every record is past it at once: the key is free again,
+ * although the purge has not removed the row. */
 static void test_expired_key_gives_way(void **state)
 {
     struct fixture *f = *state;
@@ -389,6 +389,60 @@ static void test_expired_key_gives_way(void **state)
     f->st = NULL;
     assert_int_equal(db_int(f, "SELECT count(*) FROM jobs"), 2);
     assert_int_equal(db_int(f, "SELECT count(*) FROM idempotency"), 1);
+}
+
+/* A short TTL: the writer's housekeeping purges expired records once a
+ * TTL (not once a minute), and the count under --max-idempotency-keys goes
+ * down by what it removed, so new keys fit again - exactly as many as the
+ * bound allows, round after round. */
+static void test_purge_frees_the_bound(void **state)
+{
+    struct fixture *f = *state;
+    f->cfg.max_idempotency_keys = 2;
+    open_store(f);
+    char id[REMATD_ID_LEN + 1];
+    struct rematd_job_new j;
+    struct rematd_idem existing;
+    /* Each round's two records share one created_at, so that no purge
+     * can fall between them. */
+    double t = rematd_now();
+    const char *keys[] = {"k1", "k2", "k3", "k4", "k5", "k6", "k7"};
+    for (int k = 0; k < 2; k++) {
+        new_job(&j, id, "profile", "cpu", keys[k], "{}");
+        j.created_at = t;
+        assert_int_equal(rematd_store_create_job(f->st, &j, &existing), REMATD_STORE_OK);
+    }
+    for (int round = 0; round < 2; round++) {
+        const char *next = keys[2 + 2 * round], *then = keys[3 + 2 * round];
+        new_job(&j, id, "profile", "cpu", next, "{}");
+        assert_int_equal(rematd_store_create_job(f->st, &j, &existing), REMATD_STORE_FULL);
+        /* The purge runs in a quiet second once the records are a TTL
+         * old: a TTL after they were made, not a minute. */
+        double t0 = t;
+        enum rematd_store_result r = REMATD_STORE_FULL;
+        while (r == REMATD_STORE_FULL && rematd_now() - t0 < 10) {
+            usleep(100 * 1000);
+            new_job(&j, id, "profile", "cpu", next, "{}");
+            t = j.created_at;
+            r = rematd_store_create_job(f->st, &j, &existing);
+        }
+        assert_int_equal(r, REMATD_STORE_OK);
+        assert_true(t - t0 >= 1.0);
+        /* Both went: one more fits, and then the bound again. */
+        new_job(&j, id, "profile", "cpu", then, "{}");
+        j.created_at = t;
+        assert_int_equal(rematd_store_create_job(f->st, &j, &existing), REMATD_STORE_OK);
+    }
+    new_job(&j, id, "profile", "cpu", keys[6], "{}");
+    assert_int_equal(rematd_store_create_job(f->st, &j, &existing), REMATD_STORE_FULL);
+    rematd_store_close(f->st);
+    f->st = NULL;
+    assert_int_equal(db_int(f, "SELECT count(*) FROM idempotency"), 2);
+}
+
+static int setup_ttl_1(void **state)
+{
+    return setup_ttl(state, 1);
 }
 
 static void test_leases(void **state)
@@ -490,6 +544,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_plans, setup, teardown),
         cmocka_unit_test_setup_teardown(test_jobs_and_keys, setup, teardown),
         cmocka_unit_test_setup_teardown(test_expired_key_gives_way, setup_no_ttl, teardown),
+        cmocka_unit_test_setup_teardown(test_purge_frees_the_bound, setup_ttl_1, teardown),
         cmocka_unit_test_setup_teardown(test_leases, setup, teardown),
         cmocka_unit_test_setup_teardown(test_models, setup, teardown),
     };

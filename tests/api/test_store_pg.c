@@ -506,6 +506,54 @@ static void test_idem_bound(void **state)
     rematd_store_close(c);
 }
 
+/* A TTL of 1 s and two replicas, each purging in its quiet seconds: the
+ * count under --max-idempotency-keys goes down by exactly what was
+ * deleted (once, whichever replica deleted it), so new keys fit again,
+ * as many as the bound allows, round after round. */
+static void test_purge_frees_the_bound(void **state)
+{
+    struct fixture *f = *state;
+    f->cfg.max_idempotency_keys = 2;
+    f->cfg.idempotency_ttl = 1;
+    open_both(f);
+    char id[REMATD_ID_LEN + 1];
+    struct rematd_job_new j;
+    struct rematd_idem existing;
+    /* Each round's two records share one created_at, so that no purge
+     * can fall between them. */
+    double t = rematd_now();
+    const char *keys[] = {"k1", "k2", "k3", "k4", "k5", "k6", "k7"};
+    new_job(&j, id, keys[0], "{}");
+    j.created_at = t;
+    assert_int_equal(rematd_store_create_job(f->a, &j, &existing), REMATD_STORE_OK);
+    new_job(&j, id, keys[1], "{}");
+    j.created_at = t;
+    assert_int_equal(rematd_store_create_job(f->b, &j, &existing), REMATD_STORE_OK);
+    for (int round = 0; round < 2; round++) {
+        const char *next = keys[2 + 2 * round], *then = keys[3 + 2 * round];
+        new_job(&j, id, next, "{}");
+        assert_int_equal(rematd_store_create_job(f->a, &j, &existing), REMATD_STORE_FULL);
+        double t0 = t;
+        enum rematd_store_result r = REMATD_STORE_FULL;
+        while (r == REMATD_STORE_FULL && rematd_now() - t0 < 10) {
+            usleep(100 * 1000);
+            new_job(&j, id, next, "{}");
+            t = j.created_at;
+            r = rematd_store_create_job(round ? f->b : f->a, &j, &existing);
+        }
+        assert_int_equal(r, REMATD_STORE_OK);
+        assert_true(t - t0 >= 1.0);
+        new_job(&j, id, then, "{}");
+        j.created_at = t;
+        assert_int_equal(rematd_store_create_job(round ? f->a : f->b, &j, &existing),
+                         REMATD_STORE_OK);
+        assert_int_equal(db_int(f, "SELECT n FROM remat_counters WHERE name = 'idempotency'"), 2);
+    }
+    new_job(&j, id, keys[6], "{}");
+    assert_int_equal(rematd_store_create_job(f->b, &j, &existing), REMATD_STORE_FULL);
+    assert_int_equal(db_int(f, "SELECT count(*) FROM idempotency"), 2);
+}
+
 /* A database of schema 1 (before the count of records) with records in
  * it: migration 2 counts them, and the bound holds from there. */
 static void test_upgrade_counts(void **state)
@@ -550,6 +598,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_expiry_once, setup_short_lease, teardown),
         cmocka_unit_test_setup_teardown(test_idem_bound, setup, teardown),
         cmocka_unit_test_setup_teardown(test_upgrade_counts, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_purge_frees_the_bound, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -12,7 +12,8 @@
    health check, run inside the container), a profile job done by the
    worker container, a plan from it, a validation of the plan done by the
    worker.
-4. A worker with a wrong token exits 78 instead of retrying for ever.
+4. A worker with a wrong token exits 78 instead of retrying for ever; a
+   worker stopped while it starts ends at once (0 or 143, never 137).
 5. `podman stop` of both: exit status 0, no warning or error in rematd's log.
 6. A new rematd container on the same volume answers the plan, byte for byte.
 
@@ -307,6 +308,25 @@ try:
     log = podman("logs", NAME + "-badworker", check_rc=False).stdout
     check(s and ec == "78" and "REMAT_WORKER_TOKEN" in log,
           "a worker with a wrong token exits 78 naming REMAT_WORKER_TOKEN (exit %s)" % ec)
+
+    # 4b. A worker stopped while it starts (the dynamic loader still
+    # mapping libtorch, then its first lease poll) ends at SIGTERM: exit 0
+    # (its handler ran) or 143 (killed by SIGTERM before it had one), never
+    # 137 after the grace period.  tini is PID 1 in the image, for a PID 1
+    # drops signals it has no handler for.
+    for k, delay in enumerate((0.0, 0.1, 0.25, 0.5, 1.0)):
+        c = NAME + "-early%d" % k
+        containers.append(c)
+        run_worker(c, WORKER_TOKEN)
+        time.sleep(delay)
+        t0 = time.time()
+        podman("stop", "-t", "10", c)
+        took = time.time() - t0
+        ec = state(c)[1]
+        check(ec in ("0", "143") and took < 5,
+              "podman stop %.2f s after start: exit %s in %.1f s (0 or 143, under 5 s)"
+              % (delay, ec, took))
+        podman("rm", "-f", "-t", "0", c, check_rc=False)
 
     # 5. podman stop: both exit 0, rematd's log clean.
     for c in (NAME + "-worker", NAME + "-rematd"):

@@ -63,7 +63,8 @@ static void on_signal(int sig)
  * the dynamic loader's own work before it, mapping and binding the ~290
  * libraries (0.4-0.5 s here: 20 of 30 SIGTERMs sent 0-0.4 s after the
  * start are still dropped); only a launcher that blocks the signals before
- * it execs this program, or an init as PID 1, closes that too. */
+ * it execs this program, or an init as PID 1, closes that too: the
+ * worker images run it under tini (deploy/Dockerfile.worker-*). */
 static void block_stop_signals(int argc, char **argv, char **envp)
 {
     (void)argc;

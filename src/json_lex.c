@@ -445,8 +445,10 @@ static int dup_check(struct remat__lex *lx, uint64_t frame, const char *s, size_
     size_t j = h & (lx->tab_cap - 1);
     while (lx->tab[j].used) {
         const struct remat__lex_dup *e = &lx->tab[j];
+        /* keys is NULL while every key so far was empty: no memcmp then
+         * (NULL + 0 is undefined, and there is nothing to compare). */
         if (e->hash == h && e->frame == frame && e->len == len &&
-            memcmp(lx->keys + e->off, s, len) == 0)
+            (len == 0 || memcmp(lx->keys + e->off, s, len) == 0))
             return remat__lex_syntax_error(lx, "duplicate object key");
         j = (j + 1) & (lx->tab_cap - 1);
     }

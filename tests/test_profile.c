@@ -368,6 +368,11 @@ static void streaming_matches_jansson(void **state)
         "{\"input_bytes\":1,\"stages\":[{\"out_bytes\":1,\"out_bytes\":2}]}",
         "{\"input_bytes\":1,\"input_bytes\":1,\"stages\":[{\"out_bytes\":1}]}",
         "{\"input_bytes\":1,\"x\":1,\"x\":2,\"stages\":[{\"out_bytes\":1}]}",
+        /* Empty keys: the reader's key store is still empty (NULL) when
+         * the second is compared (fuzz_profile found NULL + 0 there). */
+        "{\"\":1,\"\":1,\"input_bytes\":1,\"stages\":[{\"out_bytes\":1}]}",
+        "{\"input_bytes\":1,\"stages\":[{\"\":1,\"\":2,\"out_bytes\":1}]}",
+        "{\"\":1,\"input_bytes\":1,\"stages\":[{\"\":1,\"out_bytes\":1}]}",
         "{\"input_bytes\":1,\"x\":1,\"\\u0078\":2,\"stages\":[{\"out_bytes\":1}]}",
         "{\"input_bytes\":1,\"stages\":[{\"out_bytes\":1,\"y\":{\"a\":1,\"a\":1}}]}",
         "{\"input_bytes\":1,\"stages\":[{\"out_bytes\":1,\"y\":{\"a\":1},\"z\":{\"a\":1}}]}",

@@ -208,14 +208,14 @@ class Applied(nn.Module):
         if self.engine == "executor":
             runner = _Runner(list(self.blocks), self.ops, self.preserve_rng_state)
             return _Exec.apply(runner, x, anchor)
+        kw = {"preserve_rng_state": self.preserve_rng_state}
+        if _HAS_NON_REENTRANT:
+            kw["use_reentrant"] = self.use_reentrant
         for a, b, ck in self.segments:
             if not ck:
                 x = self._run(a, b, x)
                 continue
-            fn = _Segment(self, a, b)
-            mode = {"use_reentrant": self.use_reentrant} if _HAS_NON_REENTRANT else {}
-            x = _torch_checkpoint(fn, x, anchor, preserve_rng_state=self.preserve_rng_state,
-                                  **mode)
+            x = _torch_checkpoint(_Segment(self, a, b), x, anchor, **kw)
         return x
 
     def extra_repr(self):

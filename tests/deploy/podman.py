@@ -326,7 +326,6 @@ try:
         check(ec in ("0", "143") and took < 5,
               "podman stop %.2f s after start: exit %s in %.1f s (0 or 143, under 5 s)"
               % (delay, ec, took))
-        podman("rm", "-f", "-t", "0", c, check_rc=False)
 
     # 5. podman stop: both exit 0, rematd's log clean.
     for c in (NAME + "-worker", NAME + "-rematd"):

@@ -82,6 +82,68 @@ static int climbs(const char *name, size_t n)
     return 0;
 }
 
+/* Whether n bytes are well-formed UTF-8 (RFC 3629: no overlong forms, no
+ * surrogates, nothing past U+10FFFF).  An entry's name goes into a problem's
+ * JSON text and is what libtorch looks entries up by: a name that is not
+ * text is refused rather than passed on. */
+static int utf8_ok(const unsigned char *s, size_t n)
+{
+    for (size_t i = 0; i < n;) {
+        unsigned c = s[i];
+        size_t len;
+        unsigned min;
+        if (c < 0x80) {
+            i++;
+            continue;
+        }
+        if (c >= 0xc2 && c <= 0xdf)
+            len = 2, min = 0x80, c &= 0x1f;
+        else if (c >= 0xe0 && c <= 0xef)
+            len = 3, min = 0x800, c &= 0x0f;
+        else if (c >= 0xf0 && c <= 0xf4)
+            len = 4, min = 0x10000, c &= 0x07;
+        else
+            return 0;
+        if (n - i < len)
+            return 0;
+        for (size_t k = 1; k < len; k++) {
+            if ((s[i + k] & 0xc0) != 0x80)
+                return 0;
+            c = c << 6 | (s[i + k] & 0x3f);
+        }
+        if (c < min || c > 0x10ffff || (c >= 0xd800 && c <= 0xdfff))
+            return 0;
+        i += len;
+    }
+    return 1;
+}
+
+/* How many bytes of a UTF-8 name a reason shows: at most 100, never half a
+ * character. */
+static int shown_bytes(const char *name, size_t n)
+{
+    size_t k = n < 100 ? n : 100;
+    while (k < n && k > 0 && ((unsigned char)name[k] & 0xc0) == 0x80)
+        k--;
+    return (int)k;
+}
+
+struct entry_name {
+    const char *p;
+    size_t n;
+    size_t index;
+};
+
+static int by_name(const void *a, const void *b)
+{
+    const struct entry_name *x = a, *y = b;
+    size_t m = x->n < y->n ? x->n : y->n;
+    int c = memcmp(x->p, y->p, m);
+    if (c)
+        return c;
+    return x->n < y->n ? -1 : x->n > y->n;
+}
+
 static int by_start(const void *a, const void *b)
 {
     const struct extent *x = a, *y = b;
@@ -175,9 +237,11 @@ enum rematd_zip_verdict rematd_zipcheck_fd(int fd, uint64_t size,
                    (unsigned long long)cd_size, (unsigned long long)n_entries);
     unsigned char *cd = malloc(cd_size ? (size_t)cd_size : 1);
     struct extent *ext = calloc((size_t)n_entries, sizeof *ext);
-    if (!cd || !ext) {
+    struct entry_name *names = calloc((size_t)n_entries, sizeof *names);
+    if (!cd || !ext || !names) {
         free(cd);
         free(ext);
+        free(names);
         return say(why, whylen, REMATD_ZIP_IO, "out of memory");
     }
     v = REMATD_ZIP_OK;
@@ -202,7 +266,15 @@ enum rematd_zip_verdict rematd_zipcheck_fd(int fd, uint64_t size,
             goto out;
         }
         const char *name = (const char *)h + 46;
-        int shown = nl < 100 ? (int)nl : 100;
+        if (!utf8_ok(h + 46, nl)) {
+            v = say(why, whylen, REMATD_ZIP_UNSAFE,
+                    "entry %zu's name is not UTF-8 text: archives whose names rematd and "
+                    "libtorch could read differently are refused",
+                    i);
+            goto out;
+        }
+        int shown = shown_bytes(name, nl);
+        names[i] = (struct entry_name){name, nl, i};
         unsigned flags = u16(h + 8), method = u16(h + 10);
         uint64_t csize = u32(h + 20), usize = u32(h + 24), loff = u32(h + 42);
         /* Zip64 extended information: the 64-bit values of the fields
@@ -301,6 +373,18 @@ enum rematd_zip_verdict rematd_zipcheck_fd(int fd, uint64_t size,
             has_code = 1;
         pos += 46 + nl + xl + cl;
     }
+    /* Two entries of one name: rematd checks one and libtorch may load the
+     * other (zip readers differ on which wins), so neither is trusted. */
+    qsort(names, (size_t)n_entries, sizeof *names, by_name);
+    for (size_t i = 1; i < n_entries; i++)
+        if (by_name(&names[i - 1], &names[i]) == 0) {
+            v = say(why, whylen, REMATD_ZIP_UNSAFE,
+                    "entries %zu and %zu are both named '%.*s': an archive whose readers could "
+                    "disagree",
+                    names[i - 1].index, names[i].index, shown_bytes(names[i].p, names[i].n),
+                    names[i].p);
+            goto out;
+        }
     /* A "better zip bomb" points many entries at the same data. */
     qsort(ext, (size_t)n_entries, sizeof *ext, by_start);
     for (size_t i = 1; i < n_entries; i++)
@@ -328,5 +412,6 @@ enum rematd_zip_verdict rematd_zipcheck_fd(int fd, uint64_t size,
 out:
     free(cd);
     free(ext);
+    free(names);
     return v;
 }

@@ -36,6 +36,17 @@ with zipfile.ZipFile(path, "w", zipfile.ZIP_STORED) as z:
         z.writestr(zipfile.ZipInfo(root + "data/0"), b"\0" * (9 << 20), zipfile.ZIP_DEFLATED)
     elif kind == "bomb-ratio":
         z.writestr(zipfile.ZipInfo(root + "data/0"), b"\0" * (1 << 20), zipfile.ZIP_DEFLATED)
+    elif kind == "duplicate":
+        import warnings
+        warnings.simplefilter("ignore")  # zipfile warns, and writes it
+        z.writestr(root + "code/__torch__/net.py", "import os\n")
+    elif kind == "badname":
+        z.writestr(root + "code/__torch__/X.py", "pass\n")
+if kind == "badname":  # the name's X becomes a byte that is not UTF-8
+    with open(path, "rb") as f:
+        b = f.read()
+    with open(path, "wb") as f:
+        f.write(b.replace(b"__torch__/X.py", b"__torch__/\xff.py"))
 PY
 }
 
@@ -132,6 +143,18 @@ mkzip "$T/bomb2.pt" bomb-ratio
 req POST /v1/models $RAW --data-binary "@$T/bomb2.pt"
 problem "a bomb by ratio" 422 unsafe-archive
 grep -q ratio "$BODY" && ok || fail "the reason does not say ratio: $(cat "$BODY")"
+# Two entries of one name: rematd would check one and libtorch load the other.
+mkzip "$T/dup.pt" duplicate
+req POST /v1/models $RAW --data-binary "@$T/dup.pt"
+problem "two entries of one name" 422 unsafe-archive
+grep -q 'both named .net/code/__torch__/net.py' "$BODY" && ok ||
+    fail "the reason does not name the duplicate: $(cat "$BODY")"
+# A name that is not UTF-8: a 422 saying so (it was a 500: the reason could
+# not be written as JSON).
+mkzip "$T/badname.pt" badname
+req POST /v1/models $RAW --data-binary "@$T/badname.pt"
+problem "a name that is not UTF-8" 422 unsafe-archive
+grep -q 'not UTF-8' "$BODY" && ok || fail "the reason does not say UTF-8: $(cat "$BODY")"
 req POST /v1/models -F "other=x"
 problem "a form without a file" 400 validation
 

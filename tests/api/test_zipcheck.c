@@ -2,8 +2,10 @@
  * well-formed archive in TorchScript's layout passes; random bytes, a
  * truncated archive, a torch.save-style archive without code/, names that
  * climb out (../, absolute, backslash), a bomb by total size, one by
- * ratio, overlapping entries, too many entries and a Zip64 archive each
- * get the verdict they should, with a reason naming the entry. */
+ * ratio, overlapping entries, too many entries, two entries of one name,
+ * names that are not UTF-8 and a Zip64 archive each get the verdict they
+ * should, with a reason naming the entry that is itself UTF-8 text (jansson
+ * is the judge: the reason goes into a problem's JSON). */
 #include "config.h"
 
 #include <setjmp.h>
@@ -16,6 +18,7 @@
 #include <unistd.h>
 
 #include <cmocka.h>
+#include <jansson.h>
 
 #include "zipcheck.h"
 
@@ -292,6 +295,74 @@ static void test_too_many(void **state)
     assert_non_null(strstr(why, "17 entries"));
 }
 
+/* The reason must be text a JSON string can carry. */
+static void assert_text(const char *why)
+{
+    json_t *j = json_string(why);
+    assert_non_null(j);
+    json_decref(j);
+}
+
+static void test_duplicates(void **state)
+{
+    char why[256] = "";
+    /* The same name twice, apart or side by side, is refused and named. */
+    const struct entry twice[] = {E("net/data.pkl", "x"), E("net/code/a.py", "y"),
+                                  E("net/data/0", "z"), E("net/code/a.py", "w")};
+    assert_int_equal(check(twice, 4, 0, why), REMATD_ZIP_UNSAFE);
+    assert_non_null(strstr(why, "entries 1 and 3 are both named 'net/code/a.py'"));
+    const struct entry pkl[] = {E("net/data.pkl", "x"), E("net/data.pkl", "x"),
+                                E("net/code/a.py", "y")};
+    assert_int_equal(check(pkl, 3, 0, why), REMATD_ZIP_UNSAFE);
+    assert_non_null(strstr(why, "net/data.pkl"));
+    /* Names that share a prefix, or differ only in case, are two names. */
+    const struct entry near[] = {E("net/data.pkl", "x"), E("net/code/a.py", "y"),
+                                 E("net/code/a.pyc", "z"), E("net/code/A.py", "w")};
+    assert_int_equal(check(near, 4, 0, why), REMATD_ZIP_OK);
+}
+
+static void test_names_utf8(void **state)
+{
+    char why[256] = "";
+    const char *bad[] = {
+        "net/code/\xff.py",              /* never in UTF-8 */
+        "net/code/\xc0\xaf.py",          /* an overlong '/' */
+        "net/code/\xe0\x80\xaf",         /* an overlong '/' in three bytes */
+        "net/code/\xed\xa0\x80",         /* a surrogate */
+        "net/code/\xf4\x90\x80\x80",     /* past U+10FFFF */
+        "net/code/\xe2\x82",             /* cut short at the end */
+        "net/code/\xe2\x82.py",          /* cut short inside */
+        "net/code/\x80.py",              /* a continuation byte alone */
+        "net/code/\xf8\x88\x80\x80\x80", /* a five-byte form */
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        struct entry e[3] = {E("net/data.pkl", "x"), E("net/code/a.py", "y"), E(bad[i], "z")};
+        assert_int_equal(check(e, 3, 0, why), REMATD_ZIP_UNSAFE);
+        assert_non_null(strstr(why, "entry 2's name is not UTF-8"));
+        assert_text(why);
+    }
+    /* Two-, three- and four-byte characters are names like any other. */
+    struct entry ok[4] = {E("net/data.pkl", "x"), E("net/code/caf\xc3\xa9.py", "y"),
+                          E("net/data/\xe2\x82\xac", "z"), E("net/data/\xf0\x9f\x98\x80", "w")};
+    assert_int_equal(check(ok, 4, 0, why), REMATD_ZIP_OK);
+    /* A reason shows at most 100 bytes of a name, and never half a
+     * character: a climbing name of two-byte characters, cut inside one. */
+    char name[200] = "net/x";
+    for (int k = 0; k < 60; k++)
+        strcat(name, "\xc3\xa9");
+    strcat(name, "/../../x");
+    struct entry climb[3] = {E("net/data.pkl", "x"), E("net/code/a.py", "y"), E(name, "z")};
+    assert_int_equal(check(climb, 3, 0, why), REMATD_ZIP_UNSAFE);
+    assert_non_null(strstr(why, "outside"));
+    assert_text(why);
+    struct entry dup[4] = {E("net/data.pkl", "x"), E("net/code/a.py", "y"), E(name + 0, "z"),
+                           E(name, "w")};
+    memcpy(name + strlen(name) - 8, "/abc.pyx", 8); /* no longer climbs */
+    assert_int_equal(check(dup, 4, 0, why), REMATD_ZIP_UNSAFE);
+    assert_non_null(strstr(why, "both named"));
+    assert_text(why);
+}
+
 static void test_unreadable(void **state)
 {
     char why[256] = "";
@@ -301,10 +372,11 @@ static void test_unreadable(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_good),      cmocka_unit_test(test_not_zip),
-        cmocka_unit_test(test_truncated), cmocka_unit_test(test_not_torchscript),
-        cmocka_unit_test(test_traversal), cmocka_unit_test(test_bombs),
-        cmocka_unit_test(test_too_many),  cmocka_unit_test(test_unreadable),
+        cmocka_unit_test(test_good),       cmocka_unit_test(test_not_zip),
+        cmocka_unit_test(test_truncated),  cmocka_unit_test(test_not_torchscript),
+        cmocka_unit_test(test_traversal),  cmocka_unit_test(test_bombs),
+        cmocka_unit_test(test_too_many),   cmocka_unit_test(test_duplicates),
+        cmocka_unit_test(test_names_utf8), cmocka_unit_test(test_unreadable),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -10,9 +10,12 @@
 
 #include <c10/util/Exception.h>
 
+#include <cctype>
 #include <cstdio>
+#include <cstring>
 #include <new>
 #include <string>
+#include <vector>
 
 #include "shim.h"
 #include "shim_private.h"
@@ -20,15 +23,96 @@
 namespace rw
 {
 
+namespace
+{
+
+std::string trimmed(const std::string &s)
+{
+    size_t b = s.find_first_not_of(" \t\r");
+    if (b == std::string::npos)
+        return "";
+    size_t e = s.find_last_not_of(" \t\r");
+    return s.substr(b, e - b + 1);
+}
+
+/* "builtins.RuntimeError: ...", "RuntimeError: ...": the line a
+ * TorchScript traceback ends with, naming the exception raised. */
+bool names_exception(const std::string &line)
+{
+    size_t colon = line.find(':');
+    if (colon == std::string::npos || colon == 0 ||
+        (colon + 1 < line.size() && line[colon + 1] != ' '))
+        return false;
+    for (size_t i = 0; i < colon; i++) {
+        char c = line[i];
+        if (!(isalnum((unsigned char)c) || c == '_' || c == '.'))
+            return false;
+    }
+    std::string kind = line.substr(0, colon);
+    return kind.size() >= 5 &&
+           (kind.compare(kind.size() - 5, 5, "Error") == 0 ||
+            (kind.size() >= 9 && kind.compare(kind.size() - 9, 9, "Exception") == 0));
+}
+
+} // namespace
+
 std::string first_line(const char *msg)
 {
-    std::string s(msg != nullptr ? msg : "");
-    size_t nl = s.find('\n');
-    if (nl != std::string::npos)
-        s.resize(nl);
-    if (s.size() > 300)
-        s.resize(300);
-    return s;
+    std::vector<std::string> lines;
+    const char *p = msg != nullptr ? msg : "";
+    for (;;) {
+        const char *nl = strchr(p, '\n');
+        std::string line = trimmed(nl ? std::string(p, (size_t)(nl - p)) : std::string(p));
+        if (!line.empty())
+            lines.push_back(line);
+        if (!nl)
+            break;
+        p = nl + 1;
+    }
+    if (lines.empty())
+        return "(the error had no message)";
+    /* The interpreter's own first line says only that something failed; the
+     * cause is the exception named at the end of its traceback, whose text
+     * may start on the next line (a message that starts with a newline). */
+    if (lines[0].rfind("The following operation failed in the TorchScript interpreter", 0) == 0)
+        for (size_t i = lines.size(); i-- > 1;)
+            if (names_exception(lines[i])) {
+                std::string cause = lines[i];
+                if (cause.back() == ':' && i + 1 < lines.size())
+                    cause += " " + lines[i + 1];
+                return job_reason(cause, 300);
+            }
+    return job_reason(lines[0], 300);
+}
+
+std::string job_reason(const std::string &s, size_t max_bytes)
+{
+    std::string out;
+    for (size_t i = 0; i < s.size();) {
+        unsigned char c = (unsigned char)s[i];
+        size_t len = c < 0x80                 ? 1
+                     : c >= 0xc2 && c <= 0xdf ? 2
+                     : c >= 0xe0 && c <= 0xef ? 3
+                     : c >= 0xf0 && c <= 0xf4 ? 4
+                                              : 0;
+        bool ok = len > 0 && i + len <= s.size();
+        unsigned cp = len == 1 ? c : len == 2 ? c & 0x1f : len == 3 ? c & 0x0f : c & 0x07;
+        for (size_t k = 1; ok && k < len; k++) {
+            unsigned char d = (unsigned char)s[i + k];
+            ok = (d & 0xc0) == 0x80;
+            cp = cp << 6 | (d & 0x3f);
+        }
+        static const unsigned min_cp[5] = {0, 0, 0x80, 0x800, 0x10000};
+        if (ok && len > 1)
+            ok = cp >= min_cp[len] && cp <= 0x10ffff && !(cp >= 0xd800 && cp <= 0xdfff);
+        std::string ch = !ok ? "?" : (len == 1 && (c < 0x20 || c == 0x7f)) ? " " : s.substr(i, len);
+        if (out.size() + ch.size() > max_bytes)
+            break;
+        out += ch;
+        i += ok ? len : 1;
+    }
+    out = trimmed(out);
+    return out.empty() ? "(the error had no message)" : out;
 }
 
 bool is_oom(const std::string &msg)
@@ -92,7 +176,8 @@ template <class F> json_t *guarded(F f, struct rw_failure *why)
     if (why != nullptr) {
         why->retryable = retry;
         why->abandoned = abandoned;
-        snprintf(why->reason, sizeof why->reason, "%s", reason.c_str());
+        snprintf(why->reason, sizeof why->reason, "%s",
+                 rw::job_reason(reason, sizeof why->reason - 1).c_str());
     }
     return nullptr;
 }

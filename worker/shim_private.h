@@ -63,8 +63,16 @@ struct Failure : std::runtime_error {
     }
 };
 
-/* The first line of a libtorch message (its backtraces are many lines). */
+/* The line of a libtorch message that says why (its backtraces are many
+ * lines): the first non-blank one, or for the TorchScript interpreter's
+ * "The following operation failed" the exception its traceback ends with
+ * ("builtins.RuntimeError: the model's words"), so that the cause, not the
+ * interpreter's preamble, reaches the job. */
 std::string first_line(const char *msg);
+/* s made fit for a job's reason: one line of UTF-8 text (a byte that is not
+ * UTF-8 becomes '?', a control character a space) of at most max_bytes,
+ * never cut inside a character, never empty. */
+std::string job_reason(const std::string &s, size_t max_bytes);
 /* Whether a libtorch message says the device is out of memory. */
 bool is_oom(const std::string &msg);
 

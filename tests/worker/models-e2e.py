@@ -15,8 +15,10 @@ remat-worker on loopback, models scripted here with Debian's python3-torch.
    7-13%.
 3. Jobs that must fail do, with the stage or the reason named: a forward
    that needs two inputs, a stage returning a tuple, a forward that is not
-   its children in order, a stage name that does not exist, an archive
-   from a newer PyTorch (libtorch's line and both versions).
+   its children in order, a stage name that does not exist, a stage that
+   raises with a message starting with a newline (the model's words reach
+   the job, not the interpreter's preamble), an archive from a newer
+   PyTorch (libtorch's line and both versions).
 4. The worker's cache: a second profile of the same model is not fetched
    again (the worker's log says fetched once).
 5. The upload's answer names the default stages (the top-level
@@ -200,6 +202,27 @@ class TupleStage(nn.Module):
         return self.b(self.a(x))[0]
 
 
+class Boom(nn.Module):
+    def forward(self, x):
+        if bool(x.sum() > -1e30):  # always: the script cannot see that
+            raise RuntimeError("\nboom: the model's own words")
+        return x
+
+
+class Raising(nn.Module):
+    """A stage that raises, with a message that starts with a newline: the
+    job's reason must be the model's words, not the interpreter's preamble
+    nor an empty line."""
+
+    def __init__(self):
+        super().__init__()
+        self.a = nn.Linear(8, 8)
+        self.b = Boom()
+
+    def forward(self, x):
+        return self.b(self.a(x))
+
+
 class Skip(nn.Module):
     def __init__(self):
         super().__init__()
@@ -298,6 +321,7 @@ try:
         (TupleStage(), None, "not a single tensor"),
         (Skip(), None, "not its top-level children run in order"),
         (Skip(), ["a", "c"], "no submodule \"c\""),
+        (Raising(), None, "RuntimeError: boom: the model's own words"),
     ]
     for module, stages, want in cases:
         m_id = upload(module, type(module).__name__ + str(len(stages or [])))

@@ -57,6 +57,8 @@ static void refuse(struct rematd_request *r, struct upload *u, int status, const
     /* A client waiting for 100 Continue has not sent the body: answer now. */
     const char *expect = rematd_req_header_in(r, "Expect");
     if (expect && strcasecmp(expect, "100-continue") == 0) {
+        if (status == 503)
+            rematd_req_header(r, "Retry-After", "30");
         rematd_req_problem(r, status, slug, NULL, "%s", u->refused_detail);
         return;
     }
@@ -172,8 +174,15 @@ static void begin(struct rematd_request *r)
     if (rematd_models_tmp_dir(cfg, dir, sizeof dir) < 0 ||
         snprintf(u->tmp, sizeof u->tmp, "%s/upload.XXXXXX", dir) >= (int)sizeof u->tmp ||
         (u->fd = mkstemp(u->tmp)) < 0) {
+        /* The data directory removed or unwritable under a running rematd:
+         * refused as every other write then is (503), or a full disk (507). */
+        int e = errno;
         u->tmp[0] = '\0';
-        refuse(r, u, 500, "internal", "cannot make a temporary file: %s", strerror(errno));
+        if (e == ENOSPC || e == EDQUOT)
+            refuse(r, u, 507, "storage-full", "no room for the upload: %s", strerror(e));
+        else
+            refuse(r, u, 503, "unavailable", "the data directory cannot take the upload: %s",
+                   strerror(e));
         return;
     }
     if (multipart) {
@@ -259,6 +268,8 @@ static enum rematd_handled finish(struct rematd_request *r)
     struct upload *u = r->route_state;
     const struct rematd_config *cfg = &r->srv->cfg;
     if (u->refused_status) {
+        if (u->refused_status == 503)
+            rematd_req_header(r, "Retry-After", "30");
         rematd_req_problem(r, u->refused_status, u->refused_slug, NULL, "%s", u->refused_detail);
         return REMATD_HANDLED;
     }

@@ -39,6 +39,9 @@ post /v1/plans "{\"profile\":$P}"
 problem "plan after rm -rf" 503 unavailable
 post /v1/profiles '{"model":"alexnet","device":"cpu"}'
 problem "job after rm -rf" 503 unavailable
+model_zip "$T/m0.pt"
+upload "$T/m0.pt"
+problem "model upload after rm -rf" 503 unavailable
 req GET /readyz
 [ "$CODE" = 503 ] && ok || fail "/readyz after rm -rf: $CODE"
 grep -q '"msg":"data directory lost"' "$T/rematd.log" && ok || fail "no log line for the lost directory"

@@ -130,7 +130,7 @@ static int check_REMAT__FIELD_BYTES(int64_t v, size_t i, const char *key, struct
 
 static int check_REMAT__FIELD_MS(double v, size_t i, const char *key, struct remat_error *err)
 {
-    if (isfinite(v) && v >= 0)
+    if (isfinite(v) && v >= 0 && v <= REMAT_MAX_MS)
         return REMAT_OK;
     char ptr[128];
     return remat__check_ms(v, key, stage_pointer(ptr, sizeof ptr, i, key), err);

@@ -116,7 +116,16 @@ static const char *pointer_of(char *buf, size_t size, const char *prefix, size_t
 
 /* ---- the rules of one numeric field ----------------------------------- */
 
-enum problem { P_OK, P_MISSING, P_NOT_INT, P_NEGATIVE, P_OVER, P_NOT_NUMBER, P_NOT_FINITE };
+enum problem {
+    P_OK,
+    P_MISSING,
+    P_NOT_INT,
+    P_NEGATIVE,
+    P_OVER,
+    P_NOT_NUMBER,
+    P_NOT_FINITE,
+    P_OVER_MS
+};
 
 /* Each problem's code and what follows the field's name in its message. */
 static const struct {
@@ -129,6 +138,7 @@ static const struct {
     [P_OVER] = {REMAT_ELIMIT, "is over the limit of 2^60 bytes"},
     [P_NOT_NUMBER] = {REMAT_EINVAL, "must be a number"},
     [P_NOT_FINITE] = {REMAT_EINVAL, "must be finite and not negative"},
+    [P_OVER_MS] = {REMAT_ELIMIT, "is over the limit of 1e9 ms"},
 };
 
 /* The rules by kind, named after it so that REMAT__STAGE_FIELDS can paste
@@ -156,6 +166,8 @@ static enum problem take_REMAT__FIELD_MS(const struct remat__jval *v, double *ou
     double x = v->type == REMAT__J_INT ? (double)v->i : v->d;
     if (!isfinite(x) || x < 0)
         return P_NOT_FINITE;
+    if (x > REMAT_MAX_MS)
+        return P_OVER_MS;
     *out = x;
     return P_OK;
 }

@@ -43,6 +43,10 @@ extern "C" {
 #define REMAT_MAX_STAGES 1000000           /* stages in one profile */
 #define REMAT_MAX_NAME 256                 /* bytes in a stage name or metadata string */
 #define REMAT_MAX_BYTES (INT64_C(1) << 60) /* any one byte count */
+/* Any one time, in milliseconds (about 11.6 days): a million stages each
+ * run a million times still sum to a finite double, so no total, ratio or
+ * drawn coordinate becomes inf or NaN. */
+#define REMAT_MAX_MS 1e9
 
 enum remat_code {
     REMAT_OK = 0,

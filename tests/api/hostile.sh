@@ -41,6 +41,12 @@ post /v1/plans '{"profile":{"input_bytes":1,"stages":[{"out_bytes":8,"saved_byte
     problem "saved_bytes under out_bytes" 400 validation /profile/stages/0/saved_bytes
 post /v1/plans '{"profile":{"input_bytes":1,"stages":[{"out_bytes":1,"fwd_ms":-1}]}}' &&
     problem "negative time" 400 validation /profile/stages/0/fwd_ms
+# Huge finite times: one over 1e9 ms, and times that each fit a double but
+# whose sum would not (they were a 500 "out of memory" and NaN coordinates).
+post /v1/plans '{"profile":{"input_bytes":1,"stages":[{"out_bytes":1,"fwd_ms":1e308}]}}' &&
+    problem "fwd_ms 1e308" 400 limit-exceeded /profile/stages/0/fwd_ms
+post /v1/plans '{"algorithm":"min-time","budget_bytes":100,"profile":{"input_bytes":1,"stages":[{"out_bytes":1,"fwd_ms":1},{"out_bytes":1,"fwd_ms":1e300,"bwd_ms":1e300}]}}' &&
+    problem "times that overflow when summed" 400 limit-exceeded /profile/stages/1/fwd_ms
 post /v1/plans '{"profile":{"input_bytes":-1,"stages":[{"out_bytes":1}]}}' &&
     problem "negative input_bytes" 400 validation /profile/input_bytes
 post /v1/plans '{"profile":{"input_bytes":1,"stages":[]}}' && problem "no stages" 400 validation /profile/stages

@@ -1,7 +1,9 @@
 /* args.c - reading a command's options, the same way for every command. */
 #include <errno.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "cli.h"
 
@@ -55,4 +57,50 @@ int cli_parse_model(const char *cmd, const char *v, enum remat_model *model)
         return 0;
     fprintf(stderr, "remat %s: --model: unknown model '%s' (sum, prefix, traced)\n", cmd, v);
     return -1;
+}
+
+int cli_help_option(const char *arg, const char *help)
+{
+    if (strcmp(arg, "--help") != 0 && strcmp(arg, "-h") != 0)
+        return 0;
+    fputs(help, stdout);
+    return 1;
+}
+
+static double monotonic_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+int cli_deadline_option(const char *cmd, int argc, char **argv, int *i, struct cli_deadline *d)
+{
+    int missing = 0;
+    const char *v = cli_opt_value(argc, argv, i, "--deadline", &missing);
+    if (v == NULL && !missing)
+        return 0;
+    char *end = NULL;
+    double s = v != NULL ? strtod(v, &end) : NAN;
+    if (v == NULL || end == v || *end != '\0' || !(s > 0 && s <= 1e6)) {
+        fprintf(stderr, "remat %s: --deadline: '%s' is not a number of seconds in (0, 1000000]\n",
+                cmd, v != NULL ? v : "");
+        return -1;
+    }
+    d->seconds = s;
+    d->end = monotonic_s() + s;
+    return 1;
+}
+
+int cli_deadline_passed(void *arg)
+{
+    const struct cli_deadline *d = arg;
+    return d->seconds > 0 && monotonic_s() > d->end;
+}
+
+int cli_deadline_failed(const char *cmd, const struct cli_deadline *d)
+{
+    fprintf(stderr, "remat %s: stopped at the --deadline of %g s before an answer\n", cmd,
+            d->seconds);
+    return 1;
 }

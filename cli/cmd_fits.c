@@ -36,11 +36,16 @@ int remat_cmd_fits(int argc, char **argv)
     remat_optim_spec_init(&spec);
     int have_opt = 0;
     enum cli_format fmt = CLI_FORMAT_AUTO;
+    struct cli_deadline deadline = {0, 0};
     for (int i = 1; i < argc; i++) {
         int missing = 0;
         const char *v;
         int64_t x;
+        if (cli_help_option(argv[i], cli_help_fits))
+            return 0;
         int fo = cli_format_option("fits", argc, argv, &i, 0, &fmt);
+        if (fo == 0)
+            fo = cli_deadline_option("fits", argc, argv, &i, &deadline);
         if (fo < 0)
             return 2;
         if (fo > 0)
@@ -126,7 +131,14 @@ int remat_cmd_fits(int argc, char **argv)
     const struct remat_profile *const *cps = (const struct remat_profile *const *)ps;
     if (status == 0 && remat_batch_fit_check(cps, loaded, chk, &n_chk, &err) < 0)
         status = cli_fail("fits", &err);
-    if (status == 0 && remat_fits(cps, loaded, mem, n_mem, &o, ans, &err) < 0)
+    if (deadline.seconds > 0) {
+        o.cancel = cli_deadline_passed;
+        o.cancel_arg = &deadline;
+    }
+    int rc = status == 0 ? remat_fits(cps, loaded, mem, n_mem, &o, ans, &err) : 0;
+    if (rc == REMAT_ECANCELED)
+        status = cli_deadline_failed("fits", &deadline);
+    else if (rc < 0)
         status = cli_fail("fits", &err);
     else if (status == 0 && cli_format_resolve(fmt) == CLI_FORMAT_TABLE) {
         status = cli_table_fits(ans, n_mem, chk, n_chk);

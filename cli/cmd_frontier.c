@@ -11,8 +11,13 @@ int remat_cmd_frontier(int argc, char **argv)
     const char *path = NULL;
     size_t slots = 0;
     enum cli_format fmt = CLI_FORMAT_AUTO;
+    struct cli_deadline deadline = {0, 0};
     for (int i = 1; i < argc; i++) {
+        if (cli_help_option(argv[i], cli_help_frontier))
+            return 0;
         int fo = cli_format_option("frontier", argc, argv, &i, 1, &fmt);
+        if (fo == 0)
+            fo = cli_deadline_option("frontier", argc, argv, &i, &deadline);
         if (fo < 0)
             return 2;
         if (fo > 0)
@@ -43,9 +48,11 @@ int remat_cmd_frontier(int argc, char **argv)
         return status;
     struct remat_frontier f;
     struct remat_error err = {0};
-    int rc = remat_frontier_compute(p, slots, &f, &err);
+    int rc = remat_frontier_compute_cancel(
+        p, slots, deadline.seconds > 0 ? cli_deadline_passed : NULL, &deadline, &f, &err);
     if (rc < 0) {
-        status = cli_fail(path, &err);
+        status = rc == REMAT_ECANCELED ? cli_deadline_failed("frontier", &deadline)
+                                       : cli_fail(path, &err);
         remat_profile_free(p);
         return status;
     }

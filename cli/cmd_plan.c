@@ -11,11 +11,16 @@ int remat_cmd_plan(int argc, char **argv)
     remat_options_init(&opts);
     const char *path = NULL;
     enum cli_format fmt = CLI_FORMAT_AUTO;
+    struct cli_deadline deadline = {0, 0};
     for (int i = 1; i < argc; i++) {
         int missing = 0;
         const char *v;
         int64_t x;
+        if (cli_help_option(argv[i], cli_help_plan))
+            return 0;
         int f = cli_format_option("plan", argc, argv, &i, 0, &fmt);
+        if (f == 0)
+            f = cli_deadline_option("plan", argc, argv, &i, &deadline);
         if (f < 0)
             return 2;
         if (f > 0)
@@ -73,9 +78,15 @@ int remat_cmd_plan(int argc, char **argv)
         return status;
     struct remat_plan plan;
     struct remat_error err = {0};
+    if (deadline.seconds > 0) {
+        opts.cancel = cli_deadline_passed;
+        opts.cancel_arg = &deadline;
+    }
     int rc = remat_solve(p, &opts, &plan, &err);
     if (rc < 0) {
-        if (rc == REMAT_EINFEASIBLE)
+        if (rc == REMAT_ECANCELED)
+            status = cli_deadline_failed("plan", &deadline);
+        else if (rc == REMAT_EINFEASIBLE)
             fprintf(stderr,
                     "remat plan: %s: no schedule fits %" PRId64
                     " bytes; the least budget that fits is %" PRId64 "\n",

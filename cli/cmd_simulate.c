@@ -46,6 +46,8 @@ int remat_cmd_simulate(int argc, char **argv)
     for (int i = 1; i < argc; i++) {
         int missing = 0;
         const char *v;
+        if (cli_help_option(argv[i], cli_help_simulate))
+            return 0;
         int fo = cli_format_option("simulate", argc, argv, &i, 0, &fmt);
         if (fo < 0)
             return 2;

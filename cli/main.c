@@ -12,16 +12,59 @@
 
 static const char usage[] =
     "usage: remat plan [--algorithm NAME] [--segments K] [--model sum|prefix|traced]\n"
-    "                  [--budget BYTES] [--slots S] [--format F] PROFILE.json|-\n"
+    "                  [--budget BYTES] [--slots S] [--deadline SECONDS] [--format F]\n"
+    "                  PROFILE.json|-\n"
     "       remat simulate --checkpoints C1,C2,... [--model M] [--timeline] [--format F]\n"
     "                  PROFILE.json|-\n"
-    "       remat frontier [--slots S] [--format table|json|svg] PROFILE.json|-\n"
+    "       remat frontier [--slots S] [--deadline SECONDS] [--format table|json|svg]\n"
+    "                  PROFILE.json|-\n"
     "       remat fits --memory BYTES|GPU [--memory ...] [--margin BYTES]\n"
     "                  [--margin-fraction F] [--max-batch N] [--optimizer NAME[:foreach]]\n"
-    "                  [--no-throughput] [--format F] PROFILE.json...\n"
+    "                  [--no-throughput] [--deadline SECONDS] [--format F] PROFILE.json...\n"
     "       remat --version\n"
+    "       remat COMMAND --help\n"
     "--format table (the default on a terminal; colour unless NO_COLOR is set) or json\n"
     "(the default otherwise); frontier also draws an svg.\n";
+
+#define FORMAT_HELP                                                                                \
+    "  --format F        table (the default on a terminal; colour unless NO_COLOR is\n"            \
+    "                    set) or json (the default otherwise)\n"
+#define DEADLINE_HELP                                                                              \
+    "  --deadline S      stop the solve after S seconds (exit 1) instead of running on\n"
+
+const char cli_help_plan[] =
+    "usage: remat plan [options] PROFILE.json|-\n"
+    "Solves a profile (docs/profile.md) and prints the checkpoint plan.\n"
+    "  --algorithm NAME  min-peak (the default), min-time, store-all, sqrt, uniform,\n"
+    "                    acg, paper-cubic, paper-linear\n"
+    "  --segments K      uniform: K segments\n"
+    "  --budget BYTES    min-time: the peak allowed, weights included\n"
+    "  --slots S         min-time: memory slots of its table (default 500)\n"
+    "  --model M         report the peak in model sum, prefix or traced\n" DEADLINE_HELP
+        FORMAT_HELP;
+const char cli_help_simulate[] =
+    "usage: remat simulate --checkpoints C1,C2,... [options] PROFILE.json|-\n"
+    "The peak memory of keeping the outputs of stages C1, C2, ... (1..n-1).\n"
+    "  --checkpoints L   the stages kept, comma separated (\"\" for none)\n"
+    "  --model M         sum, prefix or traced (the default)\n"
+    "  --timeline        also every op with the memory after it\n" FORMAT_HELP;
+const char cli_help_frontier[] =
+    "usage: remat frontier [options] PROFILE.json|-\n"
+    "Every (peak, time) Pareto point, from the least-memory schedule to store-all.\n"
+    "  --slots S         memory slots of the table (default 500)\n" DEADLINE_HELP FORMAT_HELP
+    "                    or svg (a picture)\n";
+const char cli_help_fits[] =
+    "usage: remat fits --memory BYTES|GPU [options] PROFILE.json...\n"
+    "From profiles of one model at a few batch sizes: the largest batch that fits\n"
+    "each memory, with its plan, and the batch that trains fastest under it.\n"
+    "  --memory M        bytes, or a GPU name (remat fits --memory x lists them);\n"
+    "                    up to 16\n"
+    "  --margin BYTES    kept free on the device\n"
+    "  --margin-fraction F  and this fraction of it (0..0.9)\n"
+    "  --max-batch N     the search's upper end (1..2^24)\n"
+    "  --optimizer NAME[:foreach]  none, sgd, sgd-momentum, adam or adamw, for\n"
+    "                    profiles measured without one\n"
+    "  --no-throughput   only the largest batch, not the fastest\n" DEADLINE_HELP FORMAT_HELP;
 
 struct remat_profile *cli_load_profile(const char *path, int *status)
 {

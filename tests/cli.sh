@@ -62,5 +62,44 @@ bad "needs --segments" plan --algorithm uniform "$data/good/t1.json"
 bad "cannot open" plan "$tmp/no-such-file.json"
 bad "unknown command" frobnicate
 bad "no profile" plan
+bad "--deadline" plan --deadline 0 "$data/good/t1.json"
+bad "--deadline" frontier --deadline soon "$data/good/t1.json"
+bad "--deadline" fits --memory 1000000 --deadline -1 "$data/good/t1.json"
+
+# Every command has --help: its usage on stdout, exit 0, nothing on stderr.
+for c in plan simulate frontier fits; do
+    "$remat" "$c" --help >"$tmp/out" 2>"$tmp/err" || die "remat $c --help exited $?"
+    head -1 "$tmp/out" | grep -q "^usage: remat $c " || die "remat $c --help: $(head -1 "$tmp/out")"
+    [ ! -s "$tmp/err" ] || die "remat $c --help wrote on stderr: $(cat "$tmp/err")"
+    "$remat" "$c" -h >"$tmp/out2" 2>/dev/null && cmp -s "$tmp/out" "$tmp/out2" || die "remat $c -h"
+done
+grep -q -- --deadline "$tmp/out" || die "remat fits --help does not name --deadline"
+
+# --deadline stops a long solve: exit 1, one line saying so, nothing on
+# stdout.  A 400-stage min-time table takes seconds; 0.05 s is far short.
+python3 -c '
+import json, random
+random.seed(1)
+st = [{"out_bytes": random.randint(1, 100) * 1000, "fwd_ms": random.random() * 3,
+       "bwd_ms": random.random() * 6} for i in range(400)]
+print(json.dumps({"input_bytes": 1000, "batch_size": 4, "stages": st}))' >"$tmp/p400.json"
+stopped() { # SECONDS remat ARGS...: stopped by the deadline
+    s=$1
+    shift
+    "$remat" "$@" >"$tmp/out" 2>"$tmp/err"
+    rc=$?
+    [ $rc -eq 1 ] || die "remat $1 --deadline exited $rc, not 1: $(cat "$tmp/err")"
+    grep -q "stopped at the --deadline of $s s" "$tmp/err" || die "remat $1: $(cat "$tmp/err")"
+    [ ! -s "$tmp/out" ] || die "remat $1 --deadline printed on stdout"
+}
+stopped 0.05 plan --algorithm min-time --budget 15000000 --deadline 0.05 "$tmp/p400.json"
+stopped 0.05 frontier --deadline 0.05 "$tmp/p400.json"
+# fits checks its deadline before each batch it tries: a microsecond has
+# passed by the first, once the profile is read.
+stopped 1e-06 fits --memory 100000000000 --deadline 0.000001 "$tmp/p400.json"
+# A deadline that is not reached changes nothing.
+"$remat" plan --format json "$data/good/t1.json" >"$tmp/a" &&
+    "$remat" plan --format json --deadline 60 "$data/good/t1.json" >"$tmp/b" && cmp -s "$tmp/a" "$tmp/b" ||
+    die "--deadline 60 changed the plan"
 
 exit $fail

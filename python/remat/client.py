@@ -5,6 +5,11 @@ type, title, status, detail and JSON pointer.  Connection failures, timeouts,
 truncated bodies, 429, 503 and other 5xx answers are retried with exponential
 backoff (honouring Retry-After) when the call is idempotent: GETs always,
 POSTs because each carries an Idempotency-Key that rematd replays.
+
+Redirects are never followed (rematd sends none): a 3xx is a TransportError,
+so the bearer token never goes to another origin.  `timeout` bounds each
+attempt as a whole, from the connect to the body's last byte, however slowly
+a server trickles its answer.
 """
 import http.client
 import json
@@ -12,10 +17,9 @@ import os
 import random
 import socket
 import sys
+import threading
 import time
-import urllib.error
 import urllib.parse
-import urllib.request
 import uuid
 
 # Answers larger than this are refused (a plan of 100,000 stages is ~5 MB).
@@ -65,6 +69,15 @@ class JobFailed(RematError):
         super().__init__("job %s failed: %s" % (job.get("id"), job.get("error", "no reason")))
 
 
+def _member(obj, key, kind, what):
+    """obj[key] when it is of the kind an answer must have; else the answer
+    is malformed: a TransportError naming what is missing."""
+    v = obj.get(key) if isinstance(obj, dict) else None
+    if not isinstance(v, kind):
+        raise TransportError("%s: the answer has no %s %r" % (what, kind.__name__, key))
+    return v
+
+
 def _problem_error(status, body, method, url):
     cls = InfeasibleError if isinstance(body, dict) and \
         body.get("type") == "/problems/infeasible" else ProblemError
@@ -83,7 +96,8 @@ class Job(dict):
         return self.get("status") in ("done", "failed")
 
     def refresh(self):
-        fresh = self._client._json("GET", self["links"]["self"])
+        link = _member(_member(self, "links", dict, "job"), "self", str, "job links")
+        fresh = self._client._json("GET", link)
         self.clear()
         self.update(fresh)
         return self
@@ -157,21 +171,49 @@ class Client:
         self.retries = retries
         self.backoff = backoff
         self.max_backoff = max_backoff
-        self._opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
+        self._split = u
 
     # -- transport ---------------------------------------------------------
 
     def _once(self, method, path, data, headers):
-        req = urllib.request.Request(self.url + path, data=data, method=method, headers=headers)
+        """One attempt, over http.client (no proxies, no redirects followed),
+        cut off after self.timeout seconds in all: a timer shuts the socket
+        down, which ends a read that a trickling server would keep going."""
+        u = self._split
+        cls = http.client.HTTPSConnection if u.scheme == "https" else http.client.HTTPConnection
+        conn = cls(u.hostname, u.port, timeout=self.timeout)
+        cut = threading.Event()
+        held = []  # the socket, kept: the connection drops it once a response has it
+
+        def cut_off():
+            cut.set()
+            for sock in held:
+                try:
+                    sock.shutdown(socket.SHUT_RDWR)
+                except OSError:
+                    pass
+        timer = threading.Timer(self.timeout, cut_off)
+        timer.daemon = True
+        timer.start()
         try:
-            with self._opener.open(req, timeout=self.timeout) as r:
-                return r.status, dict(r.headers.items()), self._read(r)
-        except urllib.error.HTTPError as e:
-            try:
-                body = self._read(e)
-            except (OSError, http.client.HTTPException):
-                body = b""
-            return e.code, dict(e.headers.items()) if e.headers else {}, body
+            conn.connect()
+            held.append(conn.sock)
+            if cut.is_set():
+                cut_off()
+            base = u.path.rstrip("/")
+            conn.request(method, base + path, body=data, headers=headers)
+            r = conn.getresponse()
+            body = self._read(r)
+            if cut.is_set():
+                raise socket.timeout("timed out")
+            return r.status, dict(r.getheaders()), body
+        except (OSError, http.client.HTTPException) as e:
+            if cut.is_set():
+                raise socket.timeout("no whole answer within the timeout of %g s" % self.timeout)
+            raise e
+        finally:
+            timer.cancel()
+            conn.close()
 
     @staticmethod
     def _read(r):
@@ -214,8 +256,8 @@ class Client:
             rheaders = {}
             try:
                 status, rheaders, text = self._once(method, path, data, headers)
-            except (urllib.error.URLError, http.client.HTTPException, ConnectionError,
-                    socket.timeout, TimeoutError, OSError) as e:
+            except (http.client.HTTPException, ConnectionError, socket.timeout, TimeoutError,
+                    OSError) as e:
                 last = TransportError("%s %s: %s" % (method, self.url + path,
                                                      getattr(e, "reason", e)))
             else:
@@ -228,6 +270,11 @@ class Client:
                         bad = e
                 elif text:
                     parsed = text
+                if 300 <= status < 400:
+                    where = {k.lower(): v for k, v in rheaders.items()}.get("location", "?")
+                    raise TransportError("%s %s: %d redirect to %s, not followed (rematd sends "
+                                         "none; is the url right?)"
+                                         % (method, self.url + path, status, where))
                 if status < 400 and bad is None:
                     return status, rheaders, parsed
                 if status < 400:
@@ -245,7 +292,12 @@ class Client:
         raise last
 
     def _json(self, method, path, body=None, **kw):
-        return self.request(method, path, body=body, **kw)[2]
+        """The answer's JSON object; a TransportError when it is not one."""
+        out = self.request(method, path, body=body, **kw)[2]
+        if not isinstance(out, dict):
+            raise TransportError("%s %s: the answer is not a JSON object: %.200r"
+                                 % (method, self.url + path, out))
+        return out
 
     # -- the API -----------------------------------------------------------
 
@@ -254,7 +306,7 @@ class Client:
 
     def models(self):
         """GET /v1/models: the zoo (and uploaded models where rematd has them)."""
-        return self._json("GET", "/v1/models")["models"]
+        return _member(self._json("GET", "/v1/models"), "models", list, "GET /v1/models")
 
     def upload_model(self, module_or_path, example_input=None):
         """POST /v1/models with a TorchScript archive: a path, bytes, or a module
@@ -290,7 +342,7 @@ class Client:
                 job.refresh()
         finally:
             disp.end()
-        if job["status"] == "failed":
+        if job.get("status") == "failed":
             raise JobFailed(job)
         return job
 
@@ -312,8 +364,8 @@ class Client:
         job = self._submit("/v1/profiles", spec, wait, timeout, progress)
         if not wait:
             return job
-        prof = dict(job["profile"])
-        prof.setdefault("id", job["id"])
+        prof = dict(_member(job, "profile", dict, "a done profiling job"))
+        prof.setdefault("id", job.get("id"))
         return prof
 
     def plan(self, profile=None, profile_id=None, algorithm="min-peak", budget_bytes=None,
@@ -379,7 +431,7 @@ class Client:
                 spec[k] = v
         spec.update(options)
         job = self._submit("/v1/validations", spec, wait, timeout, progress)
-        return job["result"] if wait else job
+        return _member(job, "result", dict, "a done validation job") if wait else job
 
 
 def _archive_of(module, example_input):

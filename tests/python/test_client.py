@@ -1,7 +1,9 @@
 """remat.Client against a hostile server: timeouts, 500s and 503s (retried,
 with the same Idempotency-Key, honouring Retry-After), truncated and
 non-JSON bodies, connection resets, and problem+json errors turned into
-exceptions that carry the problem."""
+exceptions that carry the problem; redirects not followed (the token never
+reaches another origin), answers trickled a byte at a time cut off at the
+timeout, and answers of the wrong shape raised as RematError."""
 import json
 import socket
 import threading
@@ -39,6 +41,24 @@ class Hostile:
                 kind = act[0]
                 if kind == "sleep":
                     time.sleep(act[1])
+                    return
+                if kind == "trickle":  # headers, or the body, a byte every act[2] s
+                    try:
+                        if act[1] == "headers":
+                            for b in b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n":
+                                self.wfile.write(bytes([b]))
+                                self.wfile.flush()
+                                time.sleep(act[2])
+                        self.send_response(200)
+                        self.send_header("Content-Type", "application/json")
+                        self.send_header("Content-Length", "200")
+                        self.end_headers()
+                        for _ in range(200):
+                            self.wfile.write(b" ")
+                            self.wfile.flush()
+                            time.sleep(act[2])
+                    except OSError:
+                        pass
                     return
                 if kind == "reset":
                     self.connection.shutdown(socket.SHUT_RDWR)
@@ -200,3 +220,40 @@ def test_token_is_sent(hostile):
 def test_bad_url():
     with pytest.raises(ValueError):
         remat.Client("ftp://x")
+
+
+def test_redirects_are_not_followed_and_the_token_stays(hostile):
+    other = hostile([("json", 200, {"models": []})] * 3)
+    for code in (301, 302, 307, 308):
+        s = hostile([("json", code, {}, {"Location": other.url + "/v1/models"})])
+        with pytest.raises(remat.TransportError, match="%d redirect to %s" % (code, other.url)):
+            client(s.url, token="sekrit").models()
+        assert len(s.seen) == 1  # not retried either
+    assert other.seen == []
+
+
+def test_timeout_bounds_an_answer_trickled_a_byte_at_a_time(hostile):
+    # Each byte comes well within the timeout, the whole answer never does:
+    # a per-read timeout would wait 200 x 0.1 s; the call ends at 1 s.
+    for where in ("body", "headers"):
+        s = hostile([("trickle", where, 0.1)])
+        t0 = time.monotonic()
+        with pytest.raises(remat.TransportError, match="within the timeout of 1 s"):
+            client(s.url, timeout=1.0, retries=0).health()
+        assert time.monotonic() - t0 < 8, where
+
+
+def test_answers_of_the_wrong_shape_are_remat_errors(hostile):
+    job = {"id": "j" * 32, "kind": "profile", "status": "done",
+           "links": {"self": "/v1/profiles/" + "j" * 32}}
+    cases = [
+        (lambda c: c.models(), [("json", 200, [1, 2])]),
+        (lambda c: c.models(), [("json", 200, {"models": "all of them"})]),
+        (lambda c: c.health(), [("json", 200, "ok")]),
+        (lambda c: c.profile(model="alexnet", progress=False), [("json", 202, job)]),
+        (lambda c: c.validate("p" * 32, progress=False), [("json", 202, dict(job, kind="validation"))]),
+    ]
+    for call, script in cases:
+        s = hostile(script)
+        with pytest.raises(remat.RematError):
+            call(client(s.url, retries=0))

@@ -21,6 +21,7 @@
  *    uploaded models named by content, the worker's cache checks).
  *  - svg.h: the timeline and frontier pictures, and bytes in human units
  *    (rematd's .svg routes and the CLI's tables and --format svg).
+ *  - error.h: filling a struct remat_error (rematx_error), as libremat does.
  */
 #ifndef REMATX_H
 #define REMATX_H
@@ -28,6 +29,7 @@
 #include "remat.h"
 #include "rematx/core.h"
 #include "rematx/dynbuf.h"
+#include "rematx/error.h"
 #include "rematx/real.h"
 #include "rematx/sha256.h"
 #include "rematx/svg.h"

@@ -22,6 +22,7 @@
  *  - svg.h: the timeline and frontier pictures, and bytes in human units
  *    (rematd's .svg routes and the CLI's tables and --format svg).
  *  - error.h: filling a struct remat_error (rematx_error), as libremat does.
+ *  - names.h: messages that list a name table (the algorithms).
  */
 #ifndef REMATX_H
 #define REMATX_H
@@ -30,6 +31,7 @@
 #include "rematx/core.h"
 #include "rematx/dynbuf.h"
 #include "rematx/error.h"
+#include "rematx/names.h"
 #include "rematx/real.h"
 #include "rematx/sha256.h"
 #include "rematx/svg.h"

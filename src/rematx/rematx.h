@@ -22,6 +22,8 @@
  *  - svg.h: the timeline and frontier pictures, and bytes in human units
  *    (rematd's .svg routes and the CLI's tables and --format svg).
  *  - error.h: filling a struct remat_error (rematx_error), as libremat does.
+ *  - layers.h: the layer vocabulary (types, arguments, bounds) and the
+ *    profile spec's limits that rematd and remat-worker share.
  *  - names.h: messages that list a name table (the algorithms).
  */
 #ifndef REMATX_H
@@ -31,6 +33,7 @@
 #include "rematx/core.h"
 #include "rematx/dynbuf.h"
 #include "rematx/error.h"
+#include "rematx/layers.h"
 #include "rematx/names.h"
 #include "rematx/real.h"
 #include "rematx/sha256.h"

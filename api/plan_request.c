@@ -73,10 +73,9 @@ static int plan_request(struct rematd_request *r, json_t *body, struct remat_pro
         if (!json_is_string(v) ||
             remat_algorithm_parse(json_string_value(v), &opts->algorithm) != 0) {
             json_decref(oj);
-            rematd_req_problem(
-                r, 400, "validation", "/algorithm",
-                "algorithm must be one of store-all, sqrt, uniform, acg, paper-cubic, "
-                "paper-linear, min-peak, min-time");
+            char names[256];
+            rematd_req_problem(r, 400, "validation", "/algorithm", "algorithm must be one of %s",
+                               rematx_algorithm_names(names, sizeof names));
             return -1;
         }
     }

@@ -21,106 +21,17 @@ static const char *const fields[] = {
     "dtype", "device", "warmup",        "repeats",    "model_id",
     "input", "stages", "reuse",         "optimizer",  NULL};
 
-/* Fields each layer type may carry, besides "type" and "name". */
-static const struct {
-    const char *type;
-    const char *ints[5]; /* positive or zero integers */
-    int bias, p, variant, output_size, layers;
-} layer_types[] = {
-    {"conv2d", {"out_channels", "kernel_size", "stride", "padding", "groups"}, 1, 0, 0, 0, 0},
-    {"batchnorm2d", {0}, 0, 0, 0, 0, 0},
-    {"relu", {0}, 0, 0, 0, 0, 0},
-    {"flatten", {0}, 0, 0, 0, 0, 0},
-    {"dropout", {0}, 0, 1, 0, 0, 0},
-    {"maxpool2d", {"kernel_size", "stride", "padding"}, 0, 0, 0, 0, 0},
-    {"avgpool2d", {"kernel_size", "stride", "padding"}, 0, 0, 0, 0, 0},
-    {"adaptive_avgpool2d", {0}, 0, 0, 0, 1, 0},
-    {"linear", {"out_features"}, 1, 0, 0, 0, 0},
-    {"residual_block", {"planes", "stride"}, 0, 0, 1, 0, 0},
-    {"transformer_block", {"d_model", "heads"}, 0, 0, 0, 0, 0},
-    {"sequential", {0}, 0, 0, 0, 0, 1},
-};
-
-static int check_layers(struct rematd_request *r, json_t *layers, const char *prefix, size_t max);
-
+/* One layer, by the layer table (src/rematx/layers.h), a sequential's
+ * inner layers with it: a request's types only, the zoo's own are not
+ * given by hand. */
 static int check_layer(struct rematd_request *r, json_t *l, const char *ptr)
 {
-    char p[256];
-    if (!json_is_object(l)) {
-        rematd_req_problem(r, 400, "validation", ptr, "a layer is an object with a type");
+    struct remat_error err = {0};
+    int rc = rematx_layer_check(l, ptr, 0, &err);
+    if (rc != REMAT_OK) {
+        rematd_req_problem(r, 400, rc == REMAT_ELIMIT ? "limit-exceeded" : "validation",
+                           err.pointer, "%s", err.message);
         return -1;
-    }
-    json_t *t = json_object_get(l, "type");
-    size_t k;
-    for (k = 0; k < sizeof layer_types / sizeof layer_types[0]; k++)
-        if (json_is_string(t) && strcmp(json_string_value(t), layer_types[k].type) == 0)
-            break;
-    if (k == sizeof layer_types / sizeof layer_types[0]) {
-        snprintf(p, sizeof p, "%.150s/type", ptr);
-        rematd_req_problem(r, 400, "validation", p, "unknown layer type");
-        return -1;
-    }
-    const char *key;
-    json_t *v;
-    json_object_foreach (l, key, v) {
-        snprintf(p, sizeof p, "%.150s", ptr);
-        rematx_pointer_append(p, sizeof p, key);
-        if (strcmp(key, "type") == 0)
-            continue;
-        if (strcmp(key, "name") == 0) {
-            if (!json_is_string(v) || strlen(json_string_value(v)) >= REMAT_MAX_NAME) {
-                rematd_req_problem(r, 400, "validation", p, "name must be a string under %d bytes",
-                                   REMAT_MAX_NAME);
-                return -1;
-            }
-            continue;
-        }
-        int known = 0;
-        for (int i = 0; i < 5 && layer_types[k].ints[i]; i++)
-            if (strcmp(key, layer_types[k].ints[i]) == 0) {
-                known = 1;
-                if (!json_is_integer(v) || json_integer_value(v) < 0 ||
-                    json_integer_value(v) > (1 << 20)) {
-                    rematd_req_problem(r, 400, "validation", p, "%s must be an integer in 0..%d",
-                                       key, 1 << 20);
-                    return -1;
-                }
-            }
-        if (known)
-            continue;
-        if (layer_types[k].bias && strcmp(key, "bias") == 0) {
-            if (!json_is_boolean(v)) {
-                rematd_req_problem(r, 400, "validation", p, "bias must be true or false");
-                return -1;
-            }
-        } else if (layer_types[k].p && strcmp(key, "p") == 0) {
-            if (!json_is_number(v) || json_number_value(v) < 0 || json_number_value(v) > 1) {
-                rematd_req_problem(r, 400, "validation", p, "p must be a number in 0..1");
-                return -1;
-            }
-        } else if (layer_types[k].variant && strcmp(key, "variant") == 0) {
-            const char *s = json_string_value(v);
-            if (!s || (strcmp(s, "basic") != 0 && strcmp(s, "bottleneck") != 0)) {
-                rematd_req_problem(r, 400, "validation", p, "variant must be basic or bottleneck");
-                return -1;
-            }
-        } else if (layer_types[k].output_size && strcmp(key, "output_size") == 0) {
-            if (!json_is_array(v) || json_array_size(v) != 2 ||
-                !json_is_integer(json_array_get(v, 0)) || !json_is_integer(json_array_get(v, 1)) ||
-                json_integer_value(json_array_get(v, 0)) < 1 ||
-                json_integer_value(json_array_get(v, 1)) < 1) {
-                rematd_req_problem(r, 400, "validation", p,
-                                   "output_size must be [h, w], both >= 1");
-                return -1;
-            }
-        } else if (layer_types[k].layers && strcmp(key, "layers") == 0) {
-            if (check_layers(r, v, p, 1000) < 0)
-                return -1;
-        } else {
-            rematd_req_problem(r, 400, "validation", p, "unknown field for a %s layer",
-                               layer_types[k].type);
-            return -1;
-        }
     }
     return 0;
 }

@@ -12,14 +12,10 @@
 
 static int refuse(struct remat_error *err, const char *pointer, const char *fmt, ...)
 {
-    if (err) {
-        err->code = REMAT_EINVAL;
-        snprintf(err->pointer, sizeof err->pointer, "%s", pointer);
-        va_list ap;
-        va_start(ap, fmt);
-        vsnprintf(err->message, sizeof err->message, fmt, ap);
-        va_end(ap);
-    }
+    va_list ap;
+    va_start(ap, fmt);
+    rematx_verror(err, REMAT_EINVAL, pointer, fmt, ap);
+    va_end(ap);
     return REMAT_EINVAL;
 }
 

@@ -8,10 +8,10 @@
 
 /* Each returns the process exit status: 0 on success, 2 on bad input (one
  * line on stderr saying what is wrong and where), 1 on other failures. */
-int remat_cmd_plan(int argc, char **argv);
-int remat_cmd_simulate(int argc, char **argv);
-int remat_cmd_frontier(int argc, char **argv);
-int remat_cmd_fits(int argc, char **argv);
+int cli_cmd_plan(int argc, char **argv);
+int cli_cmd_simulate(int argc, char **argv);
+int cli_cmd_frontier(int argc, char **argv);
+int cli_cmd_fits(int argc, char **argv);
 
 /* Reads and parses a profile from a file, or from stdin when path is "-".
  * Prints one line on stderr and returns NULL on failure (*status is then

@@ -24,7 +24,7 @@ static int parse_optimizer(const char *v, struct remat_optim_spec *spec)
     return 0;
 }
 
-int remat_cmd_fits(int argc, char **argv)
+int cli_cmd_fits(int argc, char **argv)
 {
     int64_t mem[REMAT_FITS_MAX_MEMORIES];
     size_t n_mem = 0;

@@ -6,7 +6,7 @@
 #include "cli.h"
 #include "rematx/svg.h"
 
-int remat_cmd_frontier(int argc, char **argv)
+int cli_cmd_frontier(int argc, char **argv)
 {
     const char *path = NULL;
     size_t slots = 0;

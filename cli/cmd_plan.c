@@ -5,7 +5,7 @@
 
 #include "cli.h"
 
-int remat_cmd_plan(int argc, char **argv)
+int cli_cmd_plan(int argc, char **argv)
 {
     struct remat_options opts;
     remat_options_init(&opts);

@@ -37,7 +37,7 @@ static int parse_list(const char *s, size_t **out, size_t *n)
     return 0;
 }
 
-int remat_cmd_simulate(int argc, char **argv)
+int cli_cmd_simulate(int argc, char **argv)
 {
     const char *path = NULL, *list = NULL;
     enum remat_model model = REMAT_MODEL_TRACED;

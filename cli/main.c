@@ -157,13 +157,13 @@ int main(int argc, char **argv)
     }
     const char *cmd = argv[1];
     if (strcmp(cmd, "plan") == 0)
-        return remat_cmd_plan(argc - 1, argv + 1);
+        return cli_cmd_plan(argc - 1, argv + 1);
     if (strcmp(cmd, "simulate") == 0)
-        return remat_cmd_simulate(argc - 1, argv + 1);
+        return cli_cmd_simulate(argc - 1, argv + 1);
     if (strcmp(cmd, "frontier") == 0)
-        return remat_cmd_frontier(argc - 1, argv + 1);
+        return cli_cmd_frontier(argc - 1, argv + 1);
     if (strcmp(cmd, "fits") == 0)
-        return remat_cmd_fits(argc - 1, argv + 1);
+        return cli_cmd_fits(argc - 1, argv + 1);
     if (strcmp(cmd, "--version") == 0) {
         printf("remat %s\n", PACKAGE_VERSION);
         return 0;

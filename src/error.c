@@ -1,24 +1,17 @@
 /* error.c - filling struct remat_error, and the names of codes. */
 #include <stdarg.h>
-#include <stdio.h>
 
 #include "remat_private.h"
+#include "rematx/error.h"
 
+/* The one body is rematx_verror's (src/rematx/error.c), which remat's
+ * programs share; libremat keeps its own name for it. */
 int remat__error(struct remat_error *err, int code, const char *pointer, const char *fmt, ...)
 {
-    if (err == NULL)
-        return code;
-    err->code = code;
-    snprintf(err->pointer, sizeof err->pointer, "%s", pointer != NULL ? pointer : "");
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(err->message, sizeof err->message, fmt, ap);
+    rematx_verror(err, code, pointer, fmt, ap);
     va_end(ap);
-    /* The message is documented as one line: a newline from a caller's
-     * string (a stage name, say) must not break that promise. */
-    for (char *c = err->message; *c != '\0'; c++)
-        if (*c == '\n' || *c == '\r')
-            *c = ' ';
     return code;
 }
 

@@ -138,6 +138,14 @@ tests_test_zoo_SOURCES = tests/test_zoo.c $(FAILALLOC_SRC)
 tests_test_zoo_CFLAGS = $(CORE_TEST_CFLAGS)
 tests_test_zoo_LDADD = $(CORE_TEST_LDADD)
 tests_test_zoo_LDFLAGS = $(FAILALLOC_WRAP)
+# The layer vocabulary (src/rematx/layers.h): rematd's and the worker's
+# checks of a layer list, the readers' defaults, and the name and error
+# helpers beside it.
+check_PROGRAMS += tests/test_layers
+TESTS += tests/test_layers
+tests_test_layers_SOURCES = tests/test_layers.c
+tests_test_layers_CFLAGS = $(CORE_TEST_CFLAGS)
+tests_test_layers_LDADD = $(CORE_TEST_LDADD)
 EXTRA_DIST += \
 	tests/data/zoo/alexnet.json \
 	tests/data/zoo/gpt-1-layer.json \

@@ -210,6 +210,37 @@ static int zoo_op(const struct remat_profile *p, int64_t arg)
     return 0;
 }
 
+/* Every layer every zoo model emits is one the layer table
+ * (src/rematx/layers.h) takes, so the worker's builder, which checks a
+ * spec by the same table, builds it; the image classifiers' lists use a
+ * request's types only (a client could send them as "layers"), and gpt's
+ * only its embedding and head's norm besides. */
+static void layers_by_the_table(void **state)
+{
+    (void)state;
+    for (size_t i = 0; i < rematx_zoo_count(); i++) {
+        const struct rematx_zoo_model *m = rematx_zoo_at(i);
+        json_t *ls = layers_of(m->name, NULL);
+        assert_non_null(ls);
+        size_t k;
+        json_t *l;
+        json_array_foreach (ls, k, l) {
+            char ptr[64];
+            snprintf(ptr, sizeof ptr, "/layers/%zu", k);
+            struct remat_error err = {0};
+            if (rematx_layer_check(l, ptr, 1, &err) != REMAT_OK)
+                fail_msg("%s: %s: %s", m->name, err.pointer, err.message);
+            int t = rematx_layer_type_find(json_string_value(json_object_get(l, "type")));
+            int request = rematx_layer_check(l, ptr, 0, &err) == REMAT_OK;
+            if (strcmp(m->family, "cnn") == 0)
+                assert_true(request);
+            else if (!request)
+                assert_true(t == REMATX_LAYER_gpt_embedding || t == REMATX_LAYER_sequential);
+        }
+        json_decref(ls);
+    }
+}
+
 static void out_of_memory_everywhere(void **state)
 {
     failalloc_install_jansson();
@@ -231,6 +262,7 @@ int main(void)
         cmocka_unit_test(find),
         cmocka_unit_test(options),
         cmocka_unit_test(input_shapes),
+        cmocka_unit_test(layers_by_the_table),
         cmocka_unit_test(out_of_memory_everywhere),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -15,6 +15,7 @@
 #include <curl/curl.h>
 
 #include "cache.h"
+#include "http.h"
 #include "rematx/sha256.h"
 
 int rw_cache_init(struct rw_cache *c, const char *server, const char *token)
@@ -188,38 +189,23 @@ int rw_cache_get(const struct rw_cache *c, const char *id, const char *sha256, l
         snprintf(why, whylen, "cannot write to the cache %s: %s", c->dir, strerror(errno));
         return -1;
     }
-    char url[1200], auth[600];
-    size_t sl = strlen(c->server);
-    snprintf(url, sizeof url, "%.*s/v1/worker/models/%s",
-             (int)(sl > 0 && c->server[sl - 1] == '/' ? sl - 1 : sl), c->server, id);
-    CURL *h = curl_easy_init();
+    char route[200];
+    snprintf(route, sizeof route, "/v1/worker/models/%s", id);
     struct curl_slist *hdr = NULL;
-    if (c->token && c->token[0]) {
-        snprintf(auth, sizeof auth, "Authorization: Bearer %s", c->token);
-        hdr = curl_slist_append(hdr, auth);
-    }
+    CURL *h = rw_http_open(c->server, route, c->token, &hdr);
     long status = -1;
     CURLcode rc = CURLE_FAILED_INIT;
     if (h) {
-        curl_easy_setopt(h, CURLOPT_URL, url);
-        curl_easy_setopt(h, CURLOPT_HTTPHEADER, hdr);
         curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, on_data);
         curl_easy_setopt(h, CURLOPT_WRITEDATA, &f);
-        curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT, 5L);
         /* Slow is fine, stalled is not: under 1 KB/s for 60 s fails. */
         curl_easy_setopt(h, CURLOPT_LOW_SPEED_LIMIT, 1024L);
         curl_easy_setopt(h, CURLOPT_LOW_SPEED_TIME, 60L);
-        curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
-#if LIBCURL_VERSION_NUM >= 0x075700
-        /* A connect timeout does not wait out a stalled name lookup (main.c). */
-        curl_easy_setopt(h, CURLOPT_QUICK_EXIT, 1L);
-#endif
         rc = curl_easy_perform(h);
         if (rc == CURLE_OK)
             curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &status);
-        curl_easy_cleanup(h);
     }
-    curl_slist_free_all(hdr);
+    rw_http_close(h, hdr);
     char got[65];
     rematx_sha256_final_hex(&f.sha, got);
     int synced = f.write_errno == 0 && fsync(f.fd) == 0;

@@ -36,6 +36,7 @@
 #include <jansson.h>
 
 #include "cache.h"
+#include "http.h"
 #include "rematx/rematx.h"
 #include "shim.h"
 
@@ -160,41 +161,19 @@ static long post_as(const struct worker *w, const char *path, const json_t *body
     char *text = rematx_json_dumps(body, JSON_COMPACT);
     if (text == NULL)
         return -1;
-    char url[1024];
-    size_t sl = strlen(w->server);
-    snprintf(url, sizeof url, "%.*s%s", (int)(sl > 0 && w->server[sl - 1] == '/' ? sl - 1 : sl),
-             w->server, path);
-    CURL *c = curl_easy_init();
+    struct curl_slist *h = curl_slist_append(NULL, "Content-Type: application/json");
+    CURL *c = rw_http_open(w->server, path, w->token, &h);
     if (c == NULL) {
+        rw_http_close(c, h);
         free(text);
         return -1;
     }
-    struct curl_slist *h = curl_slist_append(NULL, "Content-Type: application/json");
-    char auth[512];
-    if (w->token != NULL && w->token[0] != '\0') {
-        snprintf(auth, sizeof auth, "Authorization: Bearer %s", w->token);
-        h = curl_slist_append(h, auth);
-    }
     struct rematx_dynbuf b;
     rematx_dyn_init(&b, MAX_REPLY_BYTES);
-    curl_easy_setopt(c, CURLOPT_URL, url);
-    curl_easy_setopt(c, CURLOPT_HTTPHEADER, h);
     curl_easy_setopt(c, CURLOPT_POSTFIELDS, text);
     curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_body);
     curl_easy_setopt(c, CURLOPT_WRITEDATA, &b);
-    curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT, 5L);
     curl_easy_setopt(c, CURLOPT_TIMEOUT, 30L);
-    curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
-#if LIBCURL_VERSION_NUM >= 0x075700
-    /* A name lookup runs on a thread of libcurl's; without this, a transfer
-     * cut short (by SIGTERM or a timeout) waits for the lookup to end, and
-     * glibc gives up on a name server that drops queries only after 5 s
-     * times its attempts.  Podman's DNS (aardvark-dns) drops them while a
-     * container joins or leaves the network: a stop then came 10 s late
-     * and the container was SIGKILLed.  With this the thread is left to
-     * end on its own and frees what it holds. */
-    curl_easy_setopt(c, CURLOPT_QUICK_EXIT, 1L);
-#endif
     if (stop_on_signal) {
         curl_easy_setopt(c, CURLOPT_XFERINFOFUNCTION, on_progress_stop);
         curl_easy_setopt(c, CURLOPT_NOPROGRESS, 0L);
@@ -207,8 +186,7 @@ static long post_as(const struct worker *w, const char *path, const json_t *body
         logf_("POST %s: %s", path, curl_easy_strerror(rc));
     if (reply != NULL && rematx_dyn_len(&b) > 0 && status >= 200 && status < 300)
         *reply = json_loadb(rematx_dyn_ptr(&b), rematx_dyn_len(&b), 0, NULL);
-    curl_slist_free_all(h);
-    curl_easy_cleanup(c);
+    rw_http_close(c, h);
     rematx_dyn_free(&b);
     free(text);
     return status;
@@ -680,7 +658,7 @@ int main(int argc, char **argv)
     /* Out of serve() the worker has nothing left to do: it ends here, with
      * _exit, not through exit().  exit() would run curl_global_cleanup and
      * every library's destructors (libtorch's, OpenMP's) while threads may
-     * still run: a lookup libcurl left to finish on its own (post_as), a
+     * still run: a lookup libcurl left to finish on its own (http.c), a
      * pool thread of a job.  A destructor that waits on one of them would
      * hold the stop past the container's grace period; the kernel frees
      * all of it anyway.  The log is written line by line (logf_); stdout

@@ -34,6 +34,7 @@
 #include <unordered_set>
 #include <utility>
 
+#include "rematx/layers.h"
 #include "rematx/zoo.h"
 #include "shim_private.h"
 
@@ -208,18 +209,6 @@ TORCH_MODULE(GptEmbedding);
  * The layer builder: a JSON layer list to stages.
  */
 
-/* kernel_size and friends: an integer or a [h, w] pair. */
-std::pair<int64_t, int64_t> jpair(const json_t *o, const char *key, int64_t dflt,
-                                  const std::string &where)
-{
-    const json_t *v = json_object_get(o, key);
-    if (json_is_array(v) && json_array_size(v) == 2 && json_is_integer(json_array_get(v, 0)) &&
-        json_is_integer(json_array_get(v, 1)))
-        return {json_integer_value(json_array_get(v, 0)), json_integer_value(json_array_get(v, 1))};
-    int64_t x = jint(o, key, dflt, where);
-    return {x, x};
-}
-
 void need(bool ok, const std::string &where, const std::string &why)
 {
     if (!ok)
@@ -236,126 +225,150 @@ int64_t pool_out(int64_t n, int64_t k, int64_t s, int64_t p)
     return (n + 2 * p - k) / s + 1;
 }
 
+/* An argument by the layer table (src/rematx/layers.h): the layer's value
+ * or the table's default.  read_model_spec checked every layer by the same
+ * table, so the kinds are right; what the table leaves to the builder (a
+ * shape that fits, a positive count) is checked here. */
+int64_t arg(const json_t *L, enum rematx_layer_arg a)
+{
+    return rematx_layer_int(L, a);
+}
+
+/* A kernel that fits the input, for convolutions and pools. */
+void need_fits(const Shape &s, int64_t k, int64_t pd, int64_t h, int64_t ww, const std::string &w)
+{
+    need(s[1] + 2 * pd >= k && s[2] + 2 * pd >= k && h > 0 && ww > 0, w,
+         "kernel " + std::to_string(k) + "x" + std::to_string(k) + " does not fit the input " +
+             shape_str(s));
+}
+
 /* Appends one layer to seq and advances the per-sample shape s. */
 void add_layer(torch::nn::Sequential &seq, const json_t *L, Shape &s, const std::string &where,
                int64_t seq_len_hint)
 {
     namespace nn = torch::nn;
-    need(json_is_object(L), where, "a layer must be an object");
     std::string type = jstr(L, "type", "");
     std::string w = where + " (" + (type.empty() ? "?" : type) + ")";
-    need(!type.empty(), w, "type is missing");
-    if (type == "conv2d") {
+    switch (rematx_layer_type_find(type.c_str())) {
+    case REMATX_LAYER_conv2d: {
         need_chw(s, w);
-        int64_t out = jint(L, "out_channels", -1, w);
-        auto k = jpair(L, "kernel_size", 3, w), st = jpair(L, "stride", 1, w),
-             pd = jpair(L, "padding", 0, w);
-        need(out > 0 && k.first > 0 && k.second > 0 && st.first > 0 && st.second > 0 &&
-                 pd.first >= 0 && pd.second >= 0,
-             w, "out_channels, kernel_size and stride must be positive, padding not negative");
-        int64_t h = pool_out(s[1], k.first, st.first, pd.first),
-                ww = pool_out(s[2], k.second, st.second, pd.second);
-        need(s[1] + 2 * pd.first >= k.first && s[2] + 2 * pd.second >= k.second && h > 0 && ww > 0,
-             w,
-             "kernel " + std::to_string(k.first) + "x" + std::to_string(k.second) +
-                 " does not fit the input " + shape_str(s));
-        int64_t groups = jint(L, "groups", 1, w);
+        int64_t out = arg(L, REMATX_ARG_conv2d_out_channels),
+                k = arg(L, REMATX_ARG_conv2d_kernel_size), st = arg(L, REMATX_ARG_conv2d_stride),
+                pd = arg(L, REMATX_ARG_conv2d_padding);
+        need(out > 0 && k > 0 && st > 0, w,
+             "out_channels, kernel_size and stride must be positive, padding not negative");
+        int64_t h = pool_out(s[1], k, st, pd), ww = pool_out(s[2], k, st, pd);
+        need_fits(s, k, pd, h, ww, w);
+        int64_t groups = arg(L, REMATX_ARG_conv2d_groups);
         need(groups > 0 && s[0] % groups == 0 && out % groups == 0, w,
              "groups must divide the input channels " + std::to_string(s[0]) +
                  " and out_channels " + std::to_string(out));
-        bool bias = !json_is_false(json_object_get(L, "bias"));
-        seq->push_back(nn::Conv2d(nn::Conv2dOptions(s[0], out, {k.first, k.second})
-                                      .stride({st.first, st.second})
-                                      .padding({pd.first, pd.second})
+        seq->push_back(nn::Conv2d(nn::Conv2dOptions(s[0], out, k)
+                                      .stride(st)
+                                      .padding(pd)
                                       .groups(groups)
-                                      .bias(bias)));
+                                      .bias(rematx_layer_bool(L, REMATX_ARG_conv2d_bias) != 0)));
         s = {out, h, ww};
-    } else if (type == "batchnorm2d") {
+        break;
+    }
+    case REMATX_LAYER_batchnorm2d:
         need_chw(s, w);
         seq->push_back(nn::BatchNorm2d(s[0]));
-    } else if (type == "relu") {
+        break;
+    case REMATX_LAYER_relu:
         seq->push_back(nn::ReLU());
-    } else if (type == "flatten") {
+        break;
+    case REMATX_LAYER_flatten:
         seq->push_back(nn::Flatten());
         s = {numel(s)};
-    } else if (type == "dropout") {
-        const json_t *p = json_object_get(L, "p");
-        double pv = json_is_number(p) ? json_number_value(p) : 0.5;
-        need(pv >= 0 && pv <= 1, w, "p must be in [0, 1]");
-        seq->push_back(nn::Dropout(pv));
-    } else if (type == "maxpool2d" || type == "avgpool2d") {
+        break;
+    case REMATX_LAYER_dropout:
+        seq->push_back(nn::Dropout(rematx_layer_number(L, REMATX_ARG_dropout_p)));
+        break;
+    case REMATX_LAYER_maxpool2d:
+    case REMATX_LAYER_avgpool2d: {
         need_chw(s, w);
-        auto k = jpair(L, "kernel_size", 2, w);
-        auto st = jpair(L, "stride", k.first, w), pd = jpair(L, "padding", 0, w);
-        need(k.first > 0 && k.second > 0 && st.first > 0 && st.second > 0 && pd.first >= 0 &&
-                 pd.second >= 0 && 2 * pd.first <= k.first && 2 * pd.second <= k.second,
-             w, "kernel_size and stride must be positive, padding at most half the kernel");
-        int64_t h = pool_out(s[1], k.first, st.first, pd.first),
-                ww = pool_out(s[2], k.second, st.second, pd.second);
-        need(s[1] + 2 * pd.first >= k.first && s[2] + 2 * pd.second >= k.second && h > 0 && ww > 0,
-             w,
-             "kernel " + std::to_string(k.first) + "x" + std::to_string(k.second) +
-                 " does not fit the input " + shape_str(s));
-        if (type == "maxpool2d")
-            seq->push_back(nn::MaxPool2d(nn::MaxPool2dOptions({k.first, k.second})
-                                             .stride({st.first, st.second})
-                                             .padding({pd.first, pd.second})));
+        bool max = type == "maxpool2d";
+        int64_t k =
+            arg(L, max ? REMATX_ARG_maxpool2d_kernel_size : REMATX_ARG_avgpool2d_kernel_size);
+        enum rematx_layer_arg sa = max ? REMATX_ARG_maxpool2d_stride : REMATX_ARG_avgpool2d_stride;
+        /* The stride's default is the kernel's size, as PyTorch's. */
+        int64_t st = rematx_layer_has(L, sa) ? arg(L, sa) : k,
+                pd = arg(L, max ? REMATX_ARG_maxpool2d_padding : REMATX_ARG_avgpool2d_padding);
+        need(k > 0 && st > 0 && 2 * pd <= k, w,
+             "kernel_size and stride must be positive, padding at most half the kernel");
+        int64_t h = pool_out(s[1], k, st, pd), ww = pool_out(s[2], k, st, pd);
+        need_fits(s, k, pd, h, ww, w);
+        if (max)
+            seq->push_back(nn::MaxPool2d(nn::MaxPool2dOptions(k).stride(st).padding(pd)));
         else
-            seq->push_back(nn::AvgPool2d(nn::AvgPool2dOptions({k.first, k.second})
-                                             .stride({st.first, st.second})
-                                             .padding({pd.first, pd.second})));
+            seq->push_back(nn::AvgPool2d(nn::AvgPool2dOptions(k).stride(st).padding(pd)));
         s = {s[0], h, ww};
-    } else if (type == "adaptive_avgpool2d") {
+        break;
+    }
+    case REMATX_LAYER_adaptive_avgpool2d: {
         need_chw(s, w);
-        auto o = jpair(L, "output_size", 1, w);
-        need(o.first > 0 && o.second > 0, w, "output_size must be positive");
-        seq->push_back(nn::AdaptiveAvgPool2d(nn::AdaptiveAvgPool2dOptions({o.first, o.second})));
-        s = {s[0], o.first, o.second};
-    } else if (type == "linear") {
+        json_int_t o[2];
+        rematx_layer_size2(L, REMATX_ARG_adaptive_avgpool2d_output_size, o);
+        seq->push_back(nn::AdaptiveAvgPool2d(nn::AdaptiveAvgPool2dOptions({o[0], o[1]})));
+        s = {s[0], o[0], o[1]};
+        break;
+    }
+    case REMATX_LAYER_linear: {
         need(!s.empty(), w, "expects an input with a feature dimension");
-        int64_t out = jint(L, "out_features", -1, w);
+        int64_t out = arg(L, REMATX_ARG_linear_out_features);
         need(out > 0, w, "out_features must be positive");
-        if (json_is_integer(json_object_get(L, "in_features")))
-            need(jint(L, "in_features", 0, w) == s.back(), w,
-                 "in_features " + std::to_string(jint(L, "in_features", 0, w)) +
-                     " does not match the input " + shape_str(s));
-        bool bias = !json_is_false(json_object_get(L, "bias"));
+        bool bias = rematx_layer_bool(L, REMATX_ARG_linear_bias) != 0;
         seq->push_back(nn::Linear(nn::LinearOptions(s.back(), out).bias(bias)));
         s.back() = out;
-    } else if (type == "residual_block") {
+        break;
+    }
+    case REMATX_LAYER_residual_block: {
         need_chw(s, w);
-        std::string v = jstr(L, "variant", "basic");
-        need(v == "basic" || v == "bottleneck", w, "variant must be \"basic\" or \"bottleneck\"");
-        int64_t planes = jint(L, "planes", -1, w), stride = jint(L, "stride", 1, w);
+        /* The table's choices: "basic|bottleneck". */
+        bool bottleneck = rematx_layer_choice(L, REMATX_ARG_residual_block_variant) == 1;
+        int64_t planes = arg(L, REMATX_ARG_residual_block_planes),
+                stride = arg(L, REMATX_ARG_residual_block_stride);
         need(planes > 0 && stride > 0, w, "planes and stride must be positive");
-        int64_t out = v == "bottleneck" ? 4 * planes : planes;
-        seq->push_back(ResidualBlock(s[0], planes, stride, v == "bottleneck"));
+        int64_t out = bottleneck ? 4 * planes : planes;
+        seq->push_back(ResidualBlock(s[0], planes, stride, bottleneck));
         s = {out, (s[1] - 1) / stride + 1, (s[2] - 1) / stride + 1};
-    } else if (type == "transformer_block") {
+        break;
+    }
+    case REMATX_LAYER_transformer_block: {
         need(s.size() == 2, w, "expects a [seq, d_model] input, got " + shape_str(s));
-        int64_t d = jint(L, "d_model", s[1], w), h = jint(L, "heads", 8, w);
+        /* d_model's default is the input's. */
+        int64_t d = rematx_layer_has(L, REMATX_ARG_transformer_block_d_model)
+                        ? arg(L, REMATX_ARG_transformer_block_d_model)
+                        : s[1],
+                h = arg(L, REMATX_ARG_transformer_block_heads);
         need(d == s[1], w,
              "d_model " + std::to_string(d) + " does not match the input " + shape_str(s));
         need(h > 0 && d % h == 0, w, "heads must divide d_model");
         seq->push_back(TransformerBlock(d, h, s[0]));
-    } else if (type == "gpt_embedding") {
-        /* No defaults here: the zoo's gpt (src/rematx/zoo.c) writes both. */
+        break;
+    }
+    case REMATX_LAYER_gpt_embedding: {
         need(s.size() == 1, w, "expects [seq_len] token ids, got " + shape_str(s));
-        int64_t vocab = jint(L, "vocab", -1, w), d = jint(L, "d_model", -1, w);
-        need(vocab > 0 && d > 0, w, "vocab and d_model must be positive");
+        int64_t vocab = arg(L, REMATX_ARG_gpt_embedding_vocab),
+                d = arg(L, REMATX_ARG_gpt_embedding_d_model);
         seq->push_back(GptEmbedding(vocab, d, std::max(s[0], seq_len_hint)));
         s = {s[0], d};
-    } else if (type == "layernorm") {
+        break;
+    }
+    case REMATX_LAYER_layernorm:
         need(!s.empty(), w, "expects an input with a feature dimension");
         seq->push_back(nn::LayerNorm(nn::LayerNormOptions({s.back()})));
-    } else if (type == "sequential") {
+        break;
+    case REMATX_LAYER_sequential: {
         const json_t *inner = json_object_get(L, "layers");
-        need(json_is_array(inner) && json_array_size(inner) > 0, w,
-             "layers must be a non-empty list");
         for (size_t k = 0; k < json_array_size(inner); k++)
             add_layer(seq, json_array_get(inner, k), s,
                       where + ".layers[" + std::to_string(k) + "]", seq_len_hint);
-    } else {
+        break;
+    }
+    default:
+        /* read_model_spec's check refuses what the table does not have. */
         throw Failure(w + ": unknown layer type");
     }
 }
@@ -502,18 +515,21 @@ ModelSpec read_script_spec(const json_t *spec)
     m.layers.reset(json_array(), json_decref);
     m.name = "uploaded:" + jstr(spec, "model_id", "local");
     m.batch = jint(spec, "batch_size", 1, "batch_size");
-    if (m.batch <= 0 || m.batch > (1 << 20))
-        throw Failure("batch_size must be in 1..2^20");
+    if (m.batch <= 0 || m.batch > REMATX_MAX_BATCH)
+        throw Failure("batch_size must be in 1.." + std::to_string(REMATX_MAX_BATCH));
     m.dtype_name = jstr(spec, "dtype", "fp32");
     m.dtype = parse_dtype(m.dtype_name);
     const json_t *in = json_object_get(spec, "input");
     const json_t *shape = json_object_get(in, "shape");
     if (!json_is_array(shape) || json_array_size(shape) == 0 || json_array_size(shape) > 8)
-        throw Failure("input.shape must be a list of 1 to 8 positive integers");
+        throw Failure("input.shape must be a list of 1 to 8 integers in 1.." +
+                      std::to_string(REMATX_MAX_DIM));
     for (size_t i = 0; i < json_array_size(shape); i++) {
         const json_t *d = json_array_get(shape, i);
-        if (!json_is_integer(d) || json_integer_value(d) <= 0)
-            throw Failure("input.shape must be a list of 1 to 8 positive integers");
+        if (!json_is_integer(d) || json_integer_value(d) <= 0 ||
+            json_integer_value(d) > REMATX_MAX_DIM)
+            throw Failure("input.shape must be a list of 1 to 8 integers in 1.." +
+                          std::to_string(REMATX_MAX_DIM));
         m.input_shape.push_back(json_integer_value(d));
     }
     std::string in_dtype = jstr(in, "dtype", m.dtype_name.c_str());
@@ -558,14 +574,24 @@ ModelSpec read_model_spec(const json_t *spec)
         m.name = jstr(spec, "name", "layers");
     }
     m.batch = jint(spec, "batch_size", 1, "batch_size");
-    if (m.batch <= 0 || m.batch > (1 << 20))
-        throw Failure("batch_size must be in 1..2^20");
+    if (m.batch <= 0 || m.batch > REMATX_MAX_BATCH)
+        throw Failure("batch_size must be in 1.." + std::to_string(REMATX_MAX_BATCH));
     m.dtype_name = jstr(spec, "dtype", "fp32");
     m.dtype = parse_dtype(m.dtype_name);
+    /* Every layer by the table rematd checked a request's with (the zoo's
+     * own types too), so that add_layer reads arguments of the right kinds
+     * and a spec run by hand is held to what rematd would take. */
+    for (size_t i = 0; i < json_array_size(m.layers.get()); i++) {
+        char ptr[64];
+        snprintf(ptr, sizeof ptr, "/layers/%zu", i);
+        struct remat_error err = {};
+        if (rematx_layer_check(json_array_get(m.layers.get(), i), ptr, 1, &err) != REMAT_OK)
+            throw Failure(std::string(err.pointer + 1) + ": " + err.message);
+    }
     const json_t *first = json_array_get(m.layers.get(), 0);
     m.token_input = jstr(first, "type", "") == "gpt_embedding";
     if (m.token_input)
-        m.vocab = jint(first, "vocab", -1, "layers[0]");
+        m.vocab = rematx_layer_int(first, REMATX_ARG_gpt_embedding_vocab);
     const json_t *is = json_object_get(spec, "input_shape");
     if (is == nullptr || json_is_null(is)) {
         /* The zoo's default, as rematd fills it in; a layer list has none. */
@@ -574,11 +600,14 @@ ModelSpec read_model_spec(const json_t *spec)
         is = zoo_shape.get();
     }
     if (!json_is_array(is) || json_array_size(is) == 0 || json_array_size(is) > 8)
-        throw Failure("input_shape must be a list of 1 to 8 positive integers");
+        throw Failure("input_shape must be a list of 1 to 8 integers in 1.." +
+                      std::to_string(REMATX_MAX_DIM));
     for (size_t i = 0; i < json_array_size(is); i++) {
         const json_t *d = json_array_get(is, i);
-        if (!json_is_integer(d) || json_integer_value(d) <= 0)
-            throw Failure("input_shape must be a list of 1 to 8 positive integers");
+        if (!json_is_integer(d) || json_integer_value(d) <= 0 ||
+            json_integer_value(d) > REMATX_MAX_DIM)
+            throw Failure("input_shape must be a list of 1 to 8 integers in 1.." +
+                          std::to_string(REMATX_MAX_DIM));
         m.input_shape.push_back(json_integer_value(d));
     }
     return m;

@@ -201,11 +201,6 @@ extern "C" int rw_open(const char *device, long long cpu_limit_bytes, struct rw_
     return 0;
 }
 
-extern "C" json_t *rw_device_info(void)
-{
-    return rw::device_info_json(rw::the_device());
-}
-
 extern "C" json_t *rw_profile(const json_t *spec, rw_progress_fn progress, void *ctx,
                               struct rw_failure *why)
 {

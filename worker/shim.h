@@ -39,10 +39,6 @@ typedef int (*rw_progress_fn)(void *ctx, int stage, int stages, const char *acti
  * Returns 0, or -1 with why filled.  Call once per process. */
 int rw_open(const char *device, long long cpu_limit_bytes, struct rw_failure *why);
 
-/* A description of the open device, for the profile's metadata: new object
- * {"device", "driver", "libtorch"}. */
-json_t *rw_device_info(void);
-
 /* Measures every stage of the model a profile job's spec describes
  * (docs/worker.md).  Returns: new remat.profile/v1 object, or NULL. */
 json_t *rw_profile(const json_t *spec, rw_progress_fn progress, void *ctx, struct rw_failure *why);

@@ -4,13 +4,16 @@ libremat's rules) and run the plan in a training step.
 The client (remat.Client) needs only the standard library; torch is imported
 when a model is touched (apply, checkpoint, profile_local).
 """
-from ._plan import PlanError, check_schedule, schedule_of, single_level_schedule
-from .client import Client, Job, ProblemError, RematError, TransportError, InfeasibleError
+from ._exceptions import (ChainError, CommandError, InfeasibleError, JobFailed, JobTimeout,
+                          PlanError, ProblemError, RematError, TransportError, UsageError)
+from ._plan import check_schedule, schedule_of, single_level_schedule
+from .client import Client, Job
 
 __version__ = "0.1.0"
 
-__all__ = ["Client", "Job", "ProblemError", "RematError", "TransportError", "InfeasibleError",
-           "PlanError", "apply", "checkpoint", "profile_local", "exports", "schedule_of",
+__all__ = ["Client", "Job", "RematError", "ProblemError", "TransportError", "InfeasibleError",
+           "JobFailed", "JobTimeout", "PlanError", "UsageError", "ChainError", "CommandError",
+           "apply", "checkpoint", "profile_local", "exports", "schedule_of",
            "check_schedule", "single_level_schedule", "__version__"]
 
 

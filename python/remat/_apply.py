@@ -18,6 +18,7 @@ import torch
 import torch.nn as nn
 from torch.utils.checkpoint import checkpoint as _torch_checkpoint
 
+from ._exceptions import ChainError, UsageError
 from ._plan import PlanError, check_schedule, checkpoints_of, schedule_of, segments_of
 
 
@@ -51,9 +52,9 @@ def blocks_of(blocks):
         mods = list(blocks)
         for k, m in enumerate(mods):
             if not isinstance(m, nn.Module):
-                raise TypeError("blocks[%d] is a %s, not an nn.Module" % (k, type(m).__name__))
+                raise ChainError("blocks[%d] is a %s, not an nn.Module" % (k, type(m).__name__))
         return mods
-    raise TypeError("blocks must be an nn.Sequential or a list of modules, not %s"
+    raise ChainError("blocks must be an nn.Sequential or a list of modules, not %s"
                     % type(blocks).__name__)
 
 
@@ -258,10 +259,10 @@ def apply(blocks, plan, engine="auto", use_reentrant=None, preserve_rng_state=Tr
         raise PlanError("engine \"checkpoint\" runs single-level plans; this one is "
                         "multi-level (use the executor)")
     if engine not in ("checkpoint", "executor"):
-        raise ValueError("engine must be \"auto\", \"checkpoint\" or \"executor\"")
+        raise UsageError("engine must be \"auto\", \"checkpoint\" or \"executor\"")
     if use_reentrant is None:
         use_reentrant = default_reentrant()
     if not use_reentrant and not _HAS_NON_REENTRANT:
-        raise ValueError("this PyTorch (%s) has no non-reentrant torch.utils.checkpoint"
+        raise UsageError("this PyTorch (%s) has no non-reentrant torch.utils.checkpoint"
                          % torch.__version__)
     return Applied(mods, plan, ops, engine, bool(use_reentrant), bool(preserve_rng_state))

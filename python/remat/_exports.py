@@ -6,6 +6,7 @@ existed, the same object computed here from the schedule.  Each knob is
 {"available": True, ...} only when setting it runs exactly the plan's op
 list, else {"available": False, "reason": ...}.
 """
+from ._exceptions import PlanError
 from ._plan import checkpoints_of, schedule_of
 
 NOT_CHAIN = "the schedule is not one forward per stage before the loss"
@@ -107,11 +108,11 @@ def exports(plan, names=None):
 def check_fn(blocks, plan):
     """A check_fn for torch.distributed.algorithms._checkpoint.checkpoint_wrapper
     .apply_activation_checkpointing: true for exactly the modules the plan
-    wraps one by one.  ValueError when the plan is not of that shape."""
+    wraps one by one.  PlanError when the plan is not of that shape."""
     from ._apply import blocks_of
     pm = exports(plan)["per_module"]
     if not pm.get("available"):
-        raise ValueError("per_module: " + pm.get("reason", "not available"))
+        raise PlanError("per_module: " + pm.get("reason", "not available"))
     mods = blocks_of(blocks)
     chosen = {id(mods[k]) for k in pm["modules"]}
     return lambda m: id(m) in chosen
@@ -119,10 +120,10 @@ def check_fn(blocks, plan):
 
 def run_checkpoint_sequential(blocks, plan, x, **kw):
     """torch.utils.checkpoint.checkpoint_sequential with the plan's segments
-    (ValueError when the plan is not what it runs)."""
+    (PlanError when the plan is not what it runs)."""
     from torch.utils.checkpoint import checkpoint_sequential
     cs = exports(plan)["checkpoint_sequential"]
     if not cs.get("available"):
-        raise ValueError("checkpoint_sequential: " + cs.get("reason", "not available"))
+        raise PlanError("checkpoint_sequential: " + cs.get("reason", "not available"))
     from ._apply import blocks_of
     return checkpoint_sequential(blocks_of(blocks), cs["segments"], x, **kw)

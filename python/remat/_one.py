@@ -9,7 +9,8 @@ import torch.nn as nn
 
 from ._apply import apply, blocks_of
 from ._profile import DTYPES, profile_local
-from .client import Client, InfeasibleError, ProblemError
+from ._exceptions import CommandError, InfeasibleError, ProblemError, UsageError
+from .client import Client
 
 
 def _pair(v):
@@ -77,7 +78,7 @@ def _plan_with_cli(profile, algorithm, budget, cli):
         args += ["--budget", str(budget)]
     r = subprocess.run(args + ["-"], input=json.dumps(profile).encode(), capture_output=True)
     if r.returncode != 0:
-        raise RuntimeError("remat plan: " + r.stderr.decode(errors="replace").strip())
+        raise CommandError("remat plan: " + r.stderr.decode(errors="replace").strip())
     return json.loads(r.stdout)
 
 
@@ -90,14 +91,14 @@ def plan_for(blocks, sample_input, budget=None, algorithm=None, server=None, tok
     if algorithm is None:
         algorithm = "min-time" if budget is not None else "min-peak"
     if budget is not None and algorithm != "min-time":
-        raise ValueError("a budget is min-time's: algorithm=%r takes none" % algorithm)
+        raise UsageError("a budget is min-time's: algorithm=%r takes none" % algorithm)
     mods = blocks_of(blocks)
     if server is not None and client is None:
         client = Client(server, token)
     if profile is None:
         layers = layers_of(mods) if client is not None and via in ("auto", "worker") else None
         if via == "worker" and layers is None:
-            raise ValueError("via=\"worker\": a module of this chain has no rematd layer")
+            raise UsageError("via=\"worker\": a module of this chain has no rematd layer")
         if layers is not None:
             dt = DTYPES.get(sample_input.dtype)
             try:
@@ -122,7 +123,7 @@ def plan_for(blocks, sample_input, budget=None, algorithm=None, server=None, tok
         else:
             cli = os.environ.get("REMAT_CLI") or shutil.which("remat")
             if cli is None:
-                raise RuntimeError("no server given and no `remat` program on PATH to plan with")
+                raise CommandError("no server given and no `remat` program on PATH to plan with")
             plan = _plan_with_cli(profile, algorithm, budget, cli)
     except InfeasibleError as e:
         raise InfeasibleError(e.status, dict(e.problem, detail=(

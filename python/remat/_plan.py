@@ -6,11 +6,9 @@ its `schedule`, a list of ops `{"op": "F_ck"|"F_none"|"F_all"|"loss"|"B",
 nn.Sequential).
 """
 
+from ._exceptions import PlanError
+
 OPS = ("F_none", "F_ck", "F_all", "loss", "B")
-
-
-class PlanError(ValueError):
-    """A plan that cannot run on the chain it is given."""
 
 
 def schedule_of(plan):

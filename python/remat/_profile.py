@@ -18,6 +18,7 @@ import time
 import torch
 
 from ._apply import blocks_of
+from ._exceptions import ChainError, UsageError
 
 DTYPES = {torch.float32: "fp32", torch.float16: "fp16", torch.bfloat16: "bf16",
           torch.int64: "int64", torch.float64: "fp64"}
@@ -72,7 +73,7 @@ class _CpuMeter:
 def _run_stage(mod, x):
     y = mod(x)
     if not isinstance(y, torch.Tensor):
-        raise TypeError("a stage returned %s: a chain passes one tensor" % type(y).__name__)
+        raise ChainError("a stage returned %s: a chain passes one tensor" % type(y).__name__)
     # As remat-worker does: an output that is a view of its input gets its
     # own buffer, as the memory model gives every stage output one.
     if y.untyped_storage().data_ptr() == x.untyped_storage().data_ptr() \
@@ -193,9 +194,9 @@ def profile_local(blocks, sample_input, device=None, warmup=2, repeats=5, model=
     moved there.  Parameters' gradients are left None."""
     mods = blocks_of(blocks)
     if not mods:
-        raise ValueError("the chain has no modules")
+        raise UsageError("the chain has no modules")
     if warmup < 0 or repeats < 1:
-        raise ValueError("warmup must be >= 0 and repeats >= 1")
+        raise UsageError("warmup must be >= 0 and repeats >= 1")
     device = torch.device(device) if device is not None else sample_input.device
     x = sample_input.to(device)
     if names is None:

@@ -22,51 +22,11 @@ import time
 import urllib.parse
 import uuid
 
+from ._exceptions import (  # noqa: F401 (names the client's callers import from here)
+    InfeasibleError, JobFailed, JobTimeout, ProblemError, RematError, TransportError, UsageError)
+
 # Answers larger than this are refused (a plan of 100,000 stages is ~5 MB).
 MAX_BODY_BYTES = 256 << 20
-
-
-class RematError(Exception):
-    """Anything remat's client raises."""
-
-
-class TransportError(RematError):
-    """No usable answer after the retries: connection refused or reset,
-    timeouts, truncated or unparsable bodies."""
-
-
-class ProblemError(RematError):
-    """An RFC 9457 (7807) problem answered by rematd."""
-
-    def __init__(self, status, problem, method="", url=""):
-        self.status = status
-        self.problem = problem if isinstance(problem, dict) else {}
-        p = self.problem
-        self.type = p.get("type", "about:blank")
-        self.title = p.get("title", http.client.responses.get(status, "error"))
-        self.detail = p.get("detail", "")
-        self.pointer = p.get("pointer")
-        self.instance = p.get("instance")
-        self.request_id = p.get("request_id")
-        self.method, self.url = method, url
-        where = " at %s" % self.pointer if self.pointer else ""
-        super().__init__("%s %s: %d %s: %s%s" % (method, url, status, self.title, self.detail, where))
-
-
-class InfeasibleError(ProblemError):
-    """No schedule fits the budget; min_budget_bytes is the least that does."""
-
-    @property
-    def min_budget_bytes(self):
-        return self.problem.get("min_budget_bytes")
-
-
-class JobFailed(RematError):
-    """A profiling or validation job that ended failed; .job has it."""
-
-    def __init__(self, job):
-        self.job = job
-        super().__init__("job %s failed: %s" % (job.get("id"), job.get("error", "no reason")))
 
 
 def _member(obj, key, kind, what):
@@ -164,7 +124,7 @@ class Client:
         url = url or os.environ.get("REMAT_SERVER") or "http://127.0.0.1:8080"
         u = urllib.parse.urlsplit(url)
         if u.scheme not in ("http", "https") or not u.netloc:
-            raise ValueError("url must be http(s)://host[:port], not %r" % url)
+            raise UsageError("url must be http(s)://host[:port], not %r" % url)
         self.url = url.rstrip("/")
         self.token = token if token is not None else os.environ.get("REMAT_TOKEN")
         self.timeout = timeout
@@ -335,7 +295,7 @@ class Client:
                 if job.done:
                     break
                 if time.monotonic() > t_end:
-                    raise TimeoutError("job %s still %s after %.0f s" % (job["id"], job["status"],
+                    raise JobTimeout("job %s still %s after %.0f s" % (job["id"], job["status"],
                                                                         timeout))
                 time.sleep(delay)
                 delay = min(delay * 1.5, 2.0)
@@ -374,7 +334,7 @@ class Client:
         profiling job's id.  No schedule in budget: InfeasibleError, with
         min_budget_bytes."""
         if (profile is None) == (profile_id is None):
-            raise ValueError("give exactly one of profile and profile_id")
+            raise UsageError("give exactly one of profile and profile_id")
         body = {"algorithm": algorithm}
         if profile is not None:
             body["profile"] = {k: v for k, v in profile.items() if k != "id"}

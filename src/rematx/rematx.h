@@ -21,6 +21,10 @@
  *    uploaded models named by content, the worker's cache checks).
  *  - svg.h: the timeline and frontier pictures, and bytes in human units
  *    (rematd's .svg routes and the CLI's tables and --format svg).
+ *  - error.h: filling a struct remat_error (rematx_error), as libremat does.
+ *  - layers.h: the layer vocabulary (types, arguments, bounds) and the
+ *    profile spec's limits that rematd and remat-worker share.
+ *  - names.h: messages that list a name table (the algorithms).
  */
 #ifndef REMATX_H
 #define REMATX_H
@@ -28,6 +32,9 @@
 #include "remat.h"
 #include "rematx/core.h"
 #include "rematx/dynbuf.h"
+#include "rematx/error.h"
+#include "rematx/layers.h"
+#include "rematx/names.h"
 #include "rematx/real.h"
 #include "rematx/sha256.h"
 #include "rematx/svg.h"

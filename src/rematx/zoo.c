@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "remat.h"
+#include "rematx/error.h"
 #include "rematx/pointer.h"
 #include "rematx/zoo.h"
 
@@ -122,22 +123,6 @@ json_t *rematx_zoo_list_json(void)
     return root;
 }
 
-static int invalid(struct remat_error *err, const char *pointer, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-
-static int invalid(struct remat_error *err, const char *pointer, const char *fmt, ...)
-{
-    if (err != NULL) {
-        err->code = REMAT_EINVAL;
-        snprintf(err->pointer, sizeof err->pointer, "%s", pointer);
-        va_list ap;
-        va_start(ap, fmt);
-        vsnprintf(err->message, sizeof err->message, fmt, ap);
-        va_end(ap);
-    }
-    return REMAT_EINVAL;
-}
-
 int rematx_zoo_options(const struct rematx_zoo_model *m, const json_t *model_options,
                        json_int_t values[REMATX_ZOO_MAX_OPTIONS], struct remat_error *err)
 {
@@ -158,8 +143,9 @@ int rematx_zoo_options(const struct rematx_zoo_model *m, const json_t *model_opt
                 used += w > 0 ? (size_t)w : 0;
                 count++;
             }
-        return invalid(err, "/model_options", "model_options is an object, and only for model%s %s",
-                       count > 1 ? "s" : "", which);
+        return rematx_error(err, REMAT_EINVAL, "/model_options",
+                            "model_options is an object, and only for model%s %s",
+                            count > 1 ? "s" : "", which);
     }
     /* Every name first, then every value, both in the object's order: the
      * first problem a client sees does not depend on the table's order. */
@@ -173,7 +159,7 @@ int rematx_zoo_options(const struct rematx_zoo_model *m, const json_t *model_opt
             char ptr[128];
             snprintf(ptr, sizeof ptr, "/model_options");
             rematx_pointer_append(ptr, sizeof ptr, key);
-            return invalid(err, ptr, "unknown field '%.100s'", key);
+            return rematx_error(err, REMAT_EINVAL, ptr, "unknown field '%.100s'", key);
         }
     }
     json_object_foreach ((json_t *)model_options, key, v) {
@@ -185,8 +171,8 @@ int rematx_zoo_options(const struct rematx_zoo_model *m, const json_t *model_opt
             json_integer_value(v) > o->max) {
             char ptr[128];
             snprintf(ptr, sizeof ptr, "/model_options/%s", o->name);
-            return invalid(err, ptr, "%s must be an integer in %lld..%lld", o->name,
-                           (long long)o->min, (long long)o->max);
+            return rematx_error(err, REMAT_EINVAL, ptr, "%s must be an integer in %lld..%lld",
+                                o->name, (long long)o->min, (long long)o->max);
         }
         values[k] = json_integer_value(v);
     }

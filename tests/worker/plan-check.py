@@ -12,6 +12,8 @@ On a tiny CPU model (remat-worker --validate-local, cli/remat for plans):
    reason, while a good plan fails as out of memory.
 4. A plan checked against a profile of another model is refused.
 5. --trace prints when each phase of a local profile starts, in order.
+6. A spec is held to the layer table and the limits rematd holds a request
+   to (src/rematx/layers.h) before anything is built.
 """
 import copy
 import json
@@ -129,5 +131,23 @@ other = json.load(open(profile))
 other["stages"] = other["stages"][:-1]
 rc, out, err = validate(PLAN, "--profile", write("other.json", other))
 check(rc != 0 and "profile: 5 stages, but the model has 6" in err, "another model's profile: %s" % err)
+
+# 6. The layer table and the spec's limits, rematd's own.
+for change, reason in [
+    (lambda s: s["layers"][0].update(kernel_size=[3, 3]),
+     "layers/0/kernel_size: kernel_size must be an integer in 0..1048576"),
+    (lambda s: s["layers"][5].pop("out_features"),
+     "layers/5/out_features: a linear layer needs out_features"),
+    (lambda s: s["layers"].append({"type": "warp_drive"}), "layers/6/type: unknown layer type"),
+    (lambda s: s["layers"][1].update(inplace=True),
+     "layers/1/inplace: unknown field for a relu layer"),
+    (lambda s: s.update(batch_size=65537), "batch_size must be in 1..65536"),
+    (lambda s: s.update(input_shape=[3, 8, 1048577]),
+     "input_shape must be a list of 1 to 8 integers in 1..1048576"),
+]:
+    s = copy.deepcopy(SPEC)
+    change(s)
+    rc, out, err = run([WORKER, "--profile-local", write("bad-spec.json", s)])
+    check(rc != 0 and reason in err, "a spec the table refuses: %s (%s)" % (reason, err))
 
 sys.exit(here.finish())

@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -58,7 +59,71 @@ int rw_cache_init(struct rw_cache *c, const char *server, const char *token)
                 strerror(errno));
         return -1;
     }
+    rw_cache_sweep_parts(c);
     return 0;
+}
+
+int rw_cache_sweep_parts(const struct rw_cache *c)
+{
+    DIR *d = opendir(c->dir);
+    if (!d)
+        return 0;
+    int removed = 0;
+    struct dirent *e;
+    while ((e = readdir(d)) != NULL) {
+        if (strncmp(e->d_name, ".part.", 6) != 0)
+            continue;
+        /* A download in progress holds its file's lock (another worker on
+         * the same folder); one whose lock can be taken was left by a
+         * worker killed mid-download. */
+        int fd = openat(dirfd(d), e->d_name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+        if (fd < 0)
+            continue;
+        if (flock(fd, LOCK_EX | LOCK_NB) == 0 && unlinkat(dirfd(d), e->d_name, 0) == 0) {
+            fprintf(stderr, "remat-worker: cache: removed %s, left by a stopped download\n",
+                    e->d_name);
+            removed++;
+        }
+        close(fd);
+    }
+    closedir(d);
+    return removed;
+}
+
+/* Whether the file at path is bytes long and its SHA-256 is sha256: a hit
+ * is hashed again, so that a file planted or changed in the folder (of the
+ * right size) is never loaded as the archive a job names. */
+static int holds(const char *path, const char *sha256, long long bytes)
+{
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+    if (fd < 0)
+        return 0;
+    struct stat sb;
+    int ok = fstat(fd, &sb) == 0 && S_ISREG(sb.st_mode) && sb.st_size == bytes;
+    struct rematx_sha256 sha;
+    rematx_sha256_init(&sha);
+    static const size_t chunk = 1 << 20;
+    char *buf = ok ? malloc(chunk) : NULL;
+    ok = buf != NULL;
+    long long seen = 0;
+    while (ok) {
+        ssize_t n = read(fd, buf, chunk);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0) {
+            ok = n == 0;
+            break;
+        }
+        rematx_sha256_update(&sha, buf, (size_t)n);
+        seen += n;
+    }
+    free(buf);
+    close(fd);
+    if (!ok || seen != bytes)
+        return 0;
+    char got[65];
+    rematx_sha256_final_hex(&sha, got);
+    return strcmp(got, sha256) == 0;
 }
 
 struct cached {
@@ -166,11 +231,16 @@ int rw_cache_get(const struct rw_cache *c, const char *id, const char *sha256, l
         return -1;
     }
     struct stat sb;
-    if (stat(path, &sb) == 0 && sb.st_size == bytes) {
-        /* A hit: what is here was checked when it was fetched.  Touched,
-         * so that eviction sees it used. */
-        utimensat(AT_FDCWD, path, NULL, 0);
-        return 0;
+    if (lstat(path, &sb) == 0) {
+        if (holds(path, sha256, bytes)) {
+            /* A hit.  Touched, so that eviction sees it used. */
+            utimensat(AT_FDCWD, path, NULL, 0);
+            return 0;
+        }
+        /* Not the archive its name says: fetched again over it. */
+        fprintf(stderr, "remat-worker: cache: %s is not the archive with that SHA-256; removed\n",
+                sha256);
+        unlink(path);
     }
     if ((unsigned long long)bytes > c->max_bytes) {
         snprintf(why, whylen,
@@ -184,11 +254,13 @@ int rw_cache_get(const struct rw_cache *c, const char *id, const char *sha256, l
     snprintf(part, sizeof part, "%s/.part.%ld.%s", c->dir, (long)getpid(), sha256);
     struct fetch f = {.limit = (unsigned long long)bytes};
     rematx_sha256_init(&f.sha);
-    f.fd = open(part, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+    f.fd = open(part, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
     if (f.fd < 0) {
         snprintf(why, whylen, "cannot write to the cache %s: %s", c->dir, strerror(errno));
         return -1;
     }
+    /* Held while the download runs: rw_cache_sweep_parts leaves it alone. */
+    flock(f.fd, LOCK_EX);
     char route[200];
     snprintf(route, sizeof route, "/v1/worker/models/%s", id);
     struct curl_slist *hdr = NULL;
@@ -229,6 +301,8 @@ int rw_cache_get(const struct rw_cache *c, const char *id, const char *sha256, l
                      id, f.got, got, bytes, sha256);
         return -1;
     }
+    /* Read-only from here: the archive is what its name says. */
+    chmod(part, 0400);
     if (rename(part, path) < 0) {
         unlink(part);
         snprintf(why, whylen, "model %s: cannot rename it into the cache: %s", id, strerror(errno));

@@ -5,7 +5,10 @@
  * with the one the job names, and kept as <dir>/<sha256> so that later jobs
  * on the same model load it from disk.  The folder is bounded by
  * REMAT_WORKER_CACHE_BYTES: the least recently used archives go first (a
- * use touches the file's mtime). */
+ * use touches the file's mtime).  A cached archive is hashed again at each
+ * use (a file of the right size planted in the folder is not the archive),
+ * and kept read-only; a download holds a lock on its .part file, and one
+ * left by a killed worker is removed at the next start. */
 #ifndef REMAT_WORKER_CACHE_H
 #define REMAT_WORKER_CACHE_H
 
@@ -22,6 +25,10 @@ struct rw_cache {
  * ~/.cache, /remat-worker; else /tmp/remat-worker-<uid>) and
  * REMAT_WORKER_CACHE_BYTES (default 10 GiB); makes the folder.  0 or -1. */
 int rw_cache_init(struct rw_cache *c, const char *server, const char *token);
+
+/* Removes the .part files of downloads no worker is making (their lock is
+ * free); returns how many.  rw_cache_init calls it. */
+int rw_cache_sweep_parts(const struct rw_cache *c);
 
 /* The local path of model id whose digest is sha256 (bytes long), fetching
  * it when it is not cached.  0 with path filled; -1 with why filled and

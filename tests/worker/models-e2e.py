@@ -20,7 +20,10 @@ remat-worker on loopback, models scripted here with Debian's python3-torch.
    the job, not the interpreter's preamble), an archive from a newer
    PyTorch (libtorch's line and both versions).
 4. The worker's cache: a second profile of the same model is not fetched
-   again (the worker's log says fetched once).
+   again (the worker's log says fetched once); a file of the right size
+   but other bytes put in the cache under a model's digest is not loaded
+   (fetched again, the log says why); a .part file left by a killed
+   download is removed when the worker starts.
 5. The upload's answer names the default stages (the top-level
    children), as libtorch would find them.
 6. Tied parameters (an output layer sharing the embedding's weight) count
@@ -235,6 +238,10 @@ class Skip(nn.Module):
 
 try:
     run.start_rematd()
+    os.makedirs(os.path.join(tmp, "cache"), exist_ok=True)
+    stale_part = os.path.join(tmp, "cache", ".part.99999." + "0" * 64)
+    with open(stale_part, "wb") as f:
+        f.write(b"half an archive")
     run.start_worker("worker")
     torch.manual_seed(0)
 
@@ -279,6 +286,24 @@ try:
         got = [s["out_bytes"] for s in job["profile"]["stages"]]
         check(got == sizes(layers, torch.randn(16, 64)), "mlp: every out_bytes %s" % got)
         validate(job, "mlp")
+        # 4. A planted archive: the cached file's bytes replaced, its size
+        # kept.  The next job must not load it: fetched again, and done.
+        import hashlib
+        digest = hashlib.sha256(open(os.path.join(tmp, "mlp.pt"), "rb").read()).hexdigest()
+        cached = os.path.join(tmp, "cache", digest)
+        size = os.path.getsize(cached)
+        os.chmod(cached, 0o600)
+        with open(cached, "wb") as f:
+            f.write(b"\0" * size)
+        job = profile(lid, {"shape": [64]}, 8)  # not 16: that profile is reused
+        check(job and job["status"] == "done", "mlp after a planted cache file: done (%s)"
+              % (job or {}).get("error"))
+        log = open(os.path.join(tmp, "worker.log")).read()
+        check("%s is not the archive with that SHA-256" % digest in log
+              and log.count("cache: fetched " + lid) == 2,
+              "the planted file was refused and the archive fetched again")
+        check(hashlib.sha256(open(cached, "rb").read()).hexdigest() == digest,
+              "the cache holds the real archive again")
 
     # Tied parameters: the head's weight is the embedding's, one tensor, so
     # its bytes count once, in the first stage that uses it (the embedding).
@@ -346,6 +371,8 @@ try:
               and "99" in err and "libtorch is 1.13" in err,
               "an archive from a newer PyTorch fails with both versions: %s" % err)
 
+    check(not os.path.exists(stale_part), "a .part file left by a stopped download is removed "
+          "when the worker starts")
     fetched = open(os.path.join(tmp, "worker.log")).read().count("cache: fetched " + (mid or "?"))
     check(fetched == 1, "the worker fetched mobilenet_v2 once for two jobs (%d)" % fetched)
 finally:

@@ -24,8 +24,8 @@ static const struct rematx_layer_arg_info args[REMATX_N_LAYER_ARGS] = {
                                     .kind = REMATX_ARG_##kind_,                                    \
                                     .required = required_,                                         \
                                     .dflt = dflt_,                                                 \
-                                    .min = min_,                                                   \
-                                    .max = max_,                                                   \
+                                    .min = (double)(min_),                                         \
+                                    .max = (double)(max_),                                         \
                                     .choices = choices_},
     REMATX_LAYER_ARGS(X)
 #undef X

@@ -8,7 +8,7 @@
 # instead and make check replays the checked-in corpus through them
 # (tests/fuzz/replay.sh), so every input once found stays a test.
 FUZZ_TARGETS = tests/fuzz/fuzz_profile tests/fuzz/fuzz_solve tests/fuzz/fuzz_codec \
-	tests/fuzz/fuzz_result tests/fuzz/fuzz_plan_request
+	tests/fuzz/fuzz_result tests/fuzz/fuzz_plan_request tests/fuzz/fuzz_zip tests/fuzz/fuzz_pickle
 check_PROGRAMS += $(FUZZ_TARGETS)
 if FUZZ
 FUZZ_MAIN =
@@ -47,6 +47,18 @@ tests_fuzz_fuzz_plan_request_SOURCES = tests/fuzz/fuzz_plan_request.c tests/fuzz
 tests_fuzz_fuzz_plan_request_CFLAGS = $(FUZZ_CFLAGS) $(MHD_CFLAGS) -pthread
 tests_fuzz_fuzz_plan_request_LDFLAGS = $(FUZZ_LINK)
 tests_fuzz_fuzz_plan_request_LDADD = $(FUZZ_LIBS) src/rematx/librematx.la $(MHD_LIBS) -lpthread
+
+tests_fuzz_fuzz_zip_SOURCES = tests/fuzz/fuzz_zip.c tests/fuzz/fuzz_check.h api/zipcheck.c \
+	api/zipcheck.h api/torchpickle.c api/torchpickle.h $(FUZZ_MAIN)
+tests_fuzz_fuzz_zip_CFLAGS = $(FUZZ_CFLAGS)
+tests_fuzz_fuzz_zip_LDFLAGS = $(FUZZ_LINK)
+tests_fuzz_fuzz_zip_LDADD = $(FUZZ_LIBS)
+
+tests_fuzz_fuzz_pickle_SOURCES = tests/fuzz/fuzz_pickle.c tests/fuzz/fuzz_check.h \
+	api/torchpickle.c api/torchpickle.h $(FUZZ_MAIN)
+tests_fuzz_fuzz_pickle_CFLAGS = $(FUZZ_CFLAGS)
+tests_fuzz_fuzz_pickle_LDFLAGS = $(FUZZ_LINK)
+tests_fuzz_fuzz_pickle_LDADD = $(FUZZ_LIBS)
 
 TESTS += tests/fuzz/replay.sh
 # replay.sh keeps each target's output next to it for the log of a failure.

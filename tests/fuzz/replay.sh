@@ -6,7 +6,7 @@
 : "${top_srcdir:=$(cd "$(dirname "$0")/../.." && pwd)}"
 : "${top_builddir:=$top_srcdir}"
 status=0
-for t in fuzz_profile fuzz_solve fuzz_codec fuzz_result fuzz_plan_request; do
+for t in fuzz_profile fuzz_solve fuzz_codec fuzz_result fuzz_plan_request fuzz_zip fuzz_pickle; do
     dir=$top_srcdir/tests/fuzz/corpus/$t
     set -- "$dir"/*
     if [ ! -e "$1" ]; then

@@ -13,6 +13,7 @@
 
 #include "jobs_common.h"
 #include "models_common.h"
+#include "request_limits.h"
 #include "rematx/pointer.h"
 #include "rematx/rematx.h"
 
@@ -80,9 +81,9 @@ static int check_layer(struct rematd_request *r, json_t *l, const char *ptr)
             if (strcmp(key, layer_types[k].ints[i]) == 0) {
                 known = 1;
                 if (!json_is_integer(v) || json_integer_value(v) < 0 ||
-                    json_integer_value(v) > (1 << 20)) {
+                    json_integer_value(v) > REMATD_MAX_LAYER_INT) {
                     rematd_req_problem(r, 400, "validation", p, "%s must be an integer in 0..%d",
-                                       key, 1 << 20);
+                                       key, REMATD_MAX_LAYER_INT);
                     return -1;
                 }
             }
@@ -114,7 +115,7 @@ static int check_layer(struct rematd_request *r, json_t *l, const char *ptr)
                 return -1;
             }
         } else if (layer_types[k].layers && strcmp(key, "layers") == 0) {
-            if (check_layers(r, v, p, 1000) < 0)
+            if (check_layers(r, v, p, REMATD_MAX_NESTED_LAYERS) < 0)
                 return -1;
         } else {
             rematd_req_problem(r, 400, "validation", p, "unknown field for a %s layer",
@@ -224,7 +225,7 @@ static int normalise_uploaded(struct rematd_request *r, json_t *body, json_t *sp
     int ok = json_is_array(shape) && json_array_size(shape) >= 1 && json_array_size(shape) <= 6;
     json_array_foreach (shape, i, d)
         ok = ok && json_is_integer(d) && json_integer_value(d) >= 1 &&
-             json_integer_value(d) <= (1 << 20);
+             json_integer_value(d) <= REMATD_MAX_INPUT_DIM;
     if (!ok) {
         rematd_req_problem(r, 400, "validation", "/input/shape",
                            "shape is 1 to 6 positive integers, batch dimension excluded");
@@ -365,7 +366,7 @@ json_t *rematd_profile_spec(struct rematd_request *r, json_t *body)
     }
     if (model_id) {
         if (normalise_uploaded(r, body, spec) < 0 ||
-            get_int(r, body, "batch_size", 1, 1 << 16, 1, spec) < 0)
+            get_int(r, body, "batch_size", 1, REMATD_MAX_BATCH, 1, spec) < 0)
             goto bad;
         goto common;
     }
@@ -394,7 +395,7 @@ json_t *rematd_profile_spec(struct rematd_request *r, json_t *body)
     }
     if (mo)
         json_object_set(spec, "model_options", mo);
-    if (get_int(r, body, "batch_size", 1, 1 << 16, 1, spec) < 0)
+    if (get_int(r, body, "batch_size", 1, REMATD_MAX_BATCH, 1, spec) < 0)
         goto bad;
     json_t *shape = json_object_get(body, "input_shape");
     if (shape) {
@@ -403,7 +404,7 @@ json_t *rematd_profile_spec(struct rematd_request *r, json_t *body)
         int ok = json_is_array(shape) && json_array_size(shape) >= 1 && json_array_size(shape) <= 4;
         json_array_foreach (shape, i, d)
             ok = ok && json_is_integer(d) && json_integer_value(d) >= 1 &&
-                 json_integer_value(d) <= (1 << 20);
+                 json_integer_value(d) <= REMATD_MAX_INPUT_DIM;
         if (!ok) {
             rematd_req_problem(r, 400, "validation", "/input_shape",
                                "input_shape is 1 to 4 positive integers, batch dimension excluded");
@@ -431,8 +432,9 @@ common:;
         goto bad;
     }
     json_object_set_new(spec, "device", json_string(device));
-    if (get_int(r, body, "warmup", 0, 100, 2, spec) < 0 ||
-        get_int(r, body, "repeats", 1, 1000, 5, spec) < 0 || get_optimizer(r, body, spec) < 0)
+    if (get_int(r, body, "warmup", 0, REMATD_MAX_WARMUP, 2, spec) < 0 ||
+        get_int(r, body, "repeats", 1, REMATD_MAX_REPEATS, 5, spec) < 0 ||
+        get_optimizer(r, body, spec) < 0)
         goto bad;
     return spec;
 bad:

@@ -44,6 +44,11 @@ EXTRA_DIST += tests/api/postgresql.sh tests/api/pg_server.sh tests/api/replicas.
 check-postgresql: api/rematd $(PG_UNIT_TESTS)
 	top_srcdir=$(top_srcdir) top_builddir=$(top_builddir) $(SHELL) $(top_srcdir)/tests/api/postgresql.sh
 
+# The request limits rematd checks (api/request_limits.h) are the ones
+# openapi.yaml states.
+dist_check_SCRIPTS += tests/check-limits.sh
+TESTS += tests/check-limits.sh
+
 # rematd, the CLI and the worker use remat.h and src/rematx/ only, never
 # libremat's private headers or remat__ functions.
 dist_check_SCRIPTS += tests/check-includes.sh

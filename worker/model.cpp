@@ -34,6 +34,7 @@
 #include <unordered_set>
 #include <utility>
 
+#include "../api/request_limits.h"
 #include "rematx/zoo.h"
 #include "shim_private.h"
 
@@ -502,8 +503,8 @@ ModelSpec read_script_spec(const json_t *spec)
     m.layers.reset(json_array(), json_decref);
     m.name = "uploaded:" + jstr(spec, "model_id", "local");
     m.batch = jint(spec, "batch_size", 1, "batch_size");
-    if (m.batch <= 0 || m.batch > (1 << 20))
-        throw Failure("batch_size must be in 1..2^20");
+    if (m.batch <= 0 || m.batch > REMATD_MAX_BATCH)
+        throw Failure("batch_size must be in 1..2^16");
     m.dtype_name = jstr(spec, "dtype", "fp32");
     m.dtype = parse_dtype(m.dtype_name);
     const json_t *in = json_object_get(spec, "input");
@@ -558,8 +559,8 @@ ModelSpec read_model_spec(const json_t *spec)
         m.name = jstr(spec, "name", "layers");
     }
     m.batch = jint(spec, "batch_size", 1, "batch_size");
-    if (m.batch <= 0 || m.batch > (1 << 20))
-        throw Failure("batch_size must be in 1..2^20");
+    if (m.batch <= 0 || m.batch > REMATD_MAX_BATCH)
+        throw Failure("batch_size must be in 1..2^16");
     m.dtype_name = jstr(spec, "dtype", "fp32");
     m.dtype = parse_dtype(m.dtype_name);
     const json_t *first = json_array_get(m.layers.get(), 0);

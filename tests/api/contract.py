@@ -39,8 +39,9 @@ Idempotent-Replayed, Allow, WWW-Authenticate, X-Remat-Sha256) is declared
 on that response, and every member of a JSON answer is named by its schema
 (an object schema that names members and takes no others by
 additionalProperties).  The framing answers that can meet any operation
-(400 from rematd and from libmicrohttpd, 408, 414, 431, 501, 505) are
-declared on every operation and provoked on each.
+(400 from rematd and from libmicrohttpd, 408, 413 for a body even on a
+GET, 414, 431, 501, 503, 505) are declared on every operation and provoked
+on each.
 
 Every GET of a resource is also called with each id the run made (a plan,
 profile jobs done, queued and failed, validation jobs, a deleted model),
@@ -203,8 +204,9 @@ def op_params(path, op):
     return [deref(p) for p in doc["paths"][path].get("parameters", []) + op.get("parameters", [])]
 
 
-# The answers that can meet any operation: the framing of the request.
-FRAMING_STATUSES = ("400", "408", "414", "431", "501", "505")
+# The answers that can meet any operation: the framing of the request, a
+# body over the limits (a GET's too), the bodies held together.
+ANY_OPERATION = ("400", "408", "413", "414", "431", "501", "503", "505")
 # Headers rematd sends; each must be declared on the response it is on.
 SENT_HEADERS = ("x-request-id", "location", "content-location", "retry-after",
                 "idempotent-replayed", "allow", "www-authenticate", "x-remat-sha256")
@@ -240,8 +242,9 @@ def static_spec():
     for path, m, op in operations():
         where = "%s %s" % (m.upper(), path)
         check(any(s.startswith("4") for s in op["responses"]), where + ": no 4xx declared")
-        for status in FRAMING_STATUSES:
-            check(status in op["responses"], "%s: framing status %s not declared" % (where, status))
+        for status in ANY_OPERATION:
+            check(status in op["responses"], "%s: status %s, which any operation can answer, "
+                  "not declared" % (where, status))
         if op.get("security", doc.get("security")):
             check({} in op.get("security", doc.get("security")),
                   "%s: security does not say the token is optional (rematd without a token "
@@ -1183,9 +1186,12 @@ def live():
 def framing(ex_id):
     """The answers that can meet any operation, provoked on each: rematd's
     400 bad-request and 501 not-implemented, its 408 at --request-timeout,
-    and libmicrohttpd's own 400 (no HTTP version), 414, 431 and 505."""
+    413 for a body over --max-body-bytes (on a GET too), and
+    libmicrohttpd's own 400 (no HTTP version), 414, 431 and 505; and 503 on
+    /healthz when the bodies held reach --max-bodies-bytes."""
     start_rematd("--request-timeout", "2", "--max-connections", "64",
-                 "--max-connections-per-ip", "0")
+                 "--max-connections-per-ip", "0", "--max-body-bytes", "4096",
+                 "--max-bodies-bytes", "4096", "--max-model-bytes", "4096")
     heads = {}
     for op_id, (path, m, op) in sorted(op_by_id.items()):
         url = path.replace("{id}", ex_id)
@@ -1200,6 +1206,8 @@ def framing(ex_id):
              % (m.upper(), url, "a" * 17000), None),
             ("431", "headers over 16 KiB", "%s %s HTTP/1.1\r\nHost: t\r\n%sX-A: %s\r\n\r\n"
              % (m.upper(), url, auth, "a" * 17000), None),
+            ("413", "a body over --max-body-bytes", "%s %s HTTP/1.1\r\nHost: t\r\n%s"
+             "Content-Length: 5000\r\n\r\n" % (m.upper(), url, auth), "application/problem+json"),
             ("501", "Transfer-Encoding gzip", "%s %s HTTP/1.1\r\nHost: t\r\n%s"
              "Transfer-Encoding: gzip\r\n\r\n" % (m.upper(), url, auth),
              "application/problem+json"),
@@ -1227,6 +1235,23 @@ def framing(ex_id):
         validate(op_id, a, "a head not finished within --request-timeout")
         check(a.status == 408 and (a.json() or {}).get("type") == "/problems/request-timeout",
               "%s: want 408 request-timeout, got %r" % (op_id, a))
+    # The bodies held together: one announced and not sent holds 3000 of
+    # the 4096 bytes; /healthz with a body of 3000 is then 503 queue-full.
+    hold = socket.create_connection(("127.0.0.1", port), timeout=30)
+    hold.sendall(("POST /v1/plans HTTP/1.1\r\nHost: t\r\nContent-Type: application/json\r\n"
+                  "Authorization: Bearer %s\r\nContent-Length: 3000\r\n\r\n{"
+                  % CLIENT_TOKEN).encode())
+    deadline = time.time() + 1.5  # within the hold's --request-timeout of 2 s
+    while True:
+        a = raw_bytes(b"GET /healthz HTTP/1.1\r\nHost: t\r\nConnection: close\r\n"
+                      b"Content-Length: 3000\r\n\r\n" + b"a" * 3000)
+        if a.status == 503 or time.time() > deadline:
+            break
+        time.sleep(0.05)
+    validate("healthz", a, "bodies held over --max-bodies-bytes")
+    check(a.status == 503 and (a.json() or {}).get("type") == "/problems/queue-full",
+          "healthz under --max-bodies-bytes: %r" % a)
+    hold.close()
     # A request line of one word: libmicrohttpd closes without an answer
     # (docs/api.md says so; when it answers one day, the spec and the docs
     # are to say what).

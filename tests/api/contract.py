@@ -800,7 +800,18 @@ def live():
     # ---- operations: health, readiness, metrics, the document itself
     call("healthz", expect=200)
     call("readyz", expect=200)
-    call("metrics", expect=200)
+    a = call("metrics", expect=200)
+    # The families /metrics has are the ones the spec and the docs name.
+    families = set(re.findall(r"^# TYPE (\S+)", a.body.decode(), re.M))
+    described = set(re.findall(r"remat_[a-z_]+", op_by_id["metrics"][2]["responses"]["200"]
+                               ["description"]))
+    with open(os.path.join(SRC, "docs", "api.md")) as f:
+        row = [l for l in f if l.startswith("| `GET /metrics` |")]
+    in_docs = set(re.findall(r"remat_[a-z_]+", row[0] if row else ""))
+    check(len(families) > 5 and families == described,
+          "/metrics has %s, the spec names %s" % (sorted(families), sorted(described)))
+    check(families == in_docs,
+          "/metrics has %s, docs/api.md names %s" % (sorted(families), sorted(in_docs)))
     a = call("openapi", expect=200)
     check(a.body == SPEC_BYTES, "GET /openapi.yaml is not this openapi.yaml")
     call("listModels", expect=200)
@@ -1288,6 +1299,27 @@ def coverage():
               "%s lists %s %s, which the spec does not declare" % (UNREACHABLE, op_id, status))
 
 
+def static_defaults():
+    """--max-stages' default as rematd --help gives it is the one the spec
+    and docs/api.md give."""
+    out = subprocess.run([REMATD, "--help"], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                         text=True).stdout
+    m = re.search(r"--max-stages .*\n.*default (\d+)", out)
+    if not check(m is not None, "rematd --help gives no default of --max-stages"):
+        return
+    want = m.group(1)
+    text = SPEC_BYTES.decode()
+    said = re.findall(r"--max-stages[^(]*\((\d+) by default", text)
+    check(said and all(x == want for x in said),
+          "openapi.yaml gives --max-stages' default as %s, rematd --help %s" % (said, want))
+    with open(os.path.join(SRC, "docs", "api.md")) as f:
+        docs = f.read()
+    row = re.search(r"^\| `--max-stages` \| `REMAT_MAX_STAGES` \| (\d+) \|", docs, re.M)
+    check(row is not None and row.group(1) == want,
+          "docs/api.md gives --max-stages' default as %s, rematd --help %s"
+          % (row and row.group(1), want))
+
+
 def main():
     if not os.access(REMATD, os.X_OK):
         print("SKIP: %s is not built" % REMATD)
@@ -1295,6 +1327,7 @@ def main():
     try:
         static_yaml()
         static_spec()
+        static_defaults()
         live()
         coverage()
     finally:

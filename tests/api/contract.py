@@ -223,6 +223,16 @@ def server_problems():
 SERVER_PROBLEMS = server_problems()
 
 
+def worker_result_fields():
+    """The members rematd takes in a validation's result, and which it
+    needs (api/worker_check.c's table)."""
+    with open(os.path.join(SRC, "api", "worker_check.c")) as f:
+        text = f.read()
+    table = text.split("validation_fields[] = {", 1)[1].split("};", 1)[0]
+    rows = re.findall(r'\{"([a-z_]+)", F_[A-Z]+, ([01])\}', table)
+    return {k for k, _ in rows}, {k for k, req in rows if req == "1"}
+
+
 def static_spec():
     enum = doc["components"]["schemas"]["Problem"]["properties"]["type"]["enum"]
     check(len(SERVER_PROBLEMS) > 20, "api/http.c's problem table not found")
@@ -231,6 +241,17 @@ def static_spec():
           % (sorted(set(enum) ^ set("/problems/" + k for k in SERVER_PROBLEMS)), ""))
     for name, s in doc["components"]["schemas"].items():
         walk_schema(s, "#/components/schemas/" + name)
+    # A validation's result as rematd takes it from the worker: the spec
+    # names the same members and needs the same ones, so that a result
+    # checked without a worker built (no libtorch) is still checked.
+    taken, needed = worker_result_fields()
+    vr = doc["components"]["schemas"]["ValidationResult"]
+    check(len(taken) > 10 and set(vr["properties"]) == taken,
+          "ValidationResult's members differ from api/worker_check.c's: %s"
+          % sorted(set(vr["properties"]) ^ taken))
+    check(set(vr.get("required", [])) == needed,
+          "ValidationResult requires %s, api/worker_check.c %s"
+          % (sorted(vr.get("required", [])), sorted(needed)))
     for name, p in doc["components"]["parameters"].items():
         walk_schema(p["schema"], "#/components/parameters/%s/schema" % name)
     for name, r in doc["components"]["responses"].items():

@@ -105,6 +105,7 @@ static const struct {
     {"profile-failed", "A profile job failed"},
     {"bad-request", "Malformed request"},
     {"not-implemented", "Not implemented"},
+    {"request-timeout", "Request timeout"},
     {"internal", "Internal error"},
 };
 
@@ -909,12 +910,27 @@ static void client_address(struct MHD_Connection *c, char *out, size_t cap)
                   (socklen_t)cap);
 }
 
+/* The reaper's answer, whole: problem+json as every other error, though
+ * written before any route is known (so no instance and no request id). */
+#define TIMEOUT_PROBLEM                                                                            \
+    "{\"type\":\"/problems/request-timeout\",\"title\":\"Request timeout\",\"status\":408,"        \
+    "\"detail\":\"the request did not arrive within --request-timeout\"}"
+#define TIMEOUT_ANSWER_HEAD                                                                        \
+    "HTTP/1.1 408 Request Timeout\r\nConnection: close\r\n"                                        \
+    "Content-Type: application/problem+json\r\nContent-Length: "
+
+static int timeout_answer_text(char *out, size_t cap)
+{
+    return snprintf(out, cap, TIMEOUT_ANSWER_HEAD "%zu\r\n\r\n" TIMEOUT_PROBLEM,
+                    sizeof TIMEOUT_PROBLEM - 1);
+}
+
 static void *reaper(void *arg)
 {
     struct rematd_server *srv = arg;
     struct rematd_http *h = srv->http;
-    static const char timeout_answer[] =
-        "HTTP/1.1 408 Request Timeout\r\nConnection: close\r\nContent-Length: 0\r\n\r\n";
+    char timeout_answer[512];
+    int timeout_len = timeout_answer_text(timeout_answer, sizeof timeout_answer);
     pthread_mutex_lock(&h->mu);
     while (!h->stop) {
         struct timespec ts;
@@ -933,8 +949,8 @@ static void *reaper(void *arg)
             cs->deadline = 0;
             /* Nothing is being written on a connection whose request has
              * not been read, so this answer cannot interleave with one. */
-            ssize_t w = send(cs->fd, timeout_answer, sizeof timeout_answer - 1,
-                             MSG_NOSIGNAL | MSG_DONTWAIT);
+            ssize_t w =
+                send(cs->fd, timeout_answer, (size_t)timeout_len, MSG_NOSIGNAL | MSG_DONTWAIT);
             (void)w;
             shutdown(cs->fd, SHUT_RDWR);
             h->cut_unlogged++;

@@ -9,6 +9,7 @@
 
 #include "plan_common.h"
 #include "plan_request.h"
+#include "request_limits.h"
 #include "rematx/rematx.h"
 
 static const char *const plan_fields[] = {"profile",      "profile_id", "algorithm", "segments",
@@ -105,7 +106,7 @@ static int plan_request(struct rematd_request *r, json_t *body, struct remat_pro
         opts->budget_bytes = x;
         json_object_set_new(oj, "budget_bytes", json_integer(x));
     }
-    if ((got = get_count(r, body, "mem_slots", 1, 100000, &x)) < 0)
+    if ((got = get_count(r, body, "mem_slots", 1, REMATD_MAX_MEM_SLOTS, &x)) < 0)
         goto bad;
     if (got) {
         opts->mem_slots = (size_t)x;

@@ -13,6 +13,7 @@
 
 #include "jobs_common.h"
 #include "models_common.h"
+#include "request_limits.h"
 #include "rematx/pointer.h"
 #include "rematx/rematx.h"
 
@@ -135,7 +136,7 @@ static int normalise_uploaded(struct rematd_request *r, json_t *body, json_t *sp
     int ok = json_is_array(shape) && json_array_size(shape) >= 1 && json_array_size(shape) <= 6;
     json_array_foreach (shape, i, d)
         ok = ok && json_is_integer(d) && json_integer_value(d) >= 1 &&
-             json_integer_value(d) <= (1 << 20);
+             json_integer_value(d) <= REMATD_MAX_INPUT_DIM;
     if (!ok) {
         rematd_req_problem(r, 400, "validation", "/input/shape",
                            "shape is 1 to 6 positive integers, batch dimension excluded");
@@ -276,7 +277,7 @@ json_t *rematd_profile_spec(struct rematd_request *r, json_t *body)
     }
     if (model_id) {
         if (normalise_uploaded(r, body, spec) < 0 ||
-            get_int(r, body, "batch_size", 1, 1 << 16, 1, spec) < 0)
+            get_int(r, body, "batch_size", 1, REMATD_MAX_BATCH, 1, spec) < 0)
             goto bad;
         goto common;
     }
@@ -305,7 +306,7 @@ json_t *rematd_profile_spec(struct rematd_request *r, json_t *body)
     }
     if (mo)
         json_object_set(spec, "model_options", mo);
-    if (get_int(r, body, "batch_size", 1, 1 << 16, 1, spec) < 0)
+    if (get_int(r, body, "batch_size", 1, REMATD_MAX_BATCH, 1, spec) < 0)
         goto bad;
     json_t *shape = json_object_get(body, "input_shape");
     if (shape) {
@@ -314,7 +315,7 @@ json_t *rematd_profile_spec(struct rematd_request *r, json_t *body)
         int ok = json_is_array(shape) && json_array_size(shape) >= 1 && json_array_size(shape) <= 4;
         json_array_foreach (shape, i, d)
             ok = ok && json_is_integer(d) && json_integer_value(d) >= 1 &&
-                 json_integer_value(d) <= (1 << 20);
+                 json_integer_value(d) <= REMATD_MAX_INPUT_DIM;
         if (!ok) {
             rematd_req_problem(r, 400, "validation", "/input_shape",
                                "input_shape is 1 to 4 positive integers, batch dimension excluded");
@@ -342,8 +343,9 @@ common:;
         goto bad;
     }
     json_object_set_new(spec, "device", json_string(device));
-    if (get_int(r, body, "warmup", 0, 100, 2, spec) < 0 ||
-        get_int(r, body, "repeats", 1, 1000, 5, spec) < 0 || get_optimizer(r, body, spec) < 0)
+    if (get_int(r, body, "warmup", 0, REMATD_MAX_WARMUP, 2, spec) < 0 ||
+        get_int(r, body, "repeats", 1, REMATD_MAX_REPEATS, 5, spec) < 0 ||
+        get_optimizer(r, body, spec) < 0)
         goto bad;
     return spec;
 bad:

@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "plan_common.h"
+#include "request_limits.h"
 #include "rematx/svg.h"
 
 #define MAX_MEASURED 64
@@ -49,9 +50,10 @@ static enum rematd_handled frontier(struct rematd_request *r)
         char *end;
         errno = 0;
         unsigned long v = *q >= '0' && *q <= '9' ? strtoul(q, &end, 10) : 0;
-        if (v < 1 || v > 100000 || errno != 0 || *end != '\0') {
+        if (v < 1 || v > REMATD_MAX_MEM_SLOTS || errno != 0 || *end != '\0') {
             rematd_req_problem(r, 400, "validation", NULL,
-                               "the query's mem_slots is an integer in 1..100000");
+                               "the query's mem_slots is an integer in 1..%d",
+                               REMATD_MAX_MEM_SLOTS);
             return REMATD_HANDLED;
         }
         slots = (size_t)v;

@@ -13,6 +13,7 @@
 
 #include "jobs_common.h"
 #include "plan_common.h"
+#include "request_limits.h"
 
 static const char *const fields[] = {"profile_id", "plan_id",      "checkpoints", "algorithm",
                                      "segments",   "budget_bytes", "model",       "mem_slots",
@@ -147,10 +148,10 @@ static void create_now(struct rematd_request *r)
         return;
     }
     json_t *rep = json_object_get(body, "repeats");
-    if (rep &&
-        (!json_is_integer(rep) || json_integer_value(rep) < 1 || json_integer_value(rep) > 1000)) {
-        rematd_req_problem(r, 400, "validation", "/repeats",
-                           "repeats must be an integer in 1..1000");
+    if (rep && (!json_is_integer(rep) || json_integer_value(rep) < 1 ||
+                json_integer_value(rep) > REMATD_MAX_REPEATS)) {
+        rematd_req_problem(r, 400, "validation", "/repeats", "repeats must be an integer in 1..%d",
+                           REMATD_MAX_REPEATS);
         return;
     }
     /* "store_all": false runs the plan alone, without store-all beside it

@@ -14,6 +14,11 @@ API_TESTS += tests/api/results.sh tests/api/framing.sh tests/api/connections.sh
 # The contract: every operation of openapi.yaml from its own examples,
 # every declared status provoked, every answer validated (contract.py).
 API_TESTS += tests/api/contract.sh
+# openapi.yaml as typed clients read it: the types openapi-typescript
+# generates, fifteen ordinary uses through openapi-fetch compiled with tsc
+# (npm tools pinned, installed once under the build tree; 77 without npm).
+API_TESTS += tests/api/typed-client.sh
+EXTRA_DIST += tests/api/typed-client/uses.ts
 # Bounds on what adds up: request bodies held together; every route's
 # solves under the deadline, the memory estimate and cancellation.
 API_TESTS += tests/api/body-memory.sh tests/api/solve-routes.sh
@@ -43,6 +48,11 @@ EXTRA_DIST += tests/api/postgresql.sh tests/api/pg_server.sh tests/api/replicas.
 .PHONY: check-postgresql
 check-postgresql: api/rematd $(PG_UNIT_TESTS)
 	top_srcdir=$(top_srcdir) top_builddir=$(top_builddir) $(SHELL) $(top_srcdir)/tests/api/postgresql.sh
+
+# The request limits rematd checks (api/request_limits.h) are the ones
+# openapi.yaml states.
+dist_check_SCRIPTS += tests/check-limits.sh
+TESTS += tests/check-limits.sh
 
 # rematd, the CLI and the worker use remat.h and src/rematx/ only, never
 # libremat's private headers or remat__ functions.

@@ -33,6 +33,16 @@ called, or a status it declares is never produced, unless contract-
 unreachable.txt lists it with a reason: a new route or status in the spec
 is picked up without a change here, and fails until it is covered.
 
+What the server sends is declared: every header of an answer that rematd
+sends (X-Request-Id, Location, Content-Location, Retry-After,
+Idempotent-Replayed, Allow, WWW-Authenticate, X-Remat-Sha256) is declared
+on that response, and every member of a JSON answer is named by its schema
+(an object schema that names members and takes no others by
+additionalProperties).  The framing answers that can meet any operation
+(400 from rematd and from libmicrohttpd, 408, 413 for a body even on a
+GET, 414, 431, 501, 503, 505) are declared on every operation and provoked
+on each.
+
 Every GET of a resource is also called with each id the run made (a plan,
 profile jobs done, queued and failed, validation jobs, a deleted model),
 so a route added to the spec later (a picture of a plan or a profile) is
@@ -194,6 +204,14 @@ def op_params(path, op):
     return [deref(p) for p in doc["paths"][path].get("parameters", []) + op.get("parameters", [])]
 
 
+# The answers that can meet any operation: the framing of the request, a
+# body over the limits (a GET's too), the bodies held together.
+ANY_OPERATION = ("400", "408", "413", "414", "431", "500", "501", "503", "505")
+# Headers rematd sends; each must be declared on the response it is on.
+SENT_HEADERS = ("x-request-id", "location", "content-location", "retry-after",
+                "idempotent-replayed", "allow", "www-authenticate", "x-remat-sha256")
+
+
 def server_problems():
     """The problem types and titles rematd answers (api/http.c's table)."""
     with open(os.path.join(SRC, "api", "http.c")) as f:
@@ -205,6 +223,16 @@ def server_problems():
 SERVER_PROBLEMS = server_problems()
 
 
+def worker_result_fields():
+    """The members rematd takes in a validation's result, and which it
+    needs (api/worker_check.c's table)."""
+    with open(os.path.join(SRC, "api", "worker_check.c")) as f:
+        text = f.read()
+    table = text.split("validation_fields[] = {", 1)[1].split("};", 1)[0]
+    rows = re.findall(r'\{"([a-z_]+)", F_[A-Z]+, ([01])\}', table)
+    return {k for k, _ in rows}, {k for k, req in rows if req == "1"}
+
+
 def static_spec():
     enum = doc["components"]["schemas"]["Problem"]["properties"]["type"]["enum"]
     check(len(SERVER_PROBLEMS) > 20, "api/http.c's problem table not found")
@@ -213,14 +241,39 @@ def static_spec():
           % (sorted(set(enum) ^ set("/problems/" + k for k in SERVER_PROBLEMS)), ""))
     for name, s in doc["components"]["schemas"].items():
         walk_schema(s, "#/components/schemas/" + name)
+    # A validation's result as rematd takes it from the worker: the spec
+    # names the same members and needs the same ones, so that a result
+    # checked without a worker built (no libtorch) is still checked.
+    taken, needed = worker_result_fields()
+    vr = doc["components"]["schemas"]["ValidationResult"]
+    check(len(taken) > 10 and set(vr["properties"]) == taken,
+          "ValidationResult's members differ from api/worker_check.c's: %s"
+          % sorted(set(vr["properties"]) ^ taken))
+    check(set(vr.get("required", [])) == needed,
+          "ValidationResult requires %s, api/worker_check.c %s"
+          % (sorted(vr.get("required", [])), sorted(needed)))
     for name, p in doc["components"]["parameters"].items():
         walk_schema(p["schema"], "#/components/parameters/%s/schema" % name)
     for name, r in doc["components"]["responses"].items():
         for ct, media in r.get("content", {}).items():
             walk_schema(media["schema"], "#/components/responses/%s/%s" % (name, ct))
+    check("example" not in doc["components"]["parameters"]["IdempotencyKey"] and
+          "examples" not in doc["components"]["parameters"]["IdempotencyKey"],
+          "IdempotencyKey has an example: example-driven tools would send one key again")
     for path, m, op in operations():
         where = "%s %s" % (m.upper(), path)
         check(any(s.startswith("4") for s in op["responses"]), where + ": no 4xx declared")
+        for status in ANY_OPERATION:
+            check(status in op["responses"], "%s: status %s, which any operation can answer, "
+                  "not declared" % (where, status))
+        if op.get("security", doc.get("security")):
+            check({} in op.get("security", doc.get("security")),
+                  "%s: security does not say the token is optional (rematd without a token "
+                  "asks none)" % where)
+        body = op.get("requestBody", {}).get("content", {})
+        if "application/json" in body:
+            check("application/*+json" in body,
+                  "%s: takes application/*+json but does not declare it" % where)
         for p in op_params(path, op):
             walk_schema(p["schema"], where + " parameter " + p["name"])
             if p["in"] == "path":
@@ -307,6 +360,44 @@ def raw(method, path, body=b"", headers=None, content_length=None, timeout=30.0)
     return Answer(int(lines[0].split()[1]), hdrs, rest)
 
 
+def parse_answer(buf):
+    head, _, rest = buf.partition(b"\r\n\r\n")
+    lines = head.decode("latin-1").split("\r\n")
+    if not lines[0].startswith("HTTP/"):
+        return Answer(0, {}, buf)
+    hdrs = {}
+    for l in lines[1:]:
+        k, _, v = l.partition(":")
+        hdrs[k.strip().lower()] = v.strip()
+    return Answer(int(lines[0].split()[1]), hdrs, rest)
+
+
+def read_all(s):
+    buf = b""
+    try:
+        while True:
+            c = s.recv(65536)
+            if not c:
+                break
+            buf += c
+    except (ConnectionResetError, BrokenPipeError, socket.timeout):
+        pass
+    finally:
+        s.close()
+    return buf
+
+
+def raw_bytes(data, timeout=30.0):
+    """Bytes exactly as given on a connection of their own; the answer read
+    until the server closes."""
+    s = socket.create_connection(("127.0.0.1", port), timeout=timeout)
+    try:
+        s.sendall(data)
+    except (ConnectionResetError, BrokenPipeError):
+        pass
+    return parse_answer(read_all(s))
+
+
 covered = {}   # (operationId) -> set of statuses seen
 known_ids = []  # ids of every resource made (from 2xx JSON answers), oldest first
 op_by_id = {}
@@ -331,12 +422,18 @@ def validate(op_id, a, what):
         return
     covered.setdefault(op_id, set()).add(str(a.status))
     resp = deref(resp)
+    declared = {k.lower() for k in resp.get("headers", {})}
+    for h in SENT_HEADERS:
+        check(a.header(h) is None or h in declared,
+              "%s: %d sends %s, not declared on the response" % (where, a.status, h))
     content = resp.get("content", {})
     ctype = (a.header("content-type") or "").split(";")[0].strip()
     if not content:
         check(a.status == 204 or not a.body,
               "%s: %d has a body the spec does not declare" % (where, a.status))
         return
+    if "*/*" in content and ctype not in content:
+        ctype = "*/*"
     if not check(ctype in content, "%s: %d content type %r not declared (%s)"
                  % (where, a.status, ctype, ", ".join(content))):
         return
@@ -352,6 +449,10 @@ def validate(op_id, a, what):
             return
         errs = schema_errors(content[ctype]["schema"], body)
         check(not errs, "%s: %d body invalid: %s" % (where, a.status, errs))
+        extra = []
+        undeclared([content[ctype]["schema"]], body, "", extra)
+        check(not extra, "%s: %d members the schema does not name: %s"
+              % (where, a.status, ", ".join(extra[:5])))
         rid = body.get("id") if isinstance(body, dict) else None
         if a.status < 300 and isinstance(rid, str) and rid not in known_ids:
             known_ids.append(rid)
@@ -362,6 +463,47 @@ def validate(op_id, a, what):
             check(SERVER_PROBLEMS.get(slug) == body.get("title"),
                   "%s: title %r of %s is not its fixed title %r"
                   % (where, body.get("title"), slug, SERVER_PROBLEMS.get(slug)))
+
+
+def flatten(schemas, out, depth=0):
+    """The schemas a value is checked against, $refs followed and
+    compositions (allOf, anyOf, oneOf, then, else, dependentSchemas) opened,
+    each branch included: a member any of them names is declared."""
+    for s in schemas:
+        if s is True:
+            out.append({"additionalProperties": True})
+        if not isinstance(s, dict) or depth > 30:
+            continue
+        if "$ref" in s:
+            flatten([deref({"$ref": s["$ref"]})], out, depth + 1)
+        out.append(s)
+        for k in ("allOf", "anyOf", "oneOf"):
+            flatten(s.get(k, []), out, depth + 1)
+        flatten([s[k] for k in ("then", "else") if k in s], out, depth + 1)
+        flatten(list(s.get("dependentSchemas", {}).values()), out, depth + 1)
+    return out
+
+
+def undeclared(schemas, value, where, out):
+    """Appends to out the pointer of every member of value that no schema of
+    schemas names, where the schemas name members and take no others."""
+    flat = flatten(schemas, [])
+    if isinstance(value, dict):
+        named = {}
+        for s in flat:
+            for k, sub in s.get("properties", {}).items():
+                named.setdefault(k, []).append(sub)
+        free = not named or any(s.get("additionalProperties") not in (None, False) or
+                                s.get("patternProperties") for s in flat)
+        for k, v in value.items():
+            if k in named:
+                undeclared(named[k], v, where + "/" + k, out)
+            elif not free:
+                out.append(where + "/" + k)
+    elif isinstance(value, list):
+        items = [s["items"] for s in flat if isinstance(s.get("items"), (dict, bool))]
+        for i, v in enumerate(value):
+            undeclared(items, v, "%s/%d" % (where, i), out)
 
 
 def call(op_id, ids=None, body=None, ctype=None, headers=None, token="default", method=None,
@@ -606,6 +748,8 @@ def documented(body):
         total += opt.get("state_bytes", 0) + opt.get("step_tmp_bytes", 0)
         if total > 1 << 60:
             return "byte counts over 2^60 in total"
+        if total > 1 << 58 and body.get("algorithm", "min-peak") == "min-peak":
+            return "byte counts over 2^58 in total, for min-peak"
     return None
 
 
@@ -642,7 +786,7 @@ def boundaries(ex_id):
                 bodies.append(("createProfileJob", {
                     "layers": [{"type": ls["properties"]["type"]["const"], prop: v}],
                     "input_shape": [3, 8, 8], "device": "cpu", "reuse": False}))
-    for prop, ps in s["ProfileRequest"]["properties"]["model_options"]["properties"].items():
+    for prop, ps in deref(s["ProfileRequest"]["properties"]["model_options"])["properties"].items():
         for v in candidates(ps):
             bodies.append(("createProfileJob", {"model": "gpt", "model_options": {prop: v},
                                                 "device": "cpu", "reuse": False}))
@@ -677,22 +821,36 @@ def live():
     # ---- operations: health, readiness, metrics, the document itself
     call("healthz", expect=200)
     call("readyz", expect=200)
-    call("metrics", expect=200)
+    a = call("metrics", expect=200)
+    # The families /metrics has are the ones the spec and the docs name.
+    families = set(re.findall(r"^# TYPE (\S+)", a.body.decode(), re.M))
+    described = set(re.findall(r"remat_[a-z_]+", op_by_id["metrics"][2]["responses"]["200"]
+                               ["description"]))
+    with open(os.path.join(SRC, "docs", "api.md")) as f:
+        row = [l for l in f if l.startswith("| `GET /metrics` |")]
+    in_docs = set(re.findall(r"remat_[a-z_]+", row[0] if row else ""))
+    check(len(families) > 5 and families == described,
+          "/metrics has %s, the spec names %s" % (sorted(families), sorted(described)))
+    check(families == in_docs,
+          "/metrics has %s, docs/api.md names %s" % (sorted(families), sorted(in_docs)))
     a = call("openapi", expect=200)
     check(a.body == SPEC_BYTES, "GET /openapi.yaml is not this openapi.yaml")
     call("listModels", expect=200)
 
     # ---- plans from the example
+    plan_key = "contract-plan-1"
     a = call("createPlan", body=example("createPlan"), expect=201,
-             headers={"Idempotency-Key": deref(doc["components"]["parameters"]
-                                               ["IdempotencyKey"])["example"]})
+             headers={"Idempotency-Key": plan_key})
     plan = a.json() or {}
     check(a.header("location") == "/v1/plans/%s" % plan.get("id"), "createPlan Location")
     other = example("createPlan")
     other["algorithm"] = "sqrt"
     call("createPlan", body=other, what="the key again, another body", expect=422,
-         headers={"Idempotency-Key": deref(doc["components"]["parameters"]
-                                           ["IdempotencyKey"])["example"]})
+         headers={"Idempotency-Key": plan_key})
+    a = call("createPlan", body=example("createPlan"), what="the key again, the same body",
+             expect=201, headers={"Idempotency-Key": plan_key})
+    check(a.header("idempotent-replayed") == "true" and (a.json() or {}).get("id") == plan.get("id"),
+          "a replayed plan: %r %r" % (a.header("idempotent-replayed"), a))
     call("createPlan", body=example("createPlan"), headers={"Idempotency-Key": "has space"},
          what="Idempotency-Key outside the pattern", expect=400)
     call("getPlan", {"id": plan.get("id", ex_id)}, expect=200)
@@ -725,6 +883,14 @@ def live():
             {"out_bytes": 1 << 60}, {"out_bytes": 1 << 60}]}}, "bytes over 2^60 in total",
          "/profile/stages"),
     ]
+    # min-peak's own bound, 2^58 (Bytes and Algorithm say so): sqrt takes
+    # the same profile.
+    big = {"input_bytes": 1 << 59, "stages": [{"out_bytes": 1}, {"out_bytes": 2}]}
+    a = call("createPlan", body={"profile": big}, what="min-peak over 2^58", expect=400)
+    check((a.json() or {}).get("type") == "/problems/limit-exceeded",
+          "min-peak over 2^58: %r" % a)
+    call("createPlan", body={"algorithm": "sqrt", "profile": big}, what="sqrt over 2^58",
+         expect=201)
     for op_id, body, what, pointer in documented:
         a = call(op_id, None, body, what=what, expect=400)
         check((a.json() or {}).get("pointer") == pointer,
@@ -747,6 +913,30 @@ def live():
         ("createValidationJob", {"profile_id": ex_id, "checkpoints": [1], "algorithm": "sqrt"},
          "checkpoints and algorithm"),
         ("completeJob", {"lease_id": ex_id, "result": {"x": 1 << 64}}, "an integer beyond int64"),
+        # fits with a model spec: the rules of POST /v1/profiles
+        ("fits", {"model": "nosuch", "memory": [1 << 30]}, "a model not in the zoo"),
+        ("fits", {"model": "alexnet", "layers": [{"type": "relu"}], "input_shape": [4],
+                  "memory": [1 << 30]}, "model and layers"),
+        ("fits", {"profile_ids": [ex_id], "model": "alexnet", "memory": [1 << 30]},
+         "profile_ids and a model"),
+        ("fits", {"layers": [{"type": "relu"}], "memory": [1 << 30]},
+         "layers without input_shape"),
+        ("fits", {"model": "alexnet", "input": {"shape": [4]}, "memory": [1 << 30]},
+         "input without model_id"),
+        ("fits", {"model": "alexnet", "stages": ["a"], "memory": [1 << 30]},
+         "stages without model_id"),
+        ("fits", {"model": "alexnet", "input_shape": [1, 2, 3, 4, 5], "memory": [1 << 30]},
+         "input_shape of 5 dimensions"),
+        ("fits", {"model": "alexnet", "input_shape": [0], "memory": [1 << 30]},
+         "input_shape of 0"),
+        ("fits", {"model": "alexnet", "model_options": {"layers": 2}, "memory": [1 << 30]},
+         "model_options with alexnet"),
+        ("fits", {"model": "gpt", "model_options": {"depth": 2}, "memory": [1 << 30]},
+         "an unknown gpt option"),
+        ("fits", {"model": "alexnet", "optimizer": {"name": "adam", "param_elem_bytes": 2},
+                  "memory": [1 << 30]}, "a model spec with an optimizer it cannot measure"),
+        ("fits", {"model": "alexnet", "optimizer": {"name": "adam", "foreach": True},
+                  "memory": [1 << 30]}, "a model spec with foreach"),
     ]
     # The pointer of a member named by the request is a JSON pointer (RFC
     # 6901): '/' and '~' in its key escaped.
@@ -882,9 +1072,16 @@ def live():
     # A model spec whose profiles are not measured: a fits job (202 +
     # Location) that queued them, shown queued by GET /v1/fits/{id}.  Its
     # profile job stays queued: no cpu profile job is leased after this.
-    a = call("fits", body={"model": "vgg11", "device": "cpu", "batches": [3], "memory": [1 << 30]},
-             what="a model spec, nothing cached", expect=202)
+    fits_body = {"model": "vgg11", "device": "cpu", "batches": [3], "memory": [1 << 30]}
+    a = call("fits", body=fits_body, what="a model spec, nothing cached", expect=202,
+             headers={"Idempotency-Key": "contract-fits-1"})
     fid = (a.json() or {}).get("id", ex_id)
+    a = call("fits", body=fits_body, what="the key again", expect=202,
+             headers={"Idempotency-Key": "contract-fits-1"})
+    check(a.header("idempotent-replayed") == "true" and (a.json() or {}).get("id") == fid,
+          "fits replayed: %r %r" % (a.header("idempotent-replayed"), a))
+    call("fits", body=dict(fits_body, batches=[5]), what="the key again, another body",
+         expect=422, headers={"Idempotency-Key": "contract-fits-1"})
     check(a.header("location") == "/v1/fits/%s" % fid, "fits job Location: %r" % a.header("location"))
     call("getFitsJob", {"id": fid}, what="a fits job waiting for its profile", expect=200)
     call("getProfileFrontier", {"id": pid_a}, path_suffix="?mem_slots=0", what="mem_slots 0",
@@ -1015,6 +1212,84 @@ def live():
     check(a.status == 503, "readyz without its data directory: %r" % a)
     proc.send_signal(signal.SIGTERM)
     proc.wait(timeout=60)
+    framing(ex_id)
+
+
+def framing(ex_id):
+    """The answers that can meet any operation, provoked on each: rematd's
+    400 bad-request and 501 not-implemented, its 408 at --request-timeout,
+    413 for a body over --max-body-bytes (on a GET too), and
+    libmicrohttpd's own 400 (no HTTP version), 414, 431 and 505; and 503 on
+    /healthz when the bodies held reach --max-bodies-bytes."""
+    start_rematd("--request-timeout", "2", "--max-connections", "64",
+                 "--max-connections-per-ip", "0", "--max-body-bytes", "4096",
+                 "--max-bodies-bytes", "4096", "--max-model-bytes", "4096")
+    heads = {}
+    for op_id, (path, m, op) in sorted(op_by_id.items()):
+        url = path.replace("{id}", ex_id)
+        tok = auth_for(op)
+        auth = ("Authorization: Bearer %s\r\n" % tok) if tok else ""
+        heads[op_id] = (m.upper(), url, auth)
+        probes = [
+            ("400", "two Content-Lengths", "%s %s HTTP/1.1\r\nHost: t\r\n%sContent-Length: 1\r\n"
+             "Content-Length: 2\r\n\r\nab" % (m.upper(), url, auth), "application/problem+json"),
+            ("400", "no HTTP version", "%s %s\r\nHost: t\r\n\r\n" % (m.upper(), url), None),
+            ("414", "a request line over 16 KiB", "%s %s?%s HTTP/1.1\r\nHost: t\r\n\r\n"
+             % (m.upper(), url, "a" * 17000), None),
+            ("431", "headers over 16 KiB", "%s %s HTTP/1.1\r\nHost: t\r\n%sX-A: %s\r\n\r\n"
+             % (m.upper(), url, auth, "a" * 17000), None),
+            ("413", "a body over --max-body-bytes", "%s %s HTTP/1.1\r\nHost: t\r\n%s"
+             "Content-Length: 5000\r\n\r\n" % (m.upper(), url, auth), "application/problem+json"),
+            ("501", "Transfer-Encoding gzip", "%s %s HTTP/1.1\r\nHost: t\r\n%s"
+             "Transfer-Encoding: gzip\r\n\r\n" % (m.upper(), url, auth),
+             "application/problem+json"),
+            ("505", "HTTP/2.0", "%s %s HTTP/2.0\r\nHost: t\r\n\r\n" % (m.upper(), url),
+             None),
+        ]
+        for status, what, data, ctype in probes:
+            a = raw_bytes(data.encode())
+            validate(op_id, a, what)
+            # libmicrohttpd's own answers (ctype None) carry no Content-Type.
+            check(a.status == int(status) and
+                  ((a.header("content-type") or "").startswith(ctype) if ctype
+                   else a.header("content-type") is None),
+                  "%s %s: want %s %s, got %r %r" % (op_id, what, status, ctype,
+                                                    a.header("content-type"), a))
+    # 408: every operation's head begun, none finished; all are cut at the
+    # deadline together.
+    socks = {}
+    for op_id, (method, url, auth) in heads.items():
+        s = socket.create_connection(("127.0.0.1", port), timeout=30)
+        s.sendall(("%s %s HTTP/1.1\r\nHost: t\r\n%s" % (method, url, auth)).encode())
+        socks[op_id] = s
+    for op_id, s in socks.items():
+        a = parse_answer(read_all(s))
+        validate(op_id, a, "a head not finished within --request-timeout")
+        check(a.status == 408 and (a.json() or {}).get("type") == "/problems/request-timeout",
+              "%s: want 408 request-timeout, got %r" % (op_id, a))
+    # The bodies held together: one announced and not sent holds 3000 of
+    # the 4096 bytes; /healthz with a body of 3000 is then 503 queue-full.
+    hold = socket.create_connection(("127.0.0.1", port), timeout=30)
+    hold.sendall(("POST /v1/plans HTTP/1.1\r\nHost: t\r\nContent-Type: application/json\r\n"
+                  "Authorization: Bearer %s\r\nContent-Length: 3000\r\n\r\n{"
+                  % CLIENT_TOKEN).encode())
+    deadline = time.time() + 1.5  # within the hold's --request-timeout of 2 s
+    while True:
+        a = raw_bytes(b"GET /healthz HTTP/1.1\r\nHost: t\r\nConnection: close\r\n"
+                      b"Content-Length: 3000\r\n\r\n" + b"a" * 3000)
+        if a.status == 503 or time.time() > deadline:
+            break
+        time.sleep(0.05)
+    validate("healthz", a, "bodies held over --max-bodies-bytes")
+    check(a.status == 503 and (a.json() or {}).get("type") == "/problems/queue-full",
+          "healthz under --max-bodies-bytes: %r" % a)
+    hold.close()
+    # A request line of one word: libmicrohttpd closes without an answer
+    # (docs/api.md says so; when it answers one day, the spec and the docs
+    # are to say what).
+    a = raw_bytes(b"hello\r\n\r\n")
+    check(a.status == 0 and a.body == b"", "a one-word request line: %r" % a)
+    stop_rematd()
 
 
 def coverage():
@@ -1029,7 +1304,9 @@ def coverage():
             op_id, status, reason = (line.split(None, 2) + ["", ""])[:3]
             check(reason != "", "%s: %s %s is listed unreachable without a reason"
                   % (UNREACHABLE, op_id, status))
-            unreachable[(op_id, status)] = reason
+            # "*" stands for every operation (a status any of them may give).
+            for one in (op_by_id if op_id == "*" else [op_id]):
+                unreachable[(one, status)] = reason
     for op_id, (path, m, op) in sorted(op_by_id.items()):
         seen = covered.get(op_id, set())
         check(seen, "operation %s (%s %s) was never called" % (op_id, m.upper(), path))
@@ -1045,6 +1322,27 @@ def coverage():
               "%s lists %s %s, which the spec does not declare" % (UNREACHABLE, op_id, status))
 
 
+def static_defaults():
+    """--max-stages' default as rematd --help gives it is the one the spec
+    and docs/api.md give."""
+    out = subprocess.run([REMATD, "--help"], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                         text=True).stdout
+    m = re.search(r"--max-stages .*\n.*default (\d+)", out)
+    if not check(m is not None, "rematd --help gives no default of --max-stages"):
+        return
+    want = m.group(1)
+    text = SPEC_BYTES.decode()
+    said = re.findall(r"--max-stages[^(]*\((\d+) by default", text)
+    check(said and all(x == want for x in said),
+          "openapi.yaml gives --max-stages' default as %s, rematd --help %s" % (said, want))
+    with open(os.path.join(SRC, "docs", "api.md")) as f:
+        docs = f.read()
+    row = re.search(r"^\| `--max-stages` \| `REMAT_MAX_STAGES` \| (\d+) \|", docs, re.M)
+    check(row is not None and row.group(1) == want,
+          "docs/api.md gives --max-stages' default as %s, rematd --help %s"
+          % (row and row.group(1), want))
+
+
 def main():
     if not os.access(REMATD, os.X_OK):
         print("SKIP: %s is not built" % REMATD)
@@ -1052,6 +1350,7 @@ def main():
     try:
         static_yaml()
         static_spec()
+        static_defaults()
         live()
         coverage()
     finally:

@@ -1,5 +1,5 @@
 /*
- * store_pg.h - what the files of the PostgreSQL store share (private to
+ * pg/pg.h - what the files of the PostgreSQL store share (private to
  * them; the rest of rematd sees store.h only).
  *
  * Any number of rematd replicas share one PostgreSQL database.  Each
@@ -22,10 +22,10 @@
 
 #include <libpq-fe.h>
 
-#include "store_backend.h"
+#include "../store_backend.h"
 
 /* The schema version this rematd writes (remat_schema.version); older
- * databases are migrated up to it at open (store_pg_schema.c). */
+ * databases are migrated up to it at open (pg/schema.c). */
 #define REMATD_PG_SCHEMA_VERSION 2
 
 /* Advisory lock keys: "remat" and a number, so that they do not collide
@@ -59,8 +59,8 @@ struct rematd_pg {
     pthread_mutex_t pmu;
     pthread_cond_t pcv;
 
-    /* The group commit of plans (store_group.h; the commit is
-     * store_pg.c's) and its thread's own connection. */
+    /* The group commit of plans (group.h; the commit is
+     * pg/pg.c's) and its thread's own connection. */
     struct rematd_group group;
     PGconn *wc;
     double last_purge;
@@ -89,11 +89,11 @@ int rematd__pg_cmd(PGconn *c, const char *what, const char *sql, int n, const ch
 void rematd__pg_write_failed(struct rematd_pg *st, PGconn *c);
 void rematd__pg_write_ok(struct rematd_pg *st);
 
-/* store_pg_schema.c: brings the database to REMATD_PG_SCHEMA_VERSION
+/* pg/schema.c: brings the database to REMATD_PG_SCHEMA_VERSION
  * under an advisory lock.  0, or -1 with a message in errbuf. */
 int rematd__pg_migrate(PGconn *c, char *errbuf, size_t errlen);
 
-/* store_pg_idem.c, on c inside the caller's transaction.
+/* pg/idem.c, on c inside the caller's transaction.
  *
  * --max-idempotency-keys is exact across replicas: the number of records
  * is a row of remat_counters, which a transaction that may add records
@@ -117,7 +117,7 @@ enum rematd_store_result rematd__pg_idem_insert(struct rematd_pg *st, PGconn *c,
 enum rematd_store_result rematd__pg_get_idempotency(struct rematd_store *base, const char *scope,
                                                     const char *key, struct rematd_idem *out);
 
-/* store_pg_jobs.c: the job and lease calls of the table. */
+/* pg/jobs.c: the job and lease calls of the table. */
 enum rematd_store_result rematd__pg_create_job(struct rematd_store *base,
                                                const struct rematd_job_new *job,
                                                struct rematd_idem *existing);
@@ -150,7 +150,7 @@ enum rematd_store_result rematd__pg_release_job(struct rematd_store *base, const
  * counted once whichever replica runs it.  0, or -1 (logged). */
 int rematd__pg_jobs_expire(struct rematd_pg *st, PGconn *c);
 
-/* store_pg_models.c: the model calls of the table. */
+/* pg/models.c: the model calls of the table. */
 enum rematd_store_result rematd__pg_add_model(struct rematd_store *base,
                                               const struct rematd_model *m,
                                               unsigned long long quota_bytes,

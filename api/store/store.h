@@ -6,10 +6,10 @@
  * which reports success has committed (docs/jobs.md).  It knows nothing of HTTP: it returns data,
  * and the routes make statuses, links and Location headers of it.  Nothing here names a
  * database either: each call is passed on (store.c) to the backend the store was opened with
- * (store_backend.h): SQLite, embedded and the default (store_sqlite.c, store_schema.c,
- * store_writer.c, store_plans.c, store_jobs.c, store_idem.c and store_models.c, which share
- * store_sqlite.h), or PostgreSQL, for replicas sharing one database (store_pg*.c, sharing
- * store_pg.h; built when configure finds libpq).
+ * (store_backend.h): SQLite, embedded and the default (the files of api/store/sqlite/, which
+ * share sqlite/sqlite.h), or PostgreSQL, for replicas sharing one database (the files of
+ * api/store/pg/, sharing pg/pg.h; built when configure finds libpq).  What a call fills is
+ * freed by values.c; the group commit of plans (group.c) is the same for both.
  *
  * Every call that can fail returns an enum rematd_store_result; what it
  * fills is new (the caller frees it with the matching _clear) only when it
@@ -20,7 +20,7 @@
 
 #include <stddef.h>
 
-#include "rematd.h"
+#include "../rematd.h"
 
 enum rematd_store_result {
     REMATD_STORE_OK = 0,
@@ -253,12 +253,12 @@ enum rematd_store_result rematd_store_release_job(struct rematd_store *st, const
                                                   const char *lease_id);
 
 /* ------------------------------------------------------------------------
- * Uploaded models (api/store_models.c).  The store keeps the record; the
+ * Uploaded models (sqlite/models.c, pg/models.c).  The store keeps the record; the
  * archive is a file named by its SHA-256 under the data directory
  * (api/models_common.c), written and renamed there before the record is
  * added, so that a record always has its file.  The PostgreSQL store also
  * copies the archive into the database with the record, so that every
- * replica can serve it (store_pg_models.c).
+ * replica can serve it (pg/models.c).
  */
 
 struct rematd_model {

@@ -1,6 +1,6 @@
 /*
- * store_pg_jobs.c - jobs and their leases on PostgreSQL: the state machine
- * of docs/jobs.md, as store_jobs.c has it for SQLite, made safe across
+ * pg/jobs.c - jobs and their leases on PostgreSQL: the state machine
+ * of docs/jobs.md, as sqlite/jobs.c has it for SQLite, made safe across
  * replicas by the database's locks.
  *
  * A lease is taken with SELECT ... FOR UPDATE SKIP LOCKED: two replicas
@@ -23,7 +23,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "store_pg.h"
+#include "pg.h"
 
 #define TEXT_OID 25
 #define FLOAT8_OID 701

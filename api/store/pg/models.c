@@ -1,5 +1,5 @@
 /*
- * store_pg_models.c - uploaded models on PostgreSQL: the record, and the
+ * pg/models.c - uploaded models on PostgreSQL: the record, and the
  * archive itself in the database.
  *
  * Where the archive lives: in the database (model_chunks, 1 MiB rows),
@@ -26,7 +26,7 @@
 #include <unistd.h>
 
 #include "rematx/sha256.h"
-#include "store_pg.h"
+#include "pg.h"
 
 #define CHUNK_BYTES (1 << 20)
 #define BYTEA_OID 17
@@ -75,7 +75,7 @@ enum rematd_store_result rematd__pg_get_model(struct rematd_store *base, const c
     return ret;
 }
 
-/* Ends a write transaction (store_pg_jobs.c's rule) and puts c back. */
+/* Ends a write transaction (pg/jobs.c's rule) and puts c back. */
 static enum rematd_store_result end_write(struct rematd_pg *st, PGconn *c,
                                           enum rematd_store_result ret)
 {
@@ -227,7 +227,7 @@ enum rematd_store_result rematd__pg_delete_model(struct rematd_store *base, cons
         return end_write(st, c, REMATD_STORE_ERROR);
     const char *v[] = {id};
     /* FOR UPDATE: a job naming the model takes FOR SHARE on this row in
-     * its transaction (store_pg_jobs.c): the count below sees it. */
+     * its transaction (pg/jobs.c): the count below sees it. */
     PGresult *res = rematd__pg_exec(c, "DELETE model",
                                     "SELECT 1 FROM models WHERE id = $1 FOR UPDATE", 1, v, NULL);
     if (!res)

@@ -3,9 +3,9 @@
  * store; the rest of rematd sees store.h only).
  *
  * store.c dispatches every store.h call through the backend's table: the
- * SQLite one (store_sqlite.c and the files sharing store_sqlite.h), the
+ * SQLite one (sqlite/sqlite.c and the files sharing sqlite/sqlite.h), the
  * embedded default, and, when configure found libpq, the PostgreSQL one
- * (store_pg*.c) for replicas sharing a database.  Each backend's own
+ * (the files of pg/) for replicas sharing a database.  Each backend's own
  * struct begins with struct rematd_store, so that it is one pointer for
  * the callers and the backend's own for its functions.  The entries have
  * the contracts written in store.h for the call of the same name.
@@ -14,7 +14,7 @@
 #define REMATD_STORE_BACKEND_H
 
 #include "store.h"
-#include "store_group.h"
+#include "group.h"
 
 struct rematd_store_ops {
     const char *name; /* "sqlite", "postgresql": /metrics and the log */
@@ -66,7 +66,7 @@ struct rematd_store_ops {
                                            const char *path);
 };
 
-/* Plans are queued for the backend's group commit (store_group.h), which
+/* Plans are queued for the backend's group commit (group.h), which
  * store.c reaches directly: the queue and its thread are the same code
  * for every backend, only the commit differs. */
 struct rematd_store {

@@ -1,5 +1,5 @@
 /*
- * store_sqlite.h - what the files of the SQLite store share (private to
+ * sqlite/sqlite.h - what the files of the SQLite store share (private to
  * them; the rest of rematd sees store.h only).
  *
  * One database, rematd.db under the data directory, in WAL mode, on three
@@ -17,14 +17,14 @@
 
 #include <sqlite3.h>
 
-#include "store_backend.h"
+#include "../store_backend.h"
 
 /* The schema version this rematd writes (PRAGMA user_version); older
- * databases are migrated up to it at open (store_schema.c). */
+ * databases are migrated up to it at open (sqlite/schema.c). */
 #define REMATD_SCHEMA_VERSION 4
 
 struct rematd_sqlite {
-    struct rematd_store base; /* ops: the SQLite table (store_sqlite.c) */
+    struct rematd_store base; /* ops: the SQLite table (sqlite/sqlite.c) */
     sqlite3 *w;               /* writes, under wmu */
     pthread_mutex_t wmu;
     sqlite3 *r; /* reads, under rmu */
@@ -33,8 +33,8 @@ struct rematd_sqlite {
     sqlite3_stmt *ins_plan, *ins_idem, *begin, *commit;
     int has_legacy; /* a plans_v1 table from rematd 0.1.0 is there */
 
-    /* The group commit of plans (store_group.h; the commit is
-     * store_writer.c's). */
+    /* The group commit of plans (group.h; the commit is
+     * sqlite/writer.c's). */
     struct rematd_group group;
 
     /* Checkpoints run on their own connection and thread, so that copying
@@ -90,22 +90,22 @@ int rematd__sql_step_reset(sqlite3_stmt *s);
 /* Column i as new text, or NULL (a NULL column or no memory). */
 char *rematd__sql_col_dup(sqlite3_stmt *s, int i);
 
-/* store_schema.c: brings w's database to REMATD_SCHEMA_VERSION and sets
+/* sqlite/schema.c: brings w's database to REMATD_SCHEMA_VERSION and sets
  * has_legacy.  Returns 0, or -1 with a message in errbuf. */
 int rematd__schema_migrate(struct rematd_sqlite *st, char *errbuf, size_t errlen);
 
-/* store_writer.c: sets up the group commit (st->group, st->base.group);
+/* sqlite/writer.c: sets up the group commit (st->group, st->base.group);
  * installs the WAL bound on w and starts the writer and checkpoint
  * threads; stops them (the writer commits what is queued). */
 void rematd__writer_init(struct rematd_sqlite *st);
 int rematd__writer_start(struct rematd_sqlite *st, char *errbuf, size_t errlen);
 void rematd__writer_stop(struct rematd_sqlite *st);
 
-/* store_plans.c: inserts w's plan row on w (in the caller's transaction):
+/* sqlite/plans.c: inserts w's plan row on w (in the caller's transaction):
  * sqlite3_step's code. */
 int rematd__plan_insert(struct rematd_sqlite *st, const struct rematd_plan_write *w);
 
-/* store_idem.c, on w under wmu inside the caller's transaction: records
+/* sqlite/idem.c, on w under wmu inside the caller's transaction: records
  * (scope, key) for resource_id.  OK; CONFLICT when a live record holds the
  * key (existing filled); ERROR.  A record past the TTL that the purge has
  * not removed yet gives way. */
@@ -116,7 +116,7 @@ enum rematd_store_result rematd__idem_insert(struct rematd_sqlite *st, const cha
 /* Deletes records past the TTL, at most once a minute.  Under wmu. */
 void rematd__idem_purge(struct rematd_sqlite *st, double now);
 
-/* store_jobs.c: puts jobs whose lease expired back in the queue (or fails
+/* sqlite/jobs.c: puts jobs whose lease expired back in the queue (or fails
  * them).  Under wmu, outside a transaction. */
 void rematd__jobs_expire(struct rematd_sqlite *st);
 

@@ -1,5 +1,5 @@
 /*
- * store_jobs.c - jobs and their leases: the state machine of docs/jobs.md
+ * sqlite/jobs.c - jobs and their leases: the state machine of docs/jobs.md
  * (queued -> running -> done or failed, back to queued on expiry, a
  * retryable failure or a release) as SQL.
  *
@@ -14,7 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "store_sqlite.h"
+#include "sqlite.h"
 
 static void copy_col(char *dst, size_t cap, sqlite3_stmt *s, int i)
 {

@@ -1,7 +1,7 @@
 /*
- * store_pg.c - the PostgreSQL store's connections and lifetime (open,
+ * pg/pg.c - the PostgreSQL store's connections and lifetime (open,
  * close, readiness), the exec helpers its files share, and plans: the
- * group commit's commit (store_group.c runs the queue and thread) and reads.
+ * group commit's commit (group.c runs the queue and thread) and reads.
  *
  * Durability is PostgreSQL's: a call reports success only once its COMMIT
  * came back, so what is acknowledged is in the server's WAL (with the
@@ -29,7 +29,7 @@
 
 #include <libpq-events.h>
 
-#include "store_pg.h"
+#include "pg.h"
 
 #define TEXT_OID 25
 #define FLOAT8_OID 701
@@ -309,7 +309,7 @@ static int retryable(const char *sqlstate)
 
 #define BATCH_TRIES 3
 
-/* The group commit's commit (store_group.h): the batch in one
+/* The group commit's commit (group.h): the batch in one
  * transaction, tried again when it lost a race with another replica. */
 static long write_batch(void *arg, struct rematd_plan_write *batch)
 {
@@ -554,7 +554,7 @@ struct rematd_store *rematd__pg_open(const char *conninfo, const struct rematd_c
     rematd__group_init(&st->group, "rematd-writer", write_batch, housekeeping, st);
     st->base.group = &st->group;
     /* The data directory holds this replica's copies of uploaded models
-     * (the database holds the archives: store_pg_models.c). */
+     * (the database holds the archives: pg/models.c). */
     if (mkdir(cfg->data_dir, 0700) < 0 && errno != EEXIST) {
         snprintf(errbuf, errlen, "cannot create data directory %s: %s", cfg->data_dir,
                  strerror(errno));

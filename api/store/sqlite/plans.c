@@ -1,10 +1,10 @@
 /*
- * store_plans.c - plan rows: the insert each group commit makes, and reads.
+ * sqlite/plans.c - plan rows: the insert each group commit makes, and reads.
  *
  * A plan is one row of ~1.5 KB for 50 stages: its compact record
  * (plan_codec.h) rather than its answer's JSON and its request (~12 KB),
  * since every byte is written twice (WAL, then database) on the hot path.
- * Plans from rematd 0.1.0 are read from plans_v1 (store_schema.c).
+ * Plans from rematd 0.1.0 are read from plans_v1 (sqlite/schema.c).
  */
 #include "config.h"
 
@@ -12,7 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "store_sqlite.h"
+#include "sqlite.h"
 
 int rematd__plan_insert(struct rematd_sqlite *st, const struct rematd_plan_write *w)
 {

@@ -1,5 +1,5 @@
 /*
- * store_sqlite.c - the SQLite store's connections and lifetime: open (the data
+ * sqlite/sqlite.c - the SQLite store's connections and lifetime: open (the data
  * directory, the three connections, the schema, the prepared statements,
  * the threads), close, readiness, and the small SQL helpers every store
  * file uses.
@@ -30,7 +30,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "store_sqlite.h"
+#include "sqlite.h"
 
 int rematd__sql_exec(sqlite3 *db, const char *sql)
 {
@@ -261,7 +261,7 @@ struct rematd_store *rematd__sqlite_open(const char *dir, const struct rematd_co
     {
         /* journal_size_limit: SQLite itself cuts the WAL back to this when
          * it starts the WAL over (the writer's quiet-second checkpoint does
-         * it too, store_writer.c). */
+         * it too, sqlite/writer.c). */
         char sql[64];
         snprintf(sql, sizeof sql, "PRAGMA journal_size_limit=%lld", st->wal_limit);
         sqlite3_stmt *q = NULL;

@@ -157,12 +157,6 @@ enum rematd_store_result rematd_store_get_job(struct rematd_store *st, const cha
     return st->ops->get_job(st, id, out);
 }
 
-enum rematd_store_result rematd_store_job_kind(struct rematd_store *st, const char *id,
-                                               char kind[16])
-{
-    return st->ops->job_kind(st, id, kind);
-}
-
 enum rematd_store_result rematd_store_count_jobs(struct rematd_store *st,
                                                  struct rematd_job_counts *out)
 {

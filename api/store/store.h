@@ -201,9 +201,6 @@ enum rematd_store_result rematd_store_get_job(struct rematd_store *st, const cha
 enum rematd_store_result rematd_store_advance_job(struct rematd_store *st, const char *id,
                                                   const char *status, const char *spec,
                                                   const char *result, const char *reason);
-/* The job's kind into kind: OK, NOT_FOUND or ERROR. */
-enum rematd_store_result rematd_store_job_kind(struct rematd_store *st, const char *id,
-                                               char kind[16]);
 struct rematd_job_counts {
     long queued, running, done, failed;
 };

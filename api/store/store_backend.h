@@ -34,7 +34,6 @@ struct rematd_store_ops {
      * rematd_store_find_reusable (max 1) read each with get_job. */
     enum rematd_store_result (*done_ids)(struct rematd_store *st, const char *kind, const char *key,
                                          size_t max, char (*ids)[REMATD_ID_LEN + 1], size_t *n);
-    enum rematd_store_result (*job_kind)(struct rematd_store *st, const char *id, char kind[16]);
     enum rematd_store_result (*count_jobs)(struct rematd_store *st, struct rematd_job_counts *out);
     enum rematd_store_result (*lease_job)(struct rematd_store *st, const char *worker_id,
                                           const char *const *kinds, const char *const *devices,

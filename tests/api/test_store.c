@@ -283,10 +283,6 @@ static void test_jobs_and_keys(void **state)
     assert_null(job.result);
     assert_true(job.created_at == ja.created_at && job.updated_at == ja.created_at);
     rematd_job_clear(&job);
-    char kind[16];
-    assert_int_equal(rematd_store_job_kind(f->st, a, kind), REMATD_STORE_OK);
-    assert_string_equal(kind, "profile");
-    assert_int_equal(rematd_store_job_kind(f->st, b, kind), REMATD_STORE_NOT_FOUND);
     struct rematd_job_counts n;
     assert_int_equal(rematd_store_count_jobs(f->st, &n), REMATD_STORE_OK);
     assert_int_equal(n.queued, 1);

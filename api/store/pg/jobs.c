@@ -104,26 +104,6 @@ enum rematd_store_result rematd__pg_done_ids(struct rematd_store *base, const ch
     return found;
 }
 
-enum rematd_store_result rematd__pg_job_kind(struct rematd_store *base, const char *id,
-                                             char kind[16])
-{
-    struct rematd_pg *st = (struct rematd_pg *)base;
-    kind[0] = '\0';
-    PGconn *c = rematd__pg_get(st);
-    const char *v[] = {id};
-    PGresult *res = rematd__pg_exec(c, NULL, "SELECT kind FROM jobs WHERE id = $1", 1, v, NULL);
-    enum rematd_store_result found = REMATD_STORE_ERROR;
-    if (res && PQntuples(res) == 0) {
-        found = REMATD_STORE_NOT_FOUND;
-    } else if (res) {
-        snprintf(kind, 16, "%s", PQgetvalue(res, 0, 0));
-        found = REMATD_STORE_OK;
-    }
-    PQclear(res);
-    rematd__pg_put(st, c);
-    return found;
-}
-
 enum rematd_store_result rematd__pg_count_jobs(struct rematd_store *base,
                                                struct rematd_job_counts *out)
 {

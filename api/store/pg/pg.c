@@ -502,7 +502,6 @@ static const struct rematd_store_ops pg_ops = {
     .create_job = rematd__pg_create_job,
     .done_ids = rematd__pg_done_ids,
     .get_job = rematd__pg_get_job,
-    .job_kind = rematd__pg_job_kind,
     .count_jobs = rematd__pg_count_jobs,
     .lease_job = rematd__pg_lease_job,
     .renew_lease = rematd__pg_renew_lease,

@@ -126,8 +126,6 @@ enum rematd_store_result rematd__pg_done_ids(struct rematd_store *base, const ch
                                              char (*ids)[REMATD_ID_LEN + 1], size_t *n);
 enum rematd_store_result rematd__pg_get_job(struct rematd_store *base, const char *id,
                                             struct rematd_job *out);
-enum rematd_store_result rematd__pg_job_kind(struct rematd_store *base, const char *id,
-                                             char kind[16]);
 enum rematd_store_result rematd__pg_count_jobs(struct rematd_store *base,
                                                struct rematd_job_counts *out);
 enum rematd_store_result rematd__pg_lease_job(struct rematd_store *base, const char *worker_id,

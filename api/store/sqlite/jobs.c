@@ -93,30 +93,6 @@ enum rematd_store_result rematd__sqlite_get_job(struct rematd_store *base, const
     return found;
 }
 
-enum rematd_store_result rematd__sqlite_job_kind(struct rematd_store *base, const char *id,
-                                                 char kind[16])
-{
-    struct rematd_sqlite *st = (struct rematd_sqlite *)base;
-    sqlite3_stmt *s = NULL;
-    enum rematd_store_result found = REMATD_STORE_ERROR;
-    kind[0] = '\0';
-    pthread_mutex_lock(&st->rmu);
-    if (sqlite3_prepare_v2(st->r, "SELECT kind FROM jobs WHERE id = ?", -1, &s, NULL) ==
-        SQLITE_OK) {
-        sqlite3_bind_text(s, 1, id, -1, SQLITE_STATIC);
-        int rc = sqlite3_step(s);
-        if (rc == SQLITE_ROW) {
-            copy_col(kind, 16, s, 0);
-            found = REMATD_STORE_OK;
-        } else if (rc == SQLITE_DONE) {
-            found = REMATD_STORE_NOT_FOUND;
-        }
-    }
-    sqlite3_finalize(s);
-    pthread_mutex_unlock(&st->rmu);
-    return found;
-}
-
 enum rematd_store_result rematd__sqlite_count_jobs(struct rematd_store *base,
                                                    struct rematd_job_counts *out)
 {

@@ -185,7 +185,6 @@ static const struct rematd_store_ops sqlite_ops = {
     .create_job = rematd__sqlite_create_job,
     .done_ids = rematd__sqlite_done_ids,
     .get_job = rematd__sqlite_get_job,
-    .job_kind = rematd__sqlite_job_kind,
     .count_jobs = rematd__sqlite_count_jobs,
     .lease_job = rematd__sqlite_lease_job,
     .renew_lease = rematd__sqlite_renew_lease,

@@ -137,8 +137,6 @@ enum rematd_store_result rematd__sqlite_done_ids(struct rematd_store *base, cons
                                                  char (*ids)[REMATD_ID_LEN + 1], size_t *n);
 enum rematd_store_result rematd__sqlite_get_job(struct rematd_store *base, const char *id,
                                                 struct rematd_job *out);
-enum rematd_store_result rematd__sqlite_job_kind(struct rematd_store *base, const char *id,
-                                                 char kind[16]);
 enum rematd_store_result rematd__sqlite_count_jobs(struct rematd_store *base,
                                                    struct rematd_job_counts *out);
 enum rematd_store_result rematd__sqlite_lease_job(struct rematd_store *base, const char *worker_id,

@@ -192,7 +192,7 @@ enum rematd_store_result rematd_store_fail_job(struct rematd_store *st, const ch
 }
 
 enum rematd_store_result rematd_store_advance_job(struct rematd_store *st, const char *id,
-                                                  const char *status, const char *spec,
+                                                  enum rematd_job_status status, const char *spec,
                                                   const char *result, const char *reason)
 {
     return st->ops->advance_job(st, id, status, spec, result, reason);

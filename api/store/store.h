@@ -139,12 +139,31 @@ void rematd_stored_plan_clear(struct rematd_stored_plan *p);
  * Jobs and leases (docs/jobs.md has the state machine).
  */
 
+/* Where a job is in its life (docs/jobs.md has the state machine).  Each
+ * has one name, stored in the jobs table and answered as the job's
+ * "status": rematd_job_status_name.  A new status goes last and gets its
+ * name there. */
+enum rematd_job_status {
+    REMATD_JOB_QUEUED,
+    REMATD_JOB_RUNNING,
+    REMATD_JOB_DONE,
+    REMATD_JOB_FAILED,
+};
+#define REMATD_JOB_STATUS_LAST REMATD_JOB_FAILED
+
+/* "queued", "running", "done" or "failed": static.  A value that is not a
+ * status is "unknown". */
+const char *rematd_job_status_name(enum rematd_job_status s);
+/* The status named name into *out: 0, or -1 when name (NULL allowed)
+ * names none. */
+int rematd_job_status_parse(const char *name, enum rematd_job_status *out);
+
 /* A job as stored.  Times are seconds since the epoch. */
 struct rematd_job {
     char id[REMATD_ID_LEN + 1];
-    char kind[16];   /* "profile", "validation" */
-    char status[16]; /* "queued", "running", "done", "failed" */
-    int attempts;    /* attempts that ended */
+    char kind[16]; /* "profile", "validation", "fits" */
+    enum rematd_job_status status;
+    int attempts; /* attempts that ended */
     double created_at, updated_at;
     double lease_expires_at; /* while running */
     char *spec;              /* JSON text */
@@ -199,7 +218,7 @@ enum rematd_store_result rematd_store_get_job(struct rematd_store *st, const cha
  * or reason (NULL clears them) replaced, when it is still queued.  OK,
  * NOT_FOUND (no such queued job) or ERROR. */
 enum rematd_store_result rematd_store_advance_job(struct rematd_store *st, const char *id,
-                                                  const char *status, const char *spec,
+                                                  enum rematd_job_status status, const char *spec,
                                                   const char *result, const char *reason);
 struct rematd_job_counts {
     long queued, running, done, failed;

@@ -48,7 +48,7 @@ struct rematd_store_ops {
     enum rematd_store_result (*release_job)(struct rematd_store *st, const char *id,
                                             const char *lease_id);
     enum rematd_store_result (*advance_job)(struct rematd_store *st, const char *id,
-                                            const char *status, const char *spec,
+                                            enum rematd_job_status status, const char *spec,
                                             const char *result, const char *reason);
     enum rematd_store_result (*add_model)(struct rematd_store *st, const struct rematd_model *m,
                                           unsigned long long quota_bytes,
@@ -81,6 +81,10 @@ static inline int rematd__idem_purge_due(double now, double last_purge, double t
 {
     return now - last_purge >= (ttl < 60 ? ttl : 60);
 }
+
+/* Adds n jobs of the status named name (a row of the backends' GROUP BY
+ * status) to c; a name that is no status counts nowhere. */
+void rematd__job_counts_add(struct rematd_job_counts *c, const char *name, long n);
 
 /* The backends' opens: a new store or NULL with a message in errbuf. */
 struct rematd_store *rematd__sqlite_open(const char *dir, const struct rematd_config *cfg,

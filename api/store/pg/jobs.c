@@ -56,7 +56,6 @@ enum rematd_store_result rematd__pg_get_job(struct rematd_store *base, const cha
     } else if (res) {
         snprintf(out->id, sizeof out->id, "%s", id);
         snprintf(out->kind, sizeof out->kind, "%s", PQgetvalue(res, 0, 0));
-        snprintf(out->status, sizeof out->status, "%s", PQgetvalue(res, 0, 1));
         out->attempts = atoi(PQgetvalue(res, 0, 2));
         out->spec = dup_or_null(res, 3);
         out->progress = dup_or_null(res, 4);
@@ -65,7 +64,10 @@ enum rematd_store_result rematd__pg_get_job(struct rematd_store *base, const cha
         out->created_at = strtod(PQgetvalue(res, 0, 7), NULL);
         out->updated_at = strtod(PQgetvalue(res, 0, 8), NULL);
         out->lease_expires_at = PQgetisnull(res, 0, 9) ? 0 : strtod(PQgetvalue(res, 0, 9), NULL);
-        int lost = !out->spec || (!out->progress && !PQgetisnull(res, 0, 4)) ||
+        /* A status this rematd has no name for is a database it cannot
+         * read. */
+        int lost = rematd_job_status_parse(PQgetvalue(res, 0, 1), &out->status) < 0 || !out->spec ||
+                   (!out->progress && !PQgetisnull(res, 0, 4)) ||
                    (!out->result && !PQgetisnull(res, 0, 5)) ||
                    (!out->reason && !PQgetisnull(res, 0, 6));
         found = lost ? REMATD_STORE_ERROR : REMATD_STORE_OK;
@@ -115,18 +117,8 @@ enum rematd_store_result rematd__pg_count_jobs(struct rematd_store *base,
     rematd__pg_put(st, c);
     if (!res)
         return REMATD_STORE_ERROR;
-    for (int i = 0; i < PQntuples(res); i++) {
-        const char *status = PQgetvalue(res, i, 0);
-        long n = atol(PQgetvalue(res, i, 1));
-        if (strcmp(status, "queued") == 0)
-            out->queued = n;
-        else if (strcmp(status, "running") == 0)
-            out->running = n;
-        else if (strcmp(status, "done") == 0)
-            out->done = n;
-        else if (strcmp(status, "failed") == 0)
-            out->failed = n;
-    }
+    for (int i = 0; i < PQntuples(res); i++)
+        rematd__job_counts_add(out, PQgetvalue(res, i, 0), atol(PQgetvalue(res, i, 1)));
     PQclear(res);
     return REMATD_STORE_OK;
 }
@@ -427,13 +419,13 @@ enum rematd_store_result rematd__pg_release_job(struct rematd_store *base, const
 }
 
 enum rematd_store_result rematd__pg_advance_job(struct rematd_store *base, const char *id,
-                                                const char *status, const char *spec,
+                                                enum rematd_job_status status, const char *spec,
                                                 const char *result, const char *reason)
 {
     struct rematd_pg *st = (struct rematd_pg *)base;
     char t[64];
     fmt_time(t, rematd_now());
-    const char *v[] = {id, status, spec, result, reason, t};
+    const char *v[] = {id, rematd_job_status_name(status), spec, result, reason, t};
     const Oid types[] = {TEXT_OID, TEXT_OID, TEXT_OID, TEXT_OID, TEXT_OID, FLOAT8_OID};
     PGconn *c = rematd__pg_get(st);
     PGresult *res = rematd__pg_exec(c, "UPDATE job",

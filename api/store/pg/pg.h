@@ -137,7 +137,7 @@ enum rematd_store_result rematd__pg_renew_lease(struct rematd_store *base, const
 enum rematd_store_result rematd__pg_complete_job(struct rematd_store *base, const char *id,
                                                  const char *lease_id, const char *result);
 enum rematd_store_result rematd__pg_advance_job(struct rematd_store *base, const char *id,
-                                                const char *status, const char *spec,
+                                                enum rematd_job_status status, const char *spec,
                                                 const char *result, const char *reason);
 enum rematd_store_result rematd__pg_fail_job(struct rematd_store *base, const char *id,
                                              const char *lease_id, const char *reason,

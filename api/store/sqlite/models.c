@@ -33,18 +33,12 @@ static int read_row(sqlite3_stmt *s, struct rematd_model *m)
 /* The record of id on db (the caller holds its mutex). */
 static enum rematd_store_result get_on(sqlite3 *db, const char *id, struct rematd_model *out)
 {
-    sqlite3_stmt *s = NULL;
-    enum rematd_store_result ret = REMATD_STORE_ERROR;
+    sqlite3_stmt *s;
     memset(out, 0, sizeof *out);
-    if (sqlite3_prepare_v2(db, "SELECT " COLS " FROM models WHERE id = ?", -1, &s, NULL) ==
-        SQLITE_OK) {
-        sqlite3_bind_text(s, 1, id, -1, SQLITE_STATIC);
-        int rc = sqlite3_step(s);
-        if (rc == SQLITE_ROW)
-            ret = read_row(s, out) == 0 ? REMATD_STORE_OK : REMATD_STORE_ERROR;
-        else if (rc == SQLITE_DONE)
-            ret = REMATD_STORE_NOT_FOUND;
-    }
+    enum rematd_store_result ret =
+        rematd__sql_row(db, "SELECT " COLS " FROM models WHERE id = ?", id, &s);
+    if (ret == REMATD_STORE_OK && read_row(s, out) < 0)
+        ret = REMATD_STORE_ERROR;
     sqlite3_finalize(s);
     if (ret != REMATD_STORE_OK)
         rematd_model_clear(out);

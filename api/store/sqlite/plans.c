@@ -30,23 +30,18 @@ int rematd__plan_insert(struct rematd_sqlite *st, const struct rematd_plan_write
 static enum rematd_store_result get_plan_v1(struct rematd_sqlite *st, const char *id,
                                             struct rematd_stored_plan *out)
 {
-    sqlite3_stmt *s = NULL;
-    enum rematd_store_result found = REMATD_STORE_ERROR;
-    if (sqlite3_prepare_v2(st->r,
-                           "SELECT p.body, p.options, r.body FROM plans_v1 p LEFT JOIN requests r"
-                           " ON r.hash = p.request_hash WHERE p.id = ?",
-                           -1, &s, NULL) == SQLITE_OK) {
-        sqlite3_bind_text(s, 1, id, -1, SQLITE_STATIC);
-        int rc = sqlite3_step(s);
-        if (rc == SQLITE_ROW) {
-            out->legacy_body = rematd__sql_col_dup(s, 0);
-            out->options = rematd__sql_col_dup(s, 1);
-            out->legacy_request = rematd__sql_col_dup(s, 2);
-            if (out->legacy_body && out->options)
-                found = REMATD_STORE_OK;
-        } else if (rc == SQLITE_DONE) {
-            found = REMATD_STORE_NOT_FOUND;
-        }
+    sqlite3_stmt *s;
+    enum rematd_store_result found =
+        rematd__sql_row(st->r,
+                        "SELECT p.body, p.options, r.body FROM plans_v1 p LEFT JOIN requests r"
+                        " ON r.hash = p.request_hash WHERE p.id = ?",
+                        id, &s);
+    if (found == REMATD_STORE_OK) {
+        out->legacy_body = rematd__sql_col_dup(s, 0);
+        out->options = rematd__sql_col_dup(s, 1);
+        out->legacy_request = rematd__sql_col_dup(s, 2);
+        if (!out->legacy_body || !out->options)
+            found = REMATD_STORE_ERROR;
     }
     sqlite3_finalize(s);
     return found;
@@ -57,31 +52,25 @@ enum rematd_store_result rematd__sqlite_get_plan(struct rematd_store *base, cons
 {
     struct rematd_sqlite *st = (struct rematd_sqlite *)base;
     memset(out, 0, sizeof *out);
-    sqlite3_stmt *s = NULL;
-    enum rematd_store_result found = REMATD_STORE_ERROR;
+    sqlite3_stmt *s;
     pthread_mutex_lock(&st->rmu);
-    if (sqlite3_prepare_v2(st->r,
-                           "SELECT created_at, options, profile_id, record FROM plans WHERE id = ?",
-                           -1, &s, NULL) == SQLITE_OK) {
-        sqlite3_bind_text(s, 1, id, -1, SQLITE_STATIC);
-        int rc = sqlite3_step(s);
-        if (rc == SQLITE_ROW) {
-            const unsigned char *created = sqlite3_column_text(s, 0);
-            const unsigned char *pid = sqlite3_column_text(s, 2);
-            const void *rec = sqlite3_column_blob(s, 3);
-            int n = sqlite3_column_bytes(s, 3);
-            snprintf(out->created_at, sizeof out->created_at, "%s",
-                     created ? (const char *)created : "");
-            snprintf(out->profile_id, sizeof out->profile_id, "%s", pid ? (const char *)pid : "");
-            out->options = rematd__sql_col_dup(s, 1);
-            out->record = n > 0 ? malloc((size_t)n) : NULL;
-            if (out->record && out->options) {
-                memcpy(out->record, rec, (size_t)n);
-                out->record_len = (size_t)n;
-                found = REMATD_STORE_OK;
-            }
-        } else if (rc == SQLITE_DONE) {
-            found = REMATD_STORE_NOT_FOUND;
+    enum rematd_store_result found = rematd__sql_row(
+        st->r, "SELECT created_at, options, profile_id, record FROM plans WHERE id = ?", id, &s);
+    if (found == REMATD_STORE_OK) {
+        const unsigned char *created = sqlite3_column_text(s, 0);
+        const unsigned char *pid = sqlite3_column_text(s, 2);
+        const void *rec = sqlite3_column_blob(s, 3);
+        int n = sqlite3_column_bytes(s, 3);
+        snprintf(out->created_at, sizeof out->created_at, "%s",
+                 created ? (const char *)created : "");
+        snprintf(out->profile_id, sizeof out->profile_id, "%s", pid ? (const char *)pid : "");
+        out->options = rematd__sql_col_dup(s, 1);
+        out->record = n > 0 ? malloc((size_t)n) : NULL;
+        if (out->record && out->options) {
+            memcpy(out->record, rec, (size_t)n);
+            out->record_len = (size_t)n;
+        } else {
+            found = REMATD_STORE_ERROR;
         }
     }
     sqlite3_finalize(s);

@@ -58,6 +58,19 @@ char *rematd__sql_col_dup(sqlite3_stmt *s, int i)
     return t ? strdup((const char *)t) : NULL;
 }
 
+enum rematd_store_result rematd__sql_row(sqlite3 *db, const char *sql, const char *key,
+                                         sqlite3_stmt **s)
+{
+    *s = NULL;
+    if (sqlite3_prepare_v2(db, sql, -1, s, NULL) != SQLITE_OK)
+        return REMATD_STORE_ERROR;
+    sqlite3_bind_text(*s, 1, key, -1, SQLITE_STATIC);
+    int rc = sqlite3_step(*s);
+    return rc == SQLITE_ROW    ? REMATD_STORE_OK
+           : rc == SQLITE_DONE ? REMATD_STORE_NOT_FOUND
+                               : REMATD_STORE_ERROR;
+}
+
 static int mkdirs(const char *dir)
 {
     char buf[1024];

@@ -89,6 +89,12 @@ int rematd__sql_exec(sqlite3 *db, const char *sql);
 int rematd__sql_step_reset(sqlite3_stmt *s);
 /* Column i as new text, or NULL (a NULL column or no memory). */
 char *rematd__sql_col_dup(sqlite3_stmt *s, int i);
+/* The read of one row by its key, the prologue of every get: prepares sql
+ * on db (the caller holds its mutex), binds key to its one parameter and
+ * steps.  OK with *s on the row, NOT_FOUND (no row) or ERROR; the caller
+ * finalizes *s whatever it returns. */
+enum rematd_store_result rematd__sql_row(sqlite3 *db, const char *sql, const char *key,
+                                         sqlite3_stmt **s);
 
 /* sqlite/schema.c: brings w's database to REMATD_SCHEMA_VERSION and sets
  * has_legacy.  Returns 0, or -1 with a message in errbuf. */
@@ -149,7 +155,7 @@ enum rematd_store_result rematd__sqlite_renew_lease(struct rematd_store *base, c
 enum rematd_store_result rematd__sqlite_complete_job(struct rematd_store *base, const char *id,
                                                      const char *lease_id, const char *result);
 enum rematd_store_result rematd__sqlite_advance_job(struct rematd_store *base, const char *id,
-                                                    const char *status, const char *spec,
+                                                    enum rematd_job_status status, const char *spec,
                                                     const char *result, const char *reason);
 enum rematd_store_result rematd__sqlite_fail_job(struct rematd_store *base, const char *id,
                                                  const char *lease_id, const char *reason,

@@ -123,26 +123,6 @@ enum rematd_store_result rematd__pg_count_jobs(struct rematd_store *base,
     return REMATD_STORE_OK;
 }
 
-/* Ends a write transaction on c: ret OK commits (a failed COMMIT makes it
- * ERROR), ERROR marks the store failed (the statement's error was logged),
- * anything else rolls back what was only read.  Puts c back. */
-static enum rematd_store_result end_write(struct rematd_pg *st, PGconn *c,
-                                          enum rematd_store_result ret)
-{
-    if (ret == REMATD_STORE_OK) {
-        if (rematd__pg_cmd(c, "COMMIT", "COMMIT", 0, NULL, NULL) == 0)
-            rematd__pg_write_ok(st);
-        else
-            ret = REMATD_STORE_ERROR;
-    } else if (ret != REMATD_STORE_ERROR) {
-        PQclear(PQexec(c, "ROLLBACK"));
-    }
-    if (ret == REMATD_STORE_ERROR)
-        rematd__pg_write_failed(st, c);
-    rematd__pg_put(st, c);
-    return ret;
-}
-
 enum rematd_store_result rematd__pg_create_job(struct rematd_store *base,
                                                const struct rematd_job_new *job,
                                                struct rematd_idem *existing)
@@ -153,15 +133,15 @@ enum rematd_store_result rematd__pg_create_job(struct rematd_store *base,
     snprintf(lock, sizeof lock, "SELECT pg_advisory_xact_lock(%lld)", REMATD_PG_LOCK_QUEUE);
     if (rematd__pg_cmd(c, "BEGIN", "BEGIN", 0, NULL, NULL) < 0 ||
         rematd__pg_cmd(c, "INSERT job", lock, 0, NULL, NULL) < 0)
-        return end_write(st, c, REMATD_STORE_ERROR);
+        return rematd__pg_end_write(st, c, REMATD_STORE_ERROR);
     PGresult *res = rematd__pg_exec(
         c, "INSERT job", "SELECT count(*) FROM jobs WHERE status = 'queued'", 0, NULL, NULL);
     if (!res)
-        return end_write(st, c, REMATD_STORE_ERROR);
+        return rematd__pg_end_write(st, c, REMATD_STORE_ERROR);
     long queued = atol(PQgetvalue(res, 0, 0));
     PQclear(res);
     if (queued >= st->max_queued_jobs)
-        return end_write(st, c, REMATD_STORE_FULL);
+        return rematd__pg_end_write(st, c, REMATD_STORE_FULL);
     if (job->model_id) {
         /* FOR SHARE: a delete of the model (FOR UPDATE on its row) either
          * waits for this job and sees it, or this waits for the delete and
@@ -170,11 +150,11 @@ enum rematd_store_result rematd__pg_create_job(struct rematd_store *base,
         res = rematd__pg_exec(c, "INSERT job", "SELECT 1 FROM models WHERE id = $1 FOR SHARE", 1, v,
                               NULL);
         if (!res)
-            return end_write(st, c, REMATD_STORE_ERROR);
+            return rematd__pg_end_write(st, c, REMATD_STORE_ERROR);
         int have = PQntuples(res) > 0;
         PQclear(res);
         if (!have)
-            return end_write(st, c, REMATD_STORE_NOT_FOUND);
+            return rematd__pg_end_write(st, c, REMATD_STORE_NOT_FOUND);
     }
     char t[64];
     fmt_time(t, job->created_at);
@@ -184,20 +164,20 @@ enum rematd_store_result rematd__pg_create_job(struct rematd_store *base,
                        "INSERT INTO jobs (id, kind, status, device, spec, created_at, updated_at,"
                        " model_id, reuse_key) VALUES ($1, $2, 'queued', $3, $4, $5, $5, $6, $7)",
                        7, v, NULL) < 0)
-        return end_write(st, c, REMATD_STORE_ERROR);
+        return rematd__pg_end_write(st, c, REMATD_STORE_ERROR);
     if (job->idem_key) {
         long before = rematd__pg_idem_lock(c), count = before;
         if (before < 0)
-            return end_write(st, c, REMATD_STORE_ERROR);
+            return rematd__pg_end_write(st, c, REMATD_STORE_ERROR);
         enum rematd_store_result r =
             rematd__pg_idem_insert(st, c, &count, job->idem_scope, job->idem_key, job->body_hash,
                                    job->id, job->body, job->created_at, existing);
         if (r == REMATD_STORE_OK && rematd__pg_idem_store(c, before, count) < 0)
             r = REMATD_STORE_ERROR;
         if (r != REMATD_STORE_OK)
-            return end_write(st, c, r);
+            return rematd__pg_end_write(st, c, r);
     }
-    enum rematd_store_result r = end_write(st, c, REMATD_STORE_OK);
+    enum rematd_store_result r = rematd__pg_end_write(st, c, REMATD_STORE_OK);
     return r;
 }
 
@@ -274,7 +254,7 @@ enum rematd_store_result rematd__pg_lease_job(struct rematd_store *base, const c
     enum rematd_store_result ret = REMATD_STORE_ERROR;
     if (rematd__pg_jobs_expire(st, c) < 0 ||
         rematd__pg_cmd(c, "BEGIN", "BEGIN", 0, NULL, NULL) < 0) {
-        ret = end_write(st, c, REMATD_STORE_ERROR);
+        ret = rematd__pg_end_write(st, c, REMATD_STORE_ERROR);
         goto out;
     }
     const char *v[] = {kind_arr, dev_arr, any_cuda ? "true" : "false"};
@@ -285,12 +265,12 @@ enum rematd_store_result rematd__pg_lease_job(struct rematd_store *base, const c
         " ORDER BY seq LIMIT 1 FOR UPDATE SKIP LOCKED",
         3, v, NULL);
     if (!res) {
-        ret = end_write(st, c, REMATD_STORE_ERROR);
+        ret = rematd__pg_end_write(st, c, REMATD_STORE_ERROR);
         goto out;
     }
     if (PQntuples(res) == 0) {
         PQclear(res);
-        ret = end_write(st, c, REMATD_STORE_NOT_FOUND);
+        ret = rematd__pg_end_write(st, c, REMATD_STORE_NOT_FOUND);
         goto out;
     }
     snprintf(out->job_id, sizeof out->job_id, "%s", PQgetvalue(res, 0, 0));
@@ -299,7 +279,7 @@ enum rematd_store_result rematd__pg_lease_job(struct rematd_store *base, const c
     out->attempt = atoi(PQgetvalue(res, 0, 3)) + 1;
     PQclear(res);
     if (!out->spec) {
-        ret = end_write(st, c, REMATD_STORE_ERROR);
+        ret = rematd__pg_end_write(st, c, REMATD_STORE_ERROR);
         goto out;
     }
     rematd_new_id(out->lease_id);
@@ -313,10 +293,10 @@ enum rematd_store_result rematd__pg_lease_job(struct rematd_store *base, const c
                        "UPDATE jobs SET status = 'running', lease_id = $1, lease_expires_at = $2,"
                        " worker_id = $3, progress = NULL, updated_at = $4 WHERE id = $5",
                        5, u, NULL) < 0) {
-        ret = end_write(st, c, REMATD_STORE_ERROR);
+        ret = rematd__pg_end_write(st, c, REMATD_STORE_ERROR);
         goto out;
     }
-    ret = end_write(st, c, REMATD_STORE_OK);
+    ret = rematd__pg_end_write(st, c, REMATD_STORE_OK);
 out:
     free(kind_arr);
     free(dev_arr);

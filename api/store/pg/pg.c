@@ -147,6 +147,23 @@ void rematd__pg_put(struct rematd_pg *st, PGconn *c)
     pthread_mutex_unlock(&st->pmu);
 }
 
+enum rematd_store_result rematd__pg_end_write(struct rematd_pg *st, PGconn *c,
+                                              enum rematd_store_result ret)
+{
+    if (ret == REMATD_STORE_OK) {
+        if (rematd__pg_cmd(c, "COMMIT", "COMMIT", 0, NULL, NULL) == 0)
+            rematd__pg_write_ok(st);
+        else
+            ret = REMATD_STORE_ERROR;
+    } else if (ret != REMATD_STORE_ERROR) {
+        PQclear(PQexec(c, "ROLLBACK"));
+    }
+    if (ret == REMATD_STORE_ERROR)
+        rematd__pg_write_failed(st, c);
+    rematd__pg_put(st, c);
+    return ret;
+}
+
 /* ------------------------------------------------------------------------
  * Plans.
  */

@@ -88,6 +88,12 @@ int rematd__pg_cmd(PGconn *c, const char *what, const char *sql, int n, const ch
  * open and marks the store failed until a write succeeds. */
 void rematd__pg_write_failed(struct rematd_pg *st, PGconn *c);
 void rematd__pg_write_ok(struct rematd_pg *st);
+/* Ends a write transaction on c and puts c back: ret OK commits (a failed
+ * COMMIT makes it ERROR), ERROR marks the store failed (the statement's
+ * error was logged), anything else (NOT_FOUND, CONFLICT, FULL) rolls back
+ * what was only read.  Returns ret, or ERROR when the COMMIT failed. */
+enum rematd_store_result rematd__pg_end_write(struct rematd_pg *st, PGconn *c,
+                                              enum rematd_store_result ret);
 
 /* pg/schema.c: brings the database to REMATD_PG_SCHEMA_VERSION
  * under an advisory lock.  0, or -1 with a message in errbuf. */

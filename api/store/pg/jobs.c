@@ -129,10 +129,7 @@ enum rematd_store_result rematd__pg_create_job(struct rematd_store *base,
 {
     struct rematd_pg *st = (struct rematd_pg *)base;
     PGconn *c = rematd__pg_get(st);
-    char lock[96];
-    snprintf(lock, sizeof lock, "SELECT pg_advisory_xact_lock(%lld)", REMATD_PG_LOCK_QUEUE);
-    if (rematd__pg_cmd(c, "BEGIN", "BEGIN", 0, NULL, NULL) < 0 ||
-        rematd__pg_cmd(c, "INSERT job", lock, 0, NULL, NULL) < 0)
+    if (rematd__pg_begin_locked(c, "INSERT job", REMATD_PG_LOCK_QUEUE) < 0)
         return rematd__pg_end_write(st, c, REMATD_STORE_ERROR);
     PGresult *res = rematd__pg_exec(
         c, "INSERT job", "SELECT count(*) FROM jobs WHERE status = 'queued'", 0, NULL, NULL);

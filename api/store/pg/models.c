@@ -135,11 +135,8 @@ enum rematd_store_result rematd__pg_add_model(struct rematd_store *base,
     struct rematd_pg *st = (struct rematd_pg *)base;
     memset(existing, 0, sizeof *existing);
     PGconn *c = rematd__pg_get(st);
-    char lock[96];
     /* The quota is counted under a lock every replica's upload takes. */
-    snprintf(lock, sizeof lock, "SELECT pg_advisory_xact_lock(%lld)", REMATD_PG_LOCK_MODELS);
-    if (rematd__pg_cmd(c, "BEGIN", "BEGIN", 0, NULL, NULL) < 0 ||
-        rematd__pg_cmd(c, "INSERT model", lock, 0, NULL, NULL) < 0)
+    if (rematd__pg_begin_locked(c, "INSERT model", REMATD_PG_LOCK_MODELS) < 0)
         return rematd__pg_end_write(st, c, REMATD_STORE_ERROR);
     enum rematd_store_result ret = get_on(c, m->id, "", existing);
     if (ret != REMATD_STORE_NOT_FOUND)

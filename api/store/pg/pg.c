@@ -147,6 +147,16 @@ void rematd__pg_put(struct rematd_pg *st, PGconn *c)
     pthread_mutex_unlock(&st->pmu);
 }
 
+int rematd__pg_begin_locked(PGconn *c, const char *what, long long lock)
+{
+    char sql[96];
+    snprintf(sql, sizeof sql, "SELECT pg_advisory_xact_lock(%lld)", lock);
+    if (rematd__pg_cmd(c, "BEGIN", "BEGIN", 0, NULL, NULL) < 0 ||
+        rematd__pg_cmd(c, what, sql, 0, NULL, NULL) < 0)
+        return -1;
+    return 0;
+}
+
 enum rematd_store_result rematd__pg_end_write(struct rematd_pg *st, PGconn *c,
                                               enum rematd_store_result ret)
 {

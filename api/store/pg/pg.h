@@ -88,6 +88,11 @@ int rematd__pg_cmd(PGconn *c, const char *what, const char *sql, int n, const ch
  * open and marks the store failed until a write succeeds. */
 void rematd__pg_write_failed(struct rematd_pg *st, PGconn *c);
 void rematd__pg_write_ok(struct rematd_pg *st);
+/* Begins a write transaction on c holding the advisory lock lock (one of
+ * REMATD_PG_LOCK_*) until it ends, so that replicas take turns at what the
+ * lock guards.  0, or -1 (logged under what; end it with
+ * rematd__pg_end_write and ERROR). */
+int rematd__pg_begin_locked(PGconn *c, const char *what, long long lock);
 /* Ends a write transaction on c and puts c back: ret OK commits (a failed
  * COMMIT makes it ERROR), ERROR marks the store failed (the statement's
  * error was logged), anything else (NOT_FOUND, CONFLICT, FULL) rolls back

@@ -114,10 +114,8 @@ static int allowed(json_t *names)
         return 0;
     assert_true(json_is_array(names));
     assert_true(json_array_size(names) <= REMATD_PICKLE_MAX_CHILDREN);
-    size_t i;
-    json_t *v;
-    json_array_foreach (names, i, v)
-        assert_true(json_is_string(v));
+    for (size_t i = 0; i < json_array_size(names); i++)
+        assert_true(json_is_string(json_array_get(names, i)));
     json_decref(names);
     return 1;
 }

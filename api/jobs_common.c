@@ -43,19 +43,20 @@ json_t *rematd_job_view(const struct rematd_job *j)
     rematd_rfc3339(j->created_at, created);
     rematd_rfc3339(j->updated_at, updated);
     snprintf(self, sizeof self, "%s/%s", collection(j->kind), j->id);
+    const char *status = rematd_job_status_name(j->status);
     json_t *v =
         json_pack("{s:s, s:s, s:s, s:i, s:s, s:s, s:o*, s:o, s:{s:s}}", "id", j->id, "kind",
-                  j->kind, "status", j->status, "attempts", j->attempts, "created_at", created,
+                  j->kind, "status", status, "attempts", j->attempts, "created_at", created,
                   "updated_at", updated, "spec", parse_text(j->spec), "progress",
                   j->progress ? parse_text(j->progress) : json_null(), "links", "self", self);
-    if (v && strcmp(j->status, "done") == 0) {
+    if (v && j->status == REMATD_JOB_DONE) {
         json_t *res = parse_text(j->result);
         json_object_set_new(v, strcmp(j->kind, "profile") == 0 ? "profile" : "result",
                             res ? res : json_null());
     }
-    if (v && strcmp(j->status, "failed") == 0 && j->reason)
+    if (v && j->status == REMATD_JOB_FAILED && j->reason)
         json_object_set_new(v, "error", json_string(j->reason));
-    if (v && strcmp(j->status, "running") == 0) {
+    if (v && j->status == REMATD_JOB_RUNNING) {
         char le[32];
         rematd_rfc3339(j->lease_expires_at, le);
         json_object_set_new(v, "lease_expires_at", json_string(le));
@@ -78,7 +79,7 @@ void rematd_queue_job_keyed(struct rematd_request *r, const char *kind, json_t *
     struct rematd_job j = {.attempts = 0, .spec = text};
     rematd_new_id(j.id);
     snprintf(j.kind, sizeof j.kind, "%s", kind);
-    snprintf(j.status, sizeof j.status, "queued");
+    j.status = REMATD_JOB_QUEUED;
     j.created_at = j.updated_at = rematd_now();
     json_t *view = text ? rematd_job_view(&j) : NULL;
     char *answer = view ? rematx_json_dumps(view, JSON_COMPACT) : NULL;
@@ -143,7 +144,7 @@ enum rematd_handled rematd_get_job(struct rematd_request *r, const char *kind)
         return REMATD_HANDLED;
     }
     json_t *v = rematd_job_view(&j);
-    int pending = strcmp(j.status, "queued") == 0 || strcmp(j.status, "running") == 0;
+    int pending = j.status == REMATD_JOB_QUEUED || j.status == REMATD_JOB_RUNNING;
     rematd_job_clear(&j);
     if (!v) {
         rematd_req_problem(r, 500, "internal", NULL, "the stored job cannot be shown");

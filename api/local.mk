@@ -2,15 +2,20 @@
 # style), each exporting one const struct rematd_route; http.c holds the
 # table.  openapi.yaml is embedded at build time as a generated C array.
 #
-# The store: one interface (store.c) over the SQLite backend and, when
-# configure found libpq, the PostgreSQL one (docs/deploy.md).
-REMATD_STORE_SOURCES = api/store.h api/store_backend.h api/store.c api/store_group.h api/store_group.c \
-	api/store_sqlite.h api/store_sqlite.c api/store_schema.c api/store_writer.c \
-	api/store_plans.c api/store_jobs.c api/store_idem.c api/store_models.c
+# The store (api/store/, in folders the way curl keeps lib/vtls/): one
+# interface (store.c) over the SQLite backend (sqlite/) and, when configure
+# found libpq, the PostgreSQL one (pg/; docs/deploy.md).  The rest of
+# rematd includes store.h through REMATD_STORE_CPPFLAGS.
+REMATD_STORE_SOURCES = api/store/store.h api/store/store_backend.h api/store/store.c \
+	api/store/values.c api/store/group.h api/store/group.c \
+	api/store/sqlite/sqlite.h api/store/sqlite/sqlite.c api/store/sqlite/schema.c \
+	api/store/sqlite/writer.c api/store/sqlite/plans.c api/store/sqlite/jobs.c \
+	api/store/sqlite/idem.c api/store/sqlite/models.c
 if HAVE_LIBPQ
-REMATD_STORE_SOURCES += api/store_pg.h api/store_pg.c api/store_pg_schema.c \
-	api/store_pg_idem.c api/store_pg_jobs.c api/store_pg_models.c
+REMATD_STORE_SOURCES += api/store/pg/pg.h api/store/pg/pg.c api/store/pg/schema.c \
+	api/store/pg/idem.c api/store/pg/jobs.c api/store/pg/models.c
 endif
+REMATD_STORE_CPPFLAGS = -I$(top_srcdir)/api/store
 bin_PROGRAMS += api/rematd
 api_rematd_SOURCES = \
 	api/rematd.h api/main.c api/config.c api/http.c api/util.c $(REMATD_STORE_SOURCES) \
@@ -35,6 +40,7 @@ api_rematd_CFLAGS = $(AM_CFLAGS) $(MHD_CFLAGS) $(JANSSON_CFLAGS) $(SQLITE_CFLAGS
 # real program (no libtool wrapper), which the kill -9 test relies on.
 api_rematd_LDADD = src/libremat_core.la $(MHD_LIBS) $(JANSSON_LIBS) $(SQLITE_LIBS) $(LIBPQ_LIBS) \
 	-lm -lpthread
+api_rematd_CPPFLAGS += $(REMATD_STORE_CPPFLAGS)
 CLEANFILES += api/openapi.c api/openapi.c.tmp
 
 # The contract, as bytes in the binary: GET /openapi.yaml serves it even

@@ -214,9 +214,9 @@ struct remat_profile *rematd_profile_by_id(struct rematd_request *r, const char 
                            down ? "the store did not answer" : "no profile job with this id");
         return NULL;
     }
-    if (strcmp(job.status, "done") != 0) {
+    if (job.status != REMATD_JOB_DONE) {
         rematd_req_problem(r, 409, "job-not-ready", pointer, "the profile job is %s, not done",
-                           job.status);
+                           rematd_job_status_name(job.status));
         rematd_job_clear(&job);
         return NULL;
     }

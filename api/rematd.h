@@ -2,8 +2,9 @@
  * rematd.h - declarations shared by rematd's files (not installed).
  *
  * rematd is one process: a libmicrohttpd daemon with a small pool of polling
- * threads, one SQLite store with a writer thread doing group commit, and a
- * main thread that waits for signals and supervises local workers.  Each
+ * threads, one store (api/store/: SQLite, or PostgreSQL shared by replicas)
+ * with a writer thread doing group commit, and a main thread that waits for
+ * signals and supervises local workers.  Each
  * api/route_*.c file exports one const struct rematd_route; http.c holds the
  * table and everything common to requests (body, auth, problems, logging).
  */

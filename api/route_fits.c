@@ -452,7 +452,7 @@ static json_t *answer_from_jobs(struct rematd_request *r, json_t *request, json_
                                id ? id : "?");
             goto out;
         }
-        int failed = strcmp(j.status, "failed") == 0, done = strcmp(j.status, "done") == 0;
+        int failed = j.status == REMATD_JOB_FAILED, done = j.status == REMATD_JOB_DONE;
         if (failed)
             rematd_req_problem(r, 422, "profile-failed", NULL,
                                "the profile at batch %s (job %.32s) failed: %.300s", batch, id,
@@ -654,7 +654,7 @@ static void fits_get_job(struct rematd_request *r)
         rematd_req_problem(r, 404, "not-found", NULL, "no fits job with id %s", r->id);
         goto resume;
     }
-    json_t *spec = strcmp(j.status, "queued") == 0 ? json_loads(j.spec, 0, NULL) : NULL;
+    json_t *spec = j.status == REMATD_JOB_QUEUED ? json_loads(j.spec, 0, NULL) : NULL;
     rematd_job_clear(&j);
     json_t *request = json_object_get(spec, "request");
     json_t *profiles = json_object_get(spec, "profiles");
@@ -664,7 +664,7 @@ static void fits_get_job(struct rematd_request *r)
         if (ans == NULL && answered(r) && r->pending_status == 422) {
             /* A profile failed, or the answer cannot be made: so fails the
              * job, and this GET shows it. */
-            rematd_store_advance_job(r->srv->store, r->id, "failed", NULL, NULL,
+            rematd_store_advance_job(r->srv->store, r->id, REMATD_JOB_FAILED, NULL, NULL,
                                      "a profile job failed or the answer could not be made");
         }
         int added = 0;
@@ -674,8 +674,9 @@ static void fits_get_job(struct rematd_request *r)
             json_object_set_new(spec, "confirmed", json_true());
             if (added >= 0) {
                 char *text = json_dumps(spec, JSON_COMPACT);
-                if (text == NULL || rematd_store_advance_job(r->srv->store, r->id, "queued", text,
-                                                             NULL, NULL) != REMATD_STORE_OK)
+                if (text == NULL ||
+                    rematd_store_advance_job(r->srv->store, r->id, REMATD_JOB_QUEUED, text, NULL,
+                                             NULL) != REMATD_STORE_OK)
                     added = -1;
                 free(text);
                 if (added < 0 && !answered(r))
@@ -685,8 +686,8 @@ static void fits_get_job(struct rematd_request *r)
         }
         if (ans != NULL && added == 0) {
             char *text = json_dumps(ans, JSON_COMPACT);
-            if (text == NULL || rematd_store_advance_job(r->srv->store, r->id, "done", NULL, text,
-                                                         NULL) != REMATD_STORE_OK)
+            if (text == NULL || rematd_store_advance_job(r->srv->store, r->id, REMATD_JOB_DONE,
+                                                         NULL, text, NULL) != REMATD_STORE_OK)
                 rematd_req_problem(r, 503, "unavailable", NULL, "the store did not answer");
             free(text);
         }
@@ -712,7 +713,7 @@ static void fits_get_job(struct rematd_request *r)
     }
     got = rematd_store_get_job(r->srv->store, r->id, &j);
     json_t *v = got == REMATD_STORE_OK ? rematd_job_view(&j) : NULL;
-    int waiting = got == REMATD_STORE_OK && strcmp(j.status, "queued") == 0;
+    int waiting = got == REMATD_STORE_OK && j.status == REMATD_JOB_QUEUED;
     json_t *sp = waiting ? json_loads(j.spec, 0, NULL) : NULL;
     if (got == REMATD_STORE_OK)
         rematd_job_clear(&j);

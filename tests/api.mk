@@ -90,7 +90,7 @@ tests_api_test_store_SOURCES = tests/api/test_store.c tests/api/store_plans.h ap
 	$(REMATD_STORE_SOURCES) api/rematd.h
 tests_api_test_store_CFLAGS = $(AM_CFLAGS) $(MHD_CFLAGS) $(JANSSON_CFLAGS) $(SQLITE_CFLAGS) \
 	$(LIBPQ_CFLAGS) $(CMOCKA_CFLAGS) -pthread
-tests_api_test_store_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/api
+tests_api_test_store_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/api $(REMATD_STORE_CPPFLAGS)
 tests_api_test_store_LDADD = src/rematx/librematx.la $(JANSSON_LIBS) $(SQLITE_LIBS) $(LIBPQ_LIBS) \
 	$(CMOCKA_LIBS) -lm -lpthread
 

@@ -14,7 +14,7 @@ fi
 cd "$top" || exit 1
 # shellcheck disable=SC2046
 cppcheck --quiet --std=c11 --enable=warning,portability --inline-suppr --error-exitcode=1 \
-    --suppress=missingIncludeSystem -D__GNUC__ -I src -I api -I tests \
+    --suppress=missingIncludeSystem -D__GNUC__ -I src -I api -I api/store -I tests \
     --file-filter='*.c' -i api/openapi.c src api cli bench tests worker || {
     echo "check-cppcheck: fix each finding above, or suppress it inline saying why"
     exit 1

@@ -111,7 +111,8 @@ EXTRA_DIST += \
 	tests/data/profiles/good/t9.json
 
 dist_check_SCRIPTS += tests/cli.sh tests/check-exports.sh tests/check-format.sh
-EXTRA_DIST += tests/exports.txt tests/check-cppcheck.sh tests/check-dist.sh
+EXTRA_DIST += tests/exports.txt tests/check-cppcheck.sh tests/check-dist.sh tests/README.md \
+	tests/no-cmocka.h
 TESTS += tests/cli.sh tests/check-exports.sh tests/check-format.sh
 
 # The allocation-failure loop: the core's allocations are wrapped at link time.

@@ -304,7 +304,14 @@ solving() {
     [ -n "$_m" ] && [ "$_m" -gt 0 ]
 }
 
+# The script's verdict: it passes when no check failed and at least one
+# ran (a script that checked nothing has stopped testing: a loop over an
+# empty list, a block skipped by mistake).
 finish() {
     echo "$CHECKS checks passed, $FAILS failed"
+    if [ "$CHECKS" -eq 0 ]; then
+        echo "FAIL: no check ran"
+        return 1
+    fi
     [ "$FAILS" -eq 0 ]
 }

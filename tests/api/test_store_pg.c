@@ -393,7 +393,7 @@ static void test_expiry_once(void **state)
     struct rematd_job job;
     for (;;) {
         assert_int_equal(rematd_store_get_job(f->b, id, &job), REMATD_STORE_OK);
-        int queued = strcmp(job.status, "queued") == 0;
+        int queued = job.status == REMATD_JOB_QUEUED;
         rematd_job_clear(&job);
         if (queued)
             break;
@@ -410,7 +410,7 @@ static void test_expiry_once(void **state)
     /* Past two more housekeeping seconds of both writer threads. */
     usleep(2500 * 1000);
     assert_int_equal(rematd_store_get_job(f->a, id, &job), REMATD_STORE_OK);
-    assert_string_equal(job.status, "queued");
+    assert_int_equal(job.status, REMATD_JOB_QUEUED);
     assert_int_equal(job.attempts, 1);
     rematd_job_clear(&job);
     assert_int_equal(db_int(f, "SELECT expiries FROM jobs"), 1);

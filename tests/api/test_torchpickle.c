@@ -4,8 +4,9 @@
  * way tests/api/models.sh makes it) gives its children in order, a child
  * held twice twice, and nothing else; every truncation of it, a root that
  * is not a __torch__ object, an unknown opcode, a memo index past the
- * limit and random bytes give NULL, without reading out of bounds (run
- * under ASan in the sanitizer build). */
+ * limit and random bytes give NULL, and the pickle with a few bytes
+ * changed gives NULL or an array of names, without reading out of bounds
+ * (run under ASan in the sanitizer build). */
 #include "config.h"
 
 #include <setjmp.h>
@@ -104,6 +105,22 @@ static void test_refused(void **state)
     free(p);
 }
 
+/* What the contract allows of any input: NULL, or an array of at most
+ * REMATD_PICKLE_MAX_CHILDREN names (strings).  Frees names; 1 when it was
+ * an array. */
+static int allowed(json_t *names)
+{
+    if (names == NULL)
+        return 0;
+    assert_true(json_is_array(names));
+    assert_true(json_array_size(names) <= REMATD_PICKLE_MAX_CHILDREN);
+    for (size_t i = 0; i < json_array_size(names); i++)
+        assert_true(json_is_string(json_array_get(names, i)));
+    json_decref(names);
+    return 1;
+}
+
+/* Random bytes, with or without the usual start, are no module pickle. */
 static void test_random_bytes(void **state)
 {
     (void)state;
@@ -116,17 +133,38 @@ static void test_random_bytes(void **state)
         /* The usual start, so that the scan goes past its first check. */
         if (n > 2 && k % 2 == 0)
             b[0] = 0x80, b[1] = 2, b[2] = 'c';
-        json_decref(scan(b, n));
+        assert_null(scan(b, n));
     }
+}
+
+/* The module's pickle with one to three bytes changed: every scan gives
+ * what the contract allows, and both answers come up (a changed name is
+ * still a module; a changed opcode is not), so that both are checked. */
+static void test_changed_bytes(void **state)
+{
+    (void)state;
+    unsigned char m[sizeof module_pickle - 1];
+    int arrays = 0, nulls = 0;
+    srand(54321);
+    for (int k = 0; k < 3000; k++) {
+        memcpy(m, module_pickle, sizeof m);
+        for (int c = 1 + rand() % 3; c > 0; c--)
+            m[(size_t)rand() % sizeof m] = (unsigned char)rand();
+        if (allowed(scan(m, sizeof m)))
+            arrays++;
+        else
+            nulls++;
+    }
+    assert_true(arrays > 0);
+    assert_true(nulls > 0);
 }
 
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_children_in_order),
-        cmocka_unit_test(test_truncations),
-        cmocka_unit_test(test_refused),
-        cmocka_unit_test(test_random_bytes),
+        cmocka_unit_test(test_children_in_order), cmocka_unit_test(test_truncations),
+        cmocka_unit_test(test_refused),           cmocka_unit_test(test_random_bytes),
+        cmocka_unit_test(test_changed_bytes),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

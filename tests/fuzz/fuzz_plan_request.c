@@ -7,7 +7,8 @@
  * the tree path.
  *
  * The HTTP side is replaced by the few functions plan_common.c calls: a
- * problem is recorded, not sent; no profile job exists. */
+ * problem is recorded, not sent; no profile job exists.  The store's values
+ * (api/store/values.c) are the real ones. */
 #include "config.h"
 
 #include <stdarg.h>
@@ -89,11 +90,6 @@ json_t *rematd_req_body_json(struct rematd_request *r)
     return NULL;
 }
 
-void rematd_job_clear(struct rematd_job *j)
-{
-    (void)j;
-}
-
 enum rematd_store_result rematd_store_get_plan(struct rematd_store *st, const char *id,
                                                struct rematd_stored_plan *out)
 {
@@ -101,11 +97,6 @@ enum rematd_store_result rematd_store_get_plan(struct rematd_store *st, const ch
     (void)id;
     memset(out, 0, sizeof *out);
     return REMATD_STORE_NOT_FOUND;
-}
-
-void rematd_stored_plan_clear(struct rematd_stored_plan *p)
-{
-    (void)p;
 }
 
 struct outcome {

@@ -1,5 +1,5 @@
 /*
- * store_pg_schema.c - the PostgreSQL store's tables and their versions.
+ * pg/schema.c - the PostgreSQL store's tables and their versions.
  *
  * remat_schema holds the number of the last migration the database has
  * had.  Replicas starting together all call rematd__pg_migrate: the first
@@ -9,13 +9,13 @@
  * number was migrated by a newer rematd and is refused.  A migration is
  * never edited once released; a change is a new one at the end.
  *
- * The tables are the SQLite store's (store_schema.c at version 4), with
+ * The tables are the SQLite store's (sqlite/schema.c at version 4), with
  * PostgreSQL's types: JSON kept as text (answers are replayed byte for
  * byte), times as double precision seconds since the epoch (read back
  * exactly: PostgreSQL prints the shortest text that reads back the same
  * double), and a plan's record as bytea.  jobs.seq orders the queue (the
  * SQLite rowid's role).  model_chunks holds uploaded archives
- * (store_pg_models.c says why in the database).
+ * (pg/models.c says why in the database).
  */
 #include "config.h"
 
@@ -23,7 +23,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "store_pg.h"
+#include "pg.h"
 
 static const char *const migrations[] = {
     /* 1: plans, jobs, Idempotency-Key records and uploaded models. */
@@ -51,7 +51,7 @@ static const char *const migrations[] = {
     " ON DELETE CASCADE, seq integer NOT NULL, data bytea NOT NULL,"
     " PRIMARY KEY (model_id, seq));",
     /* 2: the number of Idempotency-Key records, kept in the transactions
-     * that change it (store_pg_idem.c), for --max-idempotency-keys. */
+     * that change it (pg/idem.c), for --max-idempotency-keys. */
     "CREATE TABLE remat_counters (name text PRIMARY KEY, n bigint NOT NULL);"
     "INSERT INTO remat_counters SELECT 'idempotency', count(*) FROM idempotency;",
 };

@@ -1,5 +1,5 @@
 /*
- * store_schema.c - the tables of rematd.db and their versions.
+ * sqlite/schema.c - the tables of rematd.db and their versions.
  *
  * PRAGMA user_version is the number of the last migration the database
  * has had.  At open, the migrations after it run in order in one
@@ -21,7 +21,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "store_sqlite.h"
+#include "sqlite.h"
 
 /* A one-row, one-column query's integer; -1 on failure, 0 for no row. */
 static long long query_int(sqlite3 *db, const char *sql)
@@ -39,7 +39,7 @@ static long long query_int(sqlite3 *db, const char *sql)
 /* 1: plans, jobs and idempotency as rematd wrote them before versions.
  * rematd 0.1.0 kept each plan's answer as JSON text (plans.body) and its
  * request in a `requests` table; that plans table is renamed plans_v1 and
- * still read (store_plans.c), so that upgrading loses no plan.  Plans are
+ * still read (sqlite/plans.c), so that upgrading loses no plan.  Plans are
  * one compact record each (plan_codec.h), from which the answers are
  * rendered; WITHOUT ROWID: the id is the only key, so an insert touches
  * one b-tree, not a table and an index. */

@@ -1,5 +1,5 @@
 /*
- * store_idem.c - Idempotency-Key records: (scope, key) -> (SHA-256 of the
+ * sqlite/idem.c - Idempotency-Key records: (scope, key) -> (SHA-256 of the
  * request body, the id of what the key created, the answer's body).
  *
  * A record is inserted in the transaction that stores the plan or job, so
@@ -13,7 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "store_sqlite.h"
+#include "sqlite.h"
 
 /* The live record of (scope, key) read on db: OK, NOT_FOUND or ERROR. */
 static enum rematd_store_result lookup(struct rematd_sqlite *st, sqlite3 *db, const char *scope,

@@ -1,6 +1,6 @@
 /*
- * store_pg_jobs.c - jobs and their leases on PostgreSQL: the state machine
- * of docs/jobs.md, as store_jobs.c has it for SQLite, made safe across
+ * pg/jobs.c - jobs and their leases on PostgreSQL: the state machine
+ * of docs/jobs.md, as sqlite/jobs.c has it for SQLite, made safe across
  * replicas by the database's locks.
  *
  * A lease is taken with SELECT ... FOR UPDATE SKIP LOCKED: two replicas
@@ -23,7 +23,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "store_pg.h"
+#include "pg.h"
 
 #define TEXT_OID 25
 #define FLOAT8_OID 701
@@ -56,7 +56,6 @@ enum rematd_store_result rematd__pg_get_job(struct rematd_store *base, const cha
     } else if (res) {
         snprintf(out->id, sizeof out->id, "%s", id);
         snprintf(out->kind, sizeof out->kind, "%s", PQgetvalue(res, 0, 0));
-        snprintf(out->status, sizeof out->status, "%s", PQgetvalue(res, 0, 1));
         out->attempts = atoi(PQgetvalue(res, 0, 2));
         out->spec = dup_or_null(res, 3);
         out->progress = dup_or_null(res, 4);
@@ -65,7 +64,10 @@ enum rematd_store_result rematd__pg_get_job(struct rematd_store *base, const cha
         out->created_at = strtod(PQgetvalue(res, 0, 7), NULL);
         out->updated_at = strtod(PQgetvalue(res, 0, 8), NULL);
         out->lease_expires_at = PQgetisnull(res, 0, 9) ? 0 : strtod(PQgetvalue(res, 0, 9), NULL);
-        int lost = !out->spec || (!out->progress && !PQgetisnull(res, 0, 4)) ||
+        /* A status this rematd has no name for is a database it cannot
+         * read. */
+        int lost = rematd_job_status_parse(PQgetvalue(res, 0, 1), &out->status) < 0 || !out->spec ||
+                   (!out->progress && !PQgetisnull(res, 0, 4)) ||
                    (!out->result && !PQgetisnull(res, 0, 5)) ||
                    (!out->reason && !PQgetisnull(res, 0, 6));
         found = lost ? REMATD_STORE_ERROR : REMATD_STORE_OK;
@@ -104,26 +106,6 @@ enum rematd_store_result rematd__pg_done_ids(struct rematd_store *base, const ch
     return found;
 }
 
-enum rematd_store_result rematd__pg_job_kind(struct rematd_store *base, const char *id,
-                                             char kind[16])
-{
-    struct rematd_pg *st = (struct rematd_pg *)base;
-    kind[0] = '\0';
-    PGconn *c = rematd__pg_get(st);
-    const char *v[] = {id};
-    PGresult *res = rematd__pg_exec(c, NULL, "SELECT kind FROM jobs WHERE id = $1", 1, v, NULL);
-    enum rematd_store_result found = REMATD_STORE_ERROR;
-    if (res && PQntuples(res) == 0) {
-        found = REMATD_STORE_NOT_FOUND;
-    } else if (res) {
-        snprintf(kind, 16, "%s", PQgetvalue(res, 0, 0));
-        found = REMATD_STORE_OK;
-    }
-    PQclear(res);
-    rematd__pg_put(st, c);
-    return found;
-}
-
 enum rematd_store_result rematd__pg_count_jobs(struct rematd_store *base,
                                                struct rematd_job_counts *out)
 {
@@ -135,40 +117,10 @@ enum rematd_store_result rematd__pg_count_jobs(struct rematd_store *base,
     rematd__pg_put(st, c);
     if (!res)
         return REMATD_STORE_ERROR;
-    for (int i = 0; i < PQntuples(res); i++) {
-        const char *status = PQgetvalue(res, i, 0);
-        long n = atol(PQgetvalue(res, i, 1));
-        if (strcmp(status, "queued") == 0)
-            out->queued = n;
-        else if (strcmp(status, "running") == 0)
-            out->running = n;
-        else if (strcmp(status, "done") == 0)
-            out->done = n;
-        else if (strcmp(status, "failed") == 0)
-            out->failed = n;
-    }
+    for (int i = 0; i < PQntuples(res); i++)
+        rematd__job_counts_add(out, PQgetvalue(res, i, 0), atol(PQgetvalue(res, i, 1)));
     PQclear(res);
     return REMATD_STORE_OK;
-}
-
-/* Ends a write transaction on c: ret OK commits (a failed COMMIT makes it
- * ERROR), ERROR marks the store failed (the statement's error was logged),
- * anything else rolls back what was only read.  Puts c back. */
-static enum rematd_store_result end_write(struct rematd_pg *st, PGconn *c,
-                                          enum rematd_store_result ret)
-{
-    if (ret == REMATD_STORE_OK) {
-        if (rematd__pg_cmd(c, "COMMIT", "COMMIT", 0, NULL, NULL) == 0)
-            rematd__pg_write_ok(st);
-        else
-            ret = REMATD_STORE_ERROR;
-    } else if (ret != REMATD_STORE_ERROR) {
-        PQclear(PQexec(c, "ROLLBACK"));
-    }
-    if (ret == REMATD_STORE_ERROR)
-        rematd__pg_write_failed(st, c);
-    rematd__pg_put(st, c);
-    return ret;
 }
 
 enum rematd_store_result rematd__pg_create_job(struct rematd_store *base,
@@ -177,19 +129,16 @@ enum rematd_store_result rematd__pg_create_job(struct rematd_store *base,
 {
     struct rematd_pg *st = (struct rematd_pg *)base;
     PGconn *c = rematd__pg_get(st);
-    char lock[96];
-    snprintf(lock, sizeof lock, "SELECT pg_advisory_xact_lock(%lld)", REMATD_PG_LOCK_QUEUE);
-    if (rematd__pg_cmd(c, "BEGIN", "BEGIN", 0, NULL, NULL) < 0 ||
-        rematd__pg_cmd(c, "INSERT job", lock, 0, NULL, NULL) < 0)
-        return end_write(st, c, REMATD_STORE_ERROR);
+    if (rematd__pg_begin_locked(c, "INSERT job", REMATD_PG_LOCK_QUEUE) < 0)
+        return rematd__pg_end_write(st, c, REMATD_STORE_ERROR);
     PGresult *res = rematd__pg_exec(
         c, "INSERT job", "SELECT count(*) FROM jobs WHERE status = 'queued'", 0, NULL, NULL);
     if (!res)
-        return end_write(st, c, REMATD_STORE_ERROR);
+        return rematd__pg_end_write(st, c, REMATD_STORE_ERROR);
     long queued = atol(PQgetvalue(res, 0, 0));
     PQclear(res);
     if (queued >= st->max_queued_jobs)
-        return end_write(st, c, REMATD_STORE_FULL);
+        return rematd__pg_end_write(st, c, REMATD_STORE_FULL);
     if (job->model_id) {
         /* FOR SHARE: a delete of the model (FOR UPDATE on its row) either
          * waits for this job and sees it, or this waits for the delete and
@@ -198,11 +147,11 @@ enum rematd_store_result rematd__pg_create_job(struct rematd_store *base,
         res = rematd__pg_exec(c, "INSERT job", "SELECT 1 FROM models WHERE id = $1 FOR SHARE", 1, v,
                               NULL);
         if (!res)
-            return end_write(st, c, REMATD_STORE_ERROR);
+            return rematd__pg_end_write(st, c, REMATD_STORE_ERROR);
         int have = PQntuples(res) > 0;
         PQclear(res);
         if (!have)
-            return end_write(st, c, REMATD_STORE_NOT_FOUND);
+            return rematd__pg_end_write(st, c, REMATD_STORE_NOT_FOUND);
     }
     char t[64];
     fmt_time(t, job->created_at);
@@ -212,20 +161,20 @@ enum rematd_store_result rematd__pg_create_job(struct rematd_store *base,
                        "INSERT INTO jobs (id, kind, status, device, spec, created_at, updated_at,"
                        " model_id, reuse_key) VALUES ($1, $2, 'queued', $3, $4, $5, $5, $6, $7)",
                        7, v, NULL) < 0)
-        return end_write(st, c, REMATD_STORE_ERROR);
+        return rematd__pg_end_write(st, c, REMATD_STORE_ERROR);
     if (job->idem_key) {
         long before = rematd__pg_idem_lock(c), count = before;
         if (before < 0)
-            return end_write(st, c, REMATD_STORE_ERROR);
+            return rematd__pg_end_write(st, c, REMATD_STORE_ERROR);
         enum rematd_store_result r =
             rematd__pg_idem_insert(st, c, &count, job->idem_scope, job->idem_key, job->body_hash,
                                    job->id, job->body, job->created_at, existing);
         if (r == REMATD_STORE_OK && rematd__pg_idem_store(c, before, count) < 0)
             r = REMATD_STORE_ERROR;
         if (r != REMATD_STORE_OK)
-            return end_write(st, c, r);
+            return rematd__pg_end_write(st, c, r);
     }
-    enum rematd_store_result r = end_write(st, c, REMATD_STORE_OK);
+    enum rematd_store_result r = rematd__pg_end_write(st, c, REMATD_STORE_OK);
     return r;
 }
 
@@ -302,7 +251,7 @@ enum rematd_store_result rematd__pg_lease_job(struct rematd_store *base, const c
     enum rematd_store_result ret = REMATD_STORE_ERROR;
     if (rematd__pg_jobs_expire(st, c) < 0 ||
         rematd__pg_cmd(c, "BEGIN", "BEGIN", 0, NULL, NULL) < 0) {
-        ret = end_write(st, c, REMATD_STORE_ERROR);
+        ret = rematd__pg_end_write(st, c, REMATD_STORE_ERROR);
         goto out;
     }
     const char *v[] = {kind_arr, dev_arr, any_cuda ? "true" : "false"};
@@ -313,12 +262,12 @@ enum rematd_store_result rematd__pg_lease_job(struct rematd_store *base, const c
         " ORDER BY seq LIMIT 1 FOR UPDATE SKIP LOCKED",
         3, v, NULL);
     if (!res) {
-        ret = end_write(st, c, REMATD_STORE_ERROR);
+        ret = rematd__pg_end_write(st, c, REMATD_STORE_ERROR);
         goto out;
     }
     if (PQntuples(res) == 0) {
         PQclear(res);
-        ret = end_write(st, c, REMATD_STORE_NOT_FOUND);
+        ret = rematd__pg_end_write(st, c, REMATD_STORE_NOT_FOUND);
         goto out;
     }
     snprintf(out->job_id, sizeof out->job_id, "%s", PQgetvalue(res, 0, 0));
@@ -327,7 +276,7 @@ enum rematd_store_result rematd__pg_lease_job(struct rematd_store *base, const c
     out->attempt = atoi(PQgetvalue(res, 0, 3)) + 1;
     PQclear(res);
     if (!out->spec) {
-        ret = end_write(st, c, REMATD_STORE_ERROR);
+        ret = rematd__pg_end_write(st, c, REMATD_STORE_ERROR);
         goto out;
     }
     rematd_new_id(out->lease_id);
@@ -341,10 +290,10 @@ enum rematd_store_result rematd__pg_lease_job(struct rematd_store *base, const c
                        "UPDATE jobs SET status = 'running', lease_id = $1, lease_expires_at = $2,"
                        " worker_id = $3, progress = NULL, updated_at = $4 WHERE id = $5",
                        5, u, NULL) < 0) {
-        ret = end_write(st, c, REMATD_STORE_ERROR);
+        ret = rematd__pg_end_write(st, c, REMATD_STORE_ERROR);
         goto out;
     }
-    ret = end_write(st, c, REMATD_STORE_OK);
+    ret = rematd__pg_end_write(st, c, REMATD_STORE_OK);
 out:
     free(kind_arr);
     free(dev_arr);
@@ -447,13 +396,13 @@ enum rematd_store_result rematd__pg_release_job(struct rematd_store *base, const
 }
 
 enum rematd_store_result rematd__pg_advance_job(struct rematd_store *base, const char *id,
-                                                const char *status, const char *spec,
+                                                enum rematd_job_status status, const char *spec,
                                                 const char *result, const char *reason)
 {
     struct rematd_pg *st = (struct rematd_pg *)base;
     char t[64];
     fmt_time(t, rematd_now());
-    const char *v[] = {id, status, spec, result, reason, t};
+    const char *v[] = {id, rematd_job_status_name(status), spec, result, reason, t};
     const Oid types[] = {TEXT_OID, TEXT_OID, TEXT_OID, TEXT_OID, TEXT_OID, FLOAT8_OID};
     PGconn *c = rematd__pg_get(st);
     PGresult *res = rematd__pg_exec(c, "UPDATE job",

@@ -1,7 +1,7 @@
 /*
- * store_writer.c - the group commit of plans, and checkpoints.
+ * sqlite/writer.c - the group commit of plans, and checkpoints.
  *
- * Plans, the hot path, are queued for the writer thread of store_group.c,
+ * Plans, the hot path, are queued for the writer thread of group.c,
  * which hands whatever has queued up to write_batch: one transaction
  * (group commit), so one fsync covers a whole batch; the routes'
  * connections stay suspended until their batch is durable.  In a quiet
@@ -19,7 +19,7 @@
 #include <unistd.h>
 #include <time.h>
 
-#include "store_sqlite.h"
+#include "sqlite.h"
 
 /* One plan of a batch, inside its transaction: the plan row and, with an
  * Idempotency-Key, the key's record.  A savepoint only when the key's
@@ -45,7 +45,7 @@ static void write_one(struct rematd_sqlite *st, struct rematd_plan_write *w, dou
                          w->result == REMATD_STORE_OK ? "RELEASE p" : "ROLLBACK TO p; RELEASE p");
 }
 
-/* The group commit's commit (store_group.h): the batch in one
+/* The group commit's commit (group.h): the batch in one
  * transaction, one fsync. */
 static long write_batch(void *arg, struct rematd_plan_write *batch)
 {

@@ -1,5 +1,5 @@
 /*
- * store_sqlite.c - the SQLite store's connections and lifetime: open (the data
+ * sqlite/sqlite.c - the SQLite store's connections and lifetime: open (the data
  * directory, the three connections, the schema, the prepared statements,
  * the threads), close, readiness, and the small SQL helpers every store
  * file uses.
@@ -30,7 +30,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "store_sqlite.h"
+#include "sqlite.h"
 
 int rematd__sql_exec(sqlite3 *db, const char *sql)
 {
@@ -56,6 +56,19 @@ char *rematd__sql_col_dup(sqlite3_stmt *s, int i)
 {
     const unsigned char *t = sqlite3_column_text(s, i);
     return t ? strdup((const char *)t) : NULL;
+}
+
+enum rematd_store_result rematd__sql_row(sqlite3 *db, const char *sql, const char *key,
+                                         sqlite3_stmt **s)
+{
+    *s = NULL;
+    if (sqlite3_prepare_v2(db, sql, -1, s, NULL) != SQLITE_OK)
+        return REMATD_STORE_ERROR;
+    sqlite3_bind_text(*s, 1, key, -1, SQLITE_STATIC);
+    int rc = sqlite3_step(*s);
+    return rc == SQLITE_ROW    ? REMATD_STORE_OK
+           : rc == SQLITE_DONE ? REMATD_STORE_NOT_FOUND
+                               : REMATD_STORE_ERROR;
 }
 
 static int mkdirs(const char *dir)
@@ -185,7 +198,6 @@ static const struct rematd_store_ops sqlite_ops = {
     .create_job = rematd__sqlite_create_job,
     .done_ids = rematd__sqlite_done_ids,
     .get_job = rematd__sqlite_get_job,
-    .job_kind = rematd__sqlite_job_kind,
     .count_jobs = rematd__sqlite_count_jobs,
     .lease_job = rematd__sqlite_lease_job,
     .renew_lease = rematd__sqlite_renew_lease,
@@ -261,7 +273,7 @@ struct rematd_store *rematd__sqlite_open(const char *dir, const struct rematd_co
     {
         /* journal_size_limit: SQLite itself cuts the WAL back to this when
          * it starts the WAL over (the writer's quiet-second checkpoint does
-         * it too, store_writer.c). */
+         * it too, sqlite/writer.c). */
         char sql[64];
         snprintf(sql, sizeof sql, "PRAGMA journal_size_limit=%lld", st->wal_limit);
         sqlite3_stmt *q = NULL;

@@ -1,5 +1,5 @@
 /*
- * store_pg_models.c - uploaded models on PostgreSQL: the record, and the
+ * pg/models.c - uploaded models on PostgreSQL: the record, and the
  * archive itself in the database.
  *
  * Where the archive lives: in the database (model_chunks, 1 MiB rows),
@@ -26,7 +26,7 @@
 #include <unistd.h>
 
 #include "rematx/sha256.h"
-#include "store_pg.h"
+#include "pg.h"
 
 #define CHUNK_BYTES (1 << 20)
 #define BYTEA_OID 17
@@ -71,24 +71,6 @@ enum rematd_store_result rematd__pg_get_model(struct rematd_store *base, const c
     struct rematd_pg *st = (struct rematd_pg *)base;
     PGconn *c = rematd__pg_get(st);
     enum rematd_store_result ret = get_on(c, id, "", out);
-    rematd__pg_put(st, c);
-    return ret;
-}
-
-/* Ends a write transaction (store_pg_jobs.c's rule) and puts c back. */
-static enum rematd_store_result end_write(struct rematd_pg *st, PGconn *c,
-                                          enum rematd_store_result ret)
-{
-    if (ret == REMATD_STORE_OK) {
-        if (rematd__pg_cmd(c, "COMMIT", "COMMIT", 0, NULL, NULL) == 0)
-            rematd__pg_write_ok(st);
-        else
-            ret = REMATD_STORE_ERROR;
-    } else if (ret != REMATD_STORE_ERROR) {
-        PQclear(PQexec(c, "ROLLBACK"));
-    }
-    if (ret == REMATD_STORE_ERROR)
-        rematd__pg_write_failed(st, c);
     rematd__pg_put(st, c);
     return ret;
 }
@@ -153,24 +135,21 @@ enum rematd_store_result rematd__pg_add_model(struct rematd_store *base,
     struct rematd_pg *st = (struct rematd_pg *)base;
     memset(existing, 0, sizeof *existing);
     PGconn *c = rematd__pg_get(st);
-    char lock[96];
     /* The quota is counted under a lock every replica's upload takes. */
-    snprintf(lock, sizeof lock, "SELECT pg_advisory_xact_lock(%lld)", REMATD_PG_LOCK_MODELS);
-    if (rematd__pg_cmd(c, "BEGIN", "BEGIN", 0, NULL, NULL) < 0 ||
-        rematd__pg_cmd(c, "INSERT model", lock, 0, NULL, NULL) < 0)
-        return end_write(st, c, REMATD_STORE_ERROR);
+    if (rematd__pg_begin_locked(c, "INSERT model", REMATD_PG_LOCK_MODELS) < 0)
+        return rematd__pg_end_write(st, c, REMATD_STORE_ERROR);
     enum rematd_store_result ret = get_on(c, m->id, "", existing);
     if (ret != REMATD_STORE_NOT_FOUND)
-        return end_write(st, c, ret == REMATD_STORE_OK ? REMATD_STORE_CONFLICT : ret);
+        return rematd__pg_end_write(st, c, ret == REMATD_STORE_OK ? REMATD_STORE_CONFLICT : ret);
     PGresult *res = rematd__pg_exec(c, "INSERT model", "SELECT coalesce(sum(bytes), 0) FROM models",
                                     0, NULL, NULL);
     if (!res)
-        return end_write(st, c, REMATD_STORE_ERROR);
+        return rematd__pg_end_write(st, c, REMATD_STORE_ERROR);
     unsigned long long used = strtoull(PQgetvalue(res, 0, 0), NULL, 10);
     PQclear(res);
     if ((unsigned long long)m->bytes > quota_bytes ||
         used > quota_bytes - (unsigned long long)m->bytes)
-        return end_write(st, c, REMATD_STORE_FULL);
+        return rematd__pg_end_write(st, c, REMATD_STORE_FULL);
     char bytes[32], t[64], path[1200];
     snprintf(bytes, sizeof bytes, "%lld", m->bytes);
     snprintf(t, sizeof t, "%.17g", m->created_at);
@@ -180,8 +159,8 @@ enum rematd_store_result rematd__pg_add_model(struct rematd_store *base,
                        "INSERT INTO models (" COLS ") VALUES ($1, $2, $3, $4, $5)", 5, v,
                        NULL) < 0 ||
         insert_chunks(c, m->id, path, m->bytes) < 0)
-        return end_write(st, c, REMATD_STORE_ERROR);
-    return end_write(st, c, REMATD_STORE_OK);
+        return rematd__pg_end_write(st, c, REMATD_STORE_ERROR);
+    return rematd__pg_end_write(st, c, REMATD_STORE_OK);
 }
 
 enum rematd_store_result rematd__pg_list_models(struct rematd_store *base, size_t max,
@@ -224,31 +203,31 @@ enum rematd_store_result rematd__pg_delete_model(struct rematd_store *base, cons
     struct rematd_pg *st = (struct rematd_pg *)base;
     PGconn *c = rematd__pg_get(st);
     if (rematd__pg_cmd(c, "BEGIN", "BEGIN", 0, NULL, NULL) < 0)
-        return end_write(st, c, REMATD_STORE_ERROR);
+        return rematd__pg_end_write(st, c, REMATD_STORE_ERROR);
     const char *v[] = {id};
     /* FOR UPDATE: a job naming the model takes FOR SHARE on this row in
-     * its transaction (store_pg_jobs.c): the count below sees it. */
+     * its transaction (pg/jobs.c): the count below sees it. */
     PGresult *res = rematd__pg_exec(c, "DELETE model",
                                     "SELECT 1 FROM models WHERE id = $1 FOR UPDATE", 1, v, NULL);
     if (!res)
-        return end_write(st, c, REMATD_STORE_ERROR);
+        return rematd__pg_end_write(st, c, REMATD_STORE_ERROR);
     int have = PQntuples(res) > 0;
     PQclear(res);
     if (!have)
-        return end_write(st, c, REMATD_STORE_NOT_FOUND);
+        return rematd__pg_end_write(st, c, REMATD_STORE_NOT_FOUND);
     res = rematd__pg_exec(c, "DELETE model",
                           "SELECT count(*) FROM jobs WHERE model_id = $1"
                           " AND status IN ('queued', 'running')",
                           1, v, NULL);
     if (!res)
-        return end_write(st, c, REMATD_STORE_ERROR);
+        return rematd__pg_end_write(st, c, REMATD_STORE_ERROR);
     long users = atol(PQgetvalue(res, 0, 0));
     PQclear(res);
     if (users > 0)
-        return end_write(st, c, REMATD_STORE_CONFLICT);
+        return rematd__pg_end_write(st, c, REMATD_STORE_CONFLICT);
     if (rematd__pg_cmd(c, "DELETE model", "DELETE FROM models WHERE id = $1", 1, v, NULL) < 0)
-        return end_write(st, c, REMATD_STORE_ERROR);
-    return end_write(st, c, REMATD_STORE_OK);
+        return rematd__pg_end_write(st, c, REMATD_STORE_ERROR);
+    return rematd__pg_end_write(st, c, REMATD_STORE_OK);
 }
 
 enum rematd_store_result rematd__pg_models_bytes(struct rematd_store *base,

@@ -1,9 +1,9 @@
 /*
- * store_models.c - the records of uploaded models (store.h).  The quota
+ * sqlite/models.c - the records of uploaded models (store.h).  The quota
  * and the in-use rule are checked inside the write transaction that adds
  * or removes the record, so that two uploads racing cannot both pass the
  * quota and a job queued meanwhile cannot lose its model.  They go through
- * the store's one write path (store_sqlite.c): refused once the database is lost,
+ * the store's one write path (sqlite/sqlite.c): refused once the database is lost,
  * a failure logged with SQLite's own error and making the store not ready
  * until a write succeeds again, as for plans and jobs.
  */
@@ -13,7 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "store_sqlite.h"
+#include "sqlite.h"
 
 #define COLS "id, sha256, bytes, created_at, meta"
 
@@ -33,18 +33,12 @@ static int read_row(sqlite3_stmt *s, struct rematd_model *m)
 /* The record of id on db (the caller holds its mutex). */
 static enum rematd_store_result get_on(sqlite3 *db, const char *id, struct rematd_model *out)
 {
-    sqlite3_stmt *s = NULL;
-    enum rematd_store_result ret = REMATD_STORE_ERROR;
+    sqlite3_stmt *s;
     memset(out, 0, sizeof *out);
-    if (sqlite3_prepare_v2(db, "SELECT " COLS " FROM models WHERE id = ?", -1, &s, NULL) ==
-        SQLITE_OK) {
-        sqlite3_bind_text(s, 1, id, -1, SQLITE_STATIC);
-        int rc = sqlite3_step(s);
-        if (rc == SQLITE_ROW)
-            ret = read_row(s, out) == 0 ? REMATD_STORE_OK : REMATD_STORE_ERROR;
-        else if (rc == SQLITE_DONE)
-            ret = REMATD_STORE_NOT_FOUND;
-    }
+    enum rematd_store_result ret =
+        rematd__sql_row(db, "SELECT " COLS " FROM models WHERE id = ?", id, &s);
+    if (ret == REMATD_STORE_OK && read_row(s, out) < 0)
+        ret = REMATD_STORE_ERROR;
     sqlite3_finalize(s);
     if (ret != REMATD_STORE_OK)
         rematd_model_clear(out);
@@ -63,7 +57,7 @@ enum rematd_store_result rematd__sqlite_get_model(struct rematd_store *base, con
 
 /* Opens a write transaction on w: takes wmu and begins, unless the store
  * lost its database.  0, or -1 (wmu released; a failed BEGIN is logged and
- * marks the store failed, as every write does: store_sqlite.c). */
+ * marks the store failed, as every write does: sqlite/sqlite.c). */
 static int begin_write(struct rematd_sqlite *st)
 {
     pthread_mutex_lock(&st->wmu);

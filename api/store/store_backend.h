@@ -3,9 +3,9 @@
  * store; the rest of rematd sees store.h only).
  *
  * store.c dispatches every store.h call through the backend's table: the
- * SQLite one (store_sqlite.c and the files sharing store_sqlite.h), the
+ * SQLite one (sqlite/sqlite.c and the files sharing sqlite/sqlite.h), the
  * embedded default, and, when configure found libpq, the PostgreSQL one
- * (store_pg*.c) for replicas sharing a database.  Each backend's own
+ * (the files of pg/) for replicas sharing a database.  Each backend's own
  * struct begins with struct rematd_store, so that it is one pointer for
  * the callers and the backend's own for its functions.  The entries have
  * the contracts written in store.h for the call of the same name.
@@ -14,7 +14,7 @@
 #define REMATD_STORE_BACKEND_H
 
 #include "store.h"
-#include "store_group.h"
+#include "group.h"
 
 struct rematd_store_ops {
     const char *name; /* "sqlite", "postgresql": /metrics and the log */
@@ -34,7 +34,6 @@ struct rematd_store_ops {
      * rematd_store_find_reusable (max 1) read each with get_job. */
     enum rematd_store_result (*done_ids)(struct rematd_store *st, const char *kind, const char *key,
                                          size_t max, char (*ids)[REMATD_ID_LEN + 1], size_t *n);
-    enum rematd_store_result (*job_kind)(struct rematd_store *st, const char *id, char kind[16]);
     enum rematd_store_result (*count_jobs)(struct rematd_store *st, struct rematd_job_counts *out);
     enum rematd_store_result (*lease_job)(struct rematd_store *st, const char *worker_id,
                                           const char *const *kinds, const char *const *devices,
@@ -49,7 +48,7 @@ struct rematd_store_ops {
     enum rematd_store_result (*release_job)(struct rematd_store *st, const char *id,
                                             const char *lease_id);
     enum rematd_store_result (*advance_job)(struct rematd_store *st, const char *id,
-                                            const char *status, const char *spec,
+                                            enum rematd_job_status status, const char *spec,
                                             const char *result, const char *reason);
     enum rematd_store_result (*add_model)(struct rematd_store *st, const struct rematd_model *m,
                                           unsigned long long quota_bytes,
@@ -66,7 +65,7 @@ struct rematd_store_ops {
                                            const char *path);
 };
 
-/* Plans are queued for the backend's group commit (store_group.h), which
+/* Plans are queued for the backend's group commit (group.h), which
  * store.c reaches directly: the queue and its thread are the same code
  * for every backend, only the commit differs. */
 struct rematd_store {
@@ -82,6 +81,10 @@ static inline int rematd__idem_purge_due(double now, double last_purge, double t
 {
     return now - last_purge >= (ttl < 60 ? ttl : 60);
 }
+
+/* Adds n jobs of the status named name (a row of the backends' GROUP BY
+ * status) to c; a name that is no status counts nowhere. */
+void rematd__job_counts_add(struct rematd_job_counts *c, const char *name, long n);
 
 /* The backends' opens: a new store or NULL with a message in errbuf. */
 struct rematd_store *rematd__sqlite_open(const char *dir, const struct rematd_config *cfg,

@@ -1,13 +1,13 @@
 /*
  * store.c - the store's one interface (store.h) over its backends
  * (store_backend.h): which backend a --store names, and every call passed
- * on to it.  The results' _clear functions are here too: what a call
- * fills is the same whichever backend filled it.
+ * on to it.  What a call fills is freed by values.c, whichever backend
+ * filled it.
  *
  * --store sqlite:DIR (or a bare directory, --data-dir's value and the
- * default) is the embedded SQLite store (store_sqlite.c); --store
+ * default) is the embedded SQLite store (sqlite/sqlite.c); --store
  * postgresql://... (or postgres://..., or postgresql: followed by libpq's
- * key=value words) the PostgreSQL one (store_pg.c), when configure found
+ * key=value words) the PostgreSQL one (pg/pg.c), when configure found
  * libpq.
  */
 #include "config.h"
@@ -157,12 +157,6 @@ enum rematd_store_result rematd_store_get_job(struct rematd_store *st, const cha
     return st->ops->get_job(st, id, out);
 }
 
-enum rematd_store_result rematd_store_job_kind(struct rematd_store *st, const char *id,
-                                               char kind[16])
-{
-    return st->ops->job_kind(st, id, kind);
-}
-
 enum rematd_store_result rematd_store_count_jobs(struct rematd_store *st,
                                                  struct rematd_job_counts *out)
 {
@@ -198,7 +192,7 @@ enum rematd_store_result rematd_store_fail_job(struct rematd_store *st, const ch
 }
 
 enum rematd_store_result rematd_store_advance_job(struct rematd_store *st, const char *id,
-                                                  const char *status, const char *spec,
+                                                  enum rematd_job_status status, const char *spec,
                                                   const char *result, const char *reason)
 {
     return st->ops->advance_job(st, id, status, spec, result, reason);
@@ -245,47 +239,4 @@ enum rematd_store_result rematd_store_model_file(struct rematd_store *st,
                                                  const struct rematd_model *m, const char *path)
 {
     return st->ops->model_file ? st->ops->model_file(st, m, path) : REMATD_STORE_OK;
-}
-
-void rematd_idem_clear(struct rematd_idem *r)
-{
-    free(r->body);
-    r->body = NULL;
-}
-
-void rematd_stored_plan_clear(struct rematd_stored_plan *p)
-{
-    free(p->record);
-    free(p->options);
-    free(p->legacy_body);
-    free(p->legacy_request);
-    memset(p, 0, sizeof *p);
-}
-
-void rematd_job_clear(struct rematd_job *j)
-{
-    free(j->spec);
-    free(j->progress);
-    free(j->result);
-    free(j->reason);
-    j->spec = j->progress = j->result = j->reason = NULL;
-}
-
-void rematd_lease_clear(struct rematd_lease *l)
-{
-    free(l->spec);
-    l->spec = NULL;
-}
-
-void rematd_model_clear(struct rematd_model *m)
-{
-    free(m->meta);
-    m->meta = NULL;
-}
-
-void rematd_models_free(struct rematd_model *list, size_t n)
-{
-    for (size_t i = 0; i < n; i++)
-        rematd_model_clear(&list[i]);
-    free(list);
 }

@@ -1,7 +1,7 @@
 /*
- * store_group.c - the group commit's queue and writer thread, shared by
- * the SQLite and PostgreSQL stores (store_group.h has the contract; the
- * backends' commit and idle are in store_writer.c and store_pg.c).
+ * group.c - the group commit's queue and writer thread, shared by
+ * the SQLite and PostgreSQL stores (group.h has the contract; the
+ * backends' commit and idle are in sqlite/writer.c and pg/pg.c).
  */
 #include "config.h"
 
@@ -9,7 +9,7 @@
 #include <sys/prctl.h>
 #include <time.h>
 
-#include "store_group.h"
+#include "group.h"
 
 void rematd__group_init(struct rematd_group *g, const char *name,
                         long (*commit)(void *arg, struct rematd_plan_write *batch),

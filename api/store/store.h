@@ -6,10 +6,10 @@
  * which reports success has committed (docs/jobs.md).  It knows nothing of HTTP: it returns data,
  * and the routes make statuses, links and Location headers of it.  Nothing here names a
  * database either: each call is passed on (store.c) to the backend the store was opened with
- * (store_backend.h): SQLite, embedded and the default (store_sqlite.c, store_schema.c,
- * store_writer.c, store_plans.c, store_jobs.c, store_idem.c and store_models.c, which share
- * store_sqlite.h), or PostgreSQL, for replicas sharing one database (store_pg*.c, sharing
- * store_pg.h; built when configure finds libpq).
+ * (store_backend.h): SQLite, embedded and the default (the files of api/store/sqlite/, which
+ * share sqlite/sqlite.h), or PostgreSQL, for replicas sharing one database (the files of
+ * api/store/pg/, sharing pg/pg.h; built when configure finds libpq).  What a call fills is
+ * freed by values.c; the group commit of plans (group.c) is the same for both.
  *
  * Every call that can fail returns an enum rematd_store_result; what it
  * fills is new (the caller frees it with the matching _clear) only when it
@@ -20,7 +20,7 @@
 
 #include <stddef.h>
 
-#include "rematd.h"
+#include "../rematd.h"
 
 enum rematd_store_result {
     REMATD_STORE_OK = 0,
@@ -139,12 +139,31 @@ void rematd_stored_plan_clear(struct rematd_stored_plan *p);
  * Jobs and leases (docs/jobs.md has the state machine).
  */
 
+/* Where a job is in its life (docs/jobs.md has the state machine).  Each
+ * has one name, stored in the jobs table and answered as the job's
+ * "status": rematd_job_status_name.  A new status goes last and gets its
+ * name there. */
+enum rematd_job_status {
+    REMATD_JOB_QUEUED,
+    REMATD_JOB_RUNNING,
+    REMATD_JOB_DONE,
+    REMATD_JOB_FAILED,
+};
+#define REMATD_JOB_STATUS_LAST REMATD_JOB_FAILED
+
+/* "queued", "running", "done" or "failed": static.  A value that is not a
+ * status is "unknown". */
+const char *rematd_job_status_name(enum rematd_job_status s);
+/* The status named name into *out: 0, or -1 when name (NULL allowed)
+ * names none. */
+int rematd_job_status_parse(const char *name, enum rematd_job_status *out);
+
 /* A job as stored.  Times are seconds since the epoch. */
 struct rematd_job {
     char id[REMATD_ID_LEN + 1];
-    char kind[16];   /* "profile", "validation" */
-    char status[16]; /* "queued", "running", "done", "failed" */
-    int attempts;    /* attempts that ended */
+    char kind[16]; /* "profile", "validation", "fits" */
+    enum rematd_job_status status;
+    int attempts; /* attempts that ended */
     double created_at, updated_at;
     double lease_expires_at; /* while running */
     char *spec;              /* JSON text */
@@ -199,11 +218,8 @@ enum rematd_store_result rematd_store_get_job(struct rematd_store *st, const cha
  * or reason (NULL clears them) replaced, when it is still queued.  OK,
  * NOT_FOUND (no such queued job) or ERROR. */
 enum rematd_store_result rematd_store_advance_job(struct rematd_store *st, const char *id,
-                                                  const char *status, const char *spec,
+                                                  enum rematd_job_status status, const char *spec,
                                                   const char *result, const char *reason);
-/* The job's kind into kind: OK, NOT_FOUND or ERROR. */
-enum rematd_store_result rematd_store_job_kind(struct rematd_store *st, const char *id,
-                                               char kind[16]);
 struct rematd_job_counts {
     long queued, running, done, failed;
 };
@@ -253,12 +269,12 @@ enum rematd_store_result rematd_store_release_job(struct rematd_store *st, const
                                                   const char *lease_id);
 
 /* ------------------------------------------------------------------------
- * Uploaded models (api/store_models.c).  The store keeps the record; the
+ * Uploaded models (sqlite/models.c, pg/models.c).  The store keeps the record; the
  * archive is a file named by its SHA-256 under the data directory
  * (api/models_common.c), written and renamed there before the record is
  * added, so that a record always has its file.  The PostgreSQL store also
  * copies the archive into the database with the record, so that every
- * replica can serve it (store_pg_models.c).
+ * replica can serve it (pg/models.c).
  */
 
 struct rematd_model {

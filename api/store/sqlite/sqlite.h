@@ -1,5 +1,5 @@
 /*
- * store_sqlite.h - what the files of the SQLite store share (private to
+ * sqlite/sqlite.h - what the files of the SQLite store share (private to
  * them; the rest of rematd sees store.h only).
  *
  * One database, rematd.db under the data directory, in WAL mode, on three
@@ -17,14 +17,14 @@
 
 #include <sqlite3.h>
 
-#include "store_backend.h"
+#include "../store_backend.h"
 
 /* The schema version this rematd writes (PRAGMA user_version); older
- * databases are migrated up to it at open (store_schema.c). */
+ * databases are migrated up to it at open (sqlite/schema.c). */
 #define REMATD_SCHEMA_VERSION 4
 
 struct rematd_sqlite {
-    struct rematd_store base; /* ops: the SQLite table (store_sqlite.c) */
+    struct rematd_store base; /* ops: the SQLite table (sqlite/sqlite.c) */
     sqlite3 *w;               /* writes, under wmu */
     pthread_mutex_t wmu;
     sqlite3 *r; /* reads, under rmu */
@@ -33,8 +33,8 @@ struct rematd_sqlite {
     sqlite3_stmt *ins_plan, *ins_idem, *begin, *commit;
     int has_legacy; /* a plans_v1 table from rematd 0.1.0 is there */
 
-    /* The group commit of plans (store_group.h; the commit is
-     * store_writer.c's). */
+    /* The group commit of plans (group.h; the commit is
+     * sqlite/writer.c's). */
     struct rematd_group group;
 
     /* Checkpoints run on their own connection and thread, so that copying
@@ -89,23 +89,29 @@ int rematd__sql_exec(sqlite3 *db, const char *sql);
 int rematd__sql_step_reset(sqlite3_stmt *s);
 /* Column i as new text, or NULL (a NULL column or no memory). */
 char *rematd__sql_col_dup(sqlite3_stmt *s, int i);
+/* The read of one row by its key, the prologue of every get: prepares sql
+ * on db (the caller holds its mutex), binds key to its one parameter and
+ * steps.  OK with *s on the row, NOT_FOUND (no row) or ERROR; the caller
+ * finalizes *s whatever it returns. */
+enum rematd_store_result rematd__sql_row(sqlite3 *db, const char *sql, const char *key,
+                                         sqlite3_stmt **s);
 
-/* store_schema.c: brings w's database to REMATD_SCHEMA_VERSION and sets
+/* sqlite/schema.c: brings w's database to REMATD_SCHEMA_VERSION and sets
  * has_legacy.  Returns 0, or -1 with a message in errbuf. */
 int rematd__schema_migrate(struct rematd_sqlite *st, char *errbuf, size_t errlen);
 
-/* store_writer.c: sets up the group commit (st->group, st->base.group);
+/* sqlite/writer.c: sets up the group commit (st->group, st->base.group);
  * installs the WAL bound on w and starts the writer and checkpoint
  * threads; stops them (the writer commits what is queued). */
 void rematd__writer_init(struct rematd_sqlite *st);
 int rematd__writer_start(struct rematd_sqlite *st, char *errbuf, size_t errlen);
 void rematd__writer_stop(struct rematd_sqlite *st);
 
-/* store_plans.c: inserts w's plan row on w (in the caller's transaction):
+/* sqlite/plans.c: inserts w's plan row on w (in the caller's transaction):
  * sqlite3_step's code. */
 int rematd__plan_insert(struct rematd_sqlite *st, const struct rematd_plan_write *w);
 
-/* store_idem.c, on w under wmu inside the caller's transaction: records
+/* sqlite/idem.c, on w under wmu inside the caller's transaction: records
  * (scope, key) for resource_id.  OK; CONFLICT when a live record holds the
  * key (existing filled); ERROR.  A record past the TTL that the purge has
  * not removed yet gives way. */
@@ -116,7 +122,7 @@ enum rematd_store_result rematd__idem_insert(struct rematd_sqlite *st, const cha
 /* Deletes records past the TTL, at most once a minute.  Under wmu. */
 void rematd__idem_purge(struct rematd_sqlite *st, double now);
 
-/* store_jobs.c: puts jobs whose lease expired back in the queue (or fails
+/* sqlite/jobs.c: puts jobs whose lease expired back in the queue (or fails
  * them).  Under wmu, outside a transaction. */
 void rematd__jobs_expire(struct rematd_sqlite *st);
 
@@ -137,8 +143,6 @@ enum rematd_store_result rematd__sqlite_done_ids(struct rematd_store *base, cons
                                                  char (*ids)[REMATD_ID_LEN + 1], size_t *n);
 enum rematd_store_result rematd__sqlite_get_job(struct rematd_store *base, const char *id,
                                                 struct rematd_job *out);
-enum rematd_store_result rematd__sqlite_job_kind(struct rematd_store *base, const char *id,
-                                                 char kind[16]);
 enum rematd_store_result rematd__sqlite_count_jobs(struct rematd_store *base,
                                                    struct rematd_job_counts *out);
 enum rematd_store_result rematd__sqlite_lease_job(struct rematd_store *base, const char *worker_id,
@@ -151,7 +155,7 @@ enum rematd_store_result rematd__sqlite_renew_lease(struct rematd_store *base, c
 enum rematd_store_result rematd__sqlite_complete_job(struct rematd_store *base, const char *id,
                                                      const char *lease_id, const char *result);
 enum rematd_store_result rematd__sqlite_advance_job(struct rematd_store *base, const char *id,
-                                                    const char *status, const char *spec,
+                                                    enum rematd_job_status status, const char *spec,
                                                     const char *result, const char *reason);
 enum rematd_store_result rematd__sqlite_fail_job(struct rematd_store *base, const char *id,
                                                  const char *lease_id, const char *reason,

@@ -1,5 +1,5 @@
 /*
- * store_jobs.c - jobs and their leases: the state machine of docs/jobs.md
+ * sqlite/jobs.c - jobs and their leases: the state machine of docs/jobs.md
  * (queued -> running -> done or failed, back to queued on expiry, a
  * retryable failure or a release) as SQL.
  *
@@ -14,7 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "store_sqlite.h"
+#include "sqlite.h"
 
 static void copy_col(char *dst, size_t cap, sqlite3_stmt *s, int i)
 {
@@ -55,65 +55,39 @@ enum rematd_store_result rematd__sqlite_get_job(struct rematd_store *base, const
 {
     struct rematd_sqlite *st = (struct rematd_sqlite *)base;
     memset(out, 0, sizeof *out);
-    sqlite3_stmt *s = NULL;
-    enum rematd_store_result found = REMATD_STORE_ERROR;
+    sqlite3_stmt *s;
     pthread_mutex_lock(&st->rmu);
-    if (sqlite3_prepare_v2(st->r,
-                           "SELECT kind, status, attempts, spec, progress, result, reason,"
-                           " created_at, updated_at, lease_expires_at FROM jobs WHERE id = ?",
-                           -1, &s, NULL) == SQLITE_OK) {
-        sqlite3_bind_text(s, 1, id, -1, SQLITE_STATIC);
-        int rc = sqlite3_step(s);
-        if (rc == SQLITE_ROW) {
-            snprintf(out->id, sizeof out->id, "%s", id);
-            copy_col(out->kind, sizeof out->kind, s, 0);
-            copy_col(out->status, sizeof out->status, s, 1);
-            out->attempts = sqlite3_column_int(s, 2);
-            out->spec = rematd__sql_col_dup(s, 3);
-            out->progress = rematd__sql_col_dup(s, 4);
-            out->result = rematd__sql_col_dup(s, 5);
-            out->reason = rematd__sql_col_dup(s, 6);
-            out->created_at = sqlite3_column_double(s, 7);
-            out->updated_at = sqlite3_column_double(s, 8);
-            out->lease_expires_at = sqlite3_column_double(s, 9);
-            /* A NULL column is NULL text; a non-NULL one that came back
-             * NULL ran out of memory. */
-            int lost = !out->spec || (!out->progress && sqlite3_column_type(s, 4) != SQLITE_NULL) ||
-                       (!out->result && sqlite3_column_type(s, 5) != SQLITE_NULL) ||
-                       (!out->reason && sqlite3_column_type(s, 6) != SQLITE_NULL);
-            found = lost ? REMATD_STORE_ERROR : REMATD_STORE_OK;
-        } else if (rc == SQLITE_DONE) {
-            found = REMATD_STORE_NOT_FOUND;
-        }
+    enum rematd_store_result found =
+        rematd__sql_row(st->r,
+                        "SELECT kind, status, attempts, spec, progress, result, reason,"
+                        " created_at, updated_at, lease_expires_at FROM jobs WHERE id = ?",
+                        id, &s);
+    if (found == REMATD_STORE_OK) {
+        snprintf(out->id, sizeof out->id, "%s", id);
+        copy_col(out->kind, sizeof out->kind, s, 0);
+        int known =
+            rematd_job_status_parse((const char *)sqlite3_column_text(s, 1), &out->status) == 0;
+        out->attempts = sqlite3_column_int(s, 2);
+        out->spec = rematd__sql_col_dup(s, 3);
+        out->progress = rematd__sql_col_dup(s, 4);
+        out->result = rematd__sql_col_dup(s, 5);
+        out->reason = rematd__sql_col_dup(s, 6);
+        out->created_at = sqlite3_column_double(s, 7);
+        out->updated_at = sqlite3_column_double(s, 8);
+        out->lease_expires_at = sqlite3_column_double(s, 9);
+        /* A NULL column is NULL text; a non-NULL one that came back NULL
+         * ran out of memory.  A status this rematd has no name for is a
+         * database it cannot read. */
+        int lost = !known || !out->spec ||
+                   (!out->progress && sqlite3_column_type(s, 4) != SQLITE_NULL) ||
+                   (!out->result && sqlite3_column_type(s, 5) != SQLITE_NULL) ||
+                   (!out->reason && sqlite3_column_type(s, 6) != SQLITE_NULL);
+        found = lost ? REMATD_STORE_ERROR : REMATD_STORE_OK;
     }
     sqlite3_finalize(s);
     pthread_mutex_unlock(&st->rmu);
     if (found != REMATD_STORE_OK)
         rematd_job_clear(out);
-    return found;
-}
-
-enum rematd_store_result rematd__sqlite_job_kind(struct rematd_store *base, const char *id,
-                                                 char kind[16])
-{
-    struct rematd_sqlite *st = (struct rematd_sqlite *)base;
-    sqlite3_stmt *s = NULL;
-    enum rematd_store_result found = REMATD_STORE_ERROR;
-    kind[0] = '\0';
-    pthread_mutex_lock(&st->rmu);
-    if (sqlite3_prepare_v2(st->r, "SELECT kind FROM jobs WHERE id = ?", -1, &s, NULL) ==
-        SQLITE_OK) {
-        sqlite3_bind_text(s, 1, id, -1, SQLITE_STATIC);
-        int rc = sqlite3_step(s);
-        if (rc == SQLITE_ROW) {
-            copy_col(kind, 16, s, 0);
-            found = REMATD_STORE_OK;
-        } else if (rc == SQLITE_DONE) {
-            found = REMATD_STORE_NOT_FOUND;
-        }
-    }
-    sqlite3_finalize(s);
-    pthread_mutex_unlock(&st->rmu);
     return found;
 }
 
@@ -127,20 +101,9 @@ enum rematd_store_result rematd__sqlite_count_jobs(struct rematd_store *base,
     pthread_mutex_lock(&st->rmu);
     if (sqlite3_prepare_v2(st->r, "SELECT status, count(*) FROM jobs GROUP BY status", -1, &s,
                            NULL) == SQLITE_OK) {
-        while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
-            const char *status = (const char *)sqlite3_column_text(s, 0);
-            long n = (long)sqlite3_column_int64(s, 1);
-            if (!status)
-                continue;
-            if (strcmp(status, "queued") == 0)
-                out->queued = n;
-            else if (strcmp(status, "running") == 0)
-                out->running = n;
-            else if (strcmp(status, "done") == 0)
-                out->done = n;
-            else if (strcmp(status, "failed") == 0)
-                out->failed = n;
-        }
+        while ((rc = sqlite3_step(s)) == SQLITE_ROW)
+            rematd__job_counts_add(out, (const char *)sqlite3_column_text(s, 0),
+                                   (long)sqlite3_column_int64(s, 1));
     }
     sqlite3_finalize(s);
     pthread_mutex_unlock(&st->rmu);
@@ -483,7 +446,7 @@ enum rematd_store_result rematd__sqlite_release_job(struct rematd_store *base, c
 }
 
 enum rematd_store_result rematd__sqlite_advance_job(struct rematd_store *base, const char *id,
-                                                    const char *status, const char *spec,
+                                                    enum rematd_job_status status, const char *spec,
                                                     const char *result, const char *reason)
 {
     struct rematd_sqlite *st = (struct rematd_sqlite *)base;
@@ -498,7 +461,7 @@ enum rematd_store_result rematd__sqlite_advance_job(struct rematd_store *base, c
                            -1, &s, NULL) != SQLITE_OK)
         goto out;
     sqlite3_bind_text(s, 1, id, -1, SQLITE_STATIC);
-    sqlite3_bind_text(s, 2, status, -1, SQLITE_STATIC);
+    sqlite3_bind_text(s, 2, rematd_job_status_name(status), -1, SQLITE_STATIC);
     const char *texts[] = {spec, result, reason};
     for (int k = 0; k < 3; k++)
         if (texts[k])

@@ -1,5 +1,5 @@
 /*
- * store_group.h - the group commit of plans, shared by the store backends
+ * group.h - the group commit of plans, shared by the store backends
  * (private to the store; the rest of rematd sees store.h only).
  *
  * POST /v1/plans queues its plan (rematd_store_enqueue_plan) and suspends

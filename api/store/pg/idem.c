@@ -1,5 +1,5 @@
 /*
- * store_pg_idem.c - Idempotency-Key records on PostgreSQL (store_idem.c
+ * pg/idem.c - Idempotency-Key records on PostgreSQL (sqlite/idem.c
  * has the rules: a record is inserted in the transaction that stores what
  * the key created, and lives --idempotency-ttl seconds).
  *
@@ -11,7 +11,7 @@
  * back with it.  One plan or job per key, whichever replica.
  *
  * The bound on records (--max-idempotency-keys) is the database's: see
- * rematd__pg_idem_lock in store_pg.h.
+ * rematd__pg_idem_lock in pg/pg.h.
  */
 #include "config.h"
 
@@ -19,7 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "store_pg.h"
+#include "pg.h"
 
 /* The live record of (scope, key) on c: OK, NOT_FOUND or ERROR. */
 static enum rematd_store_result lookup(struct rematd_pg *st, PGconn *c, const char *scope,

@@ -1,5 +1,5 @@
 /*
- * store_pg.h - what the files of the PostgreSQL store share (private to
+ * pg/pg.h - what the files of the PostgreSQL store share (private to
  * them; the rest of rematd sees store.h only).
  *
  * Any number of rematd replicas share one PostgreSQL database.  Each
@@ -22,10 +22,10 @@
 
 #include <libpq-fe.h>
 
-#include "store_backend.h"
+#include "../store_backend.h"
 
 /* The schema version this rematd writes (remat_schema.version); older
- * databases are migrated up to it at open (store_pg_schema.c). */
+ * databases are migrated up to it at open (pg/schema.c). */
 #define REMATD_PG_SCHEMA_VERSION 2
 
 /* Advisory lock keys: "remat" and a number, so that they do not collide
@@ -59,8 +59,8 @@ struct rematd_pg {
     pthread_mutex_t pmu;
     pthread_cond_t pcv;
 
-    /* The group commit of plans (store_group.h; the commit is
-     * store_pg.c's) and its thread's own connection. */
+    /* The group commit of plans (group.h; the commit is
+     * pg/pg.c's) and its thread's own connection. */
     struct rematd_group group;
     PGconn *wc;
     double last_purge;
@@ -88,12 +88,23 @@ int rematd__pg_cmd(PGconn *c, const char *what, const char *sql, int n, const ch
  * open and marks the store failed until a write succeeds. */
 void rematd__pg_write_failed(struct rematd_pg *st, PGconn *c);
 void rematd__pg_write_ok(struct rematd_pg *st);
+/* Begins a write transaction on c holding the advisory lock lock (one of
+ * REMATD_PG_LOCK_*) until it ends, so that replicas take turns at what the
+ * lock guards.  0, or -1 (logged under what; end it with
+ * rematd__pg_end_write and ERROR). */
+int rematd__pg_begin_locked(PGconn *c, const char *what, long long lock);
+/* Ends a write transaction on c and puts c back: ret OK commits (a failed
+ * COMMIT makes it ERROR), ERROR marks the store failed (the statement's
+ * error was logged), anything else (NOT_FOUND, CONFLICT, FULL) rolls back
+ * what was only read.  Returns ret, or ERROR when the COMMIT failed. */
+enum rematd_store_result rematd__pg_end_write(struct rematd_pg *st, PGconn *c,
+                                              enum rematd_store_result ret);
 
-/* store_pg_schema.c: brings the database to REMATD_PG_SCHEMA_VERSION
+/* pg/schema.c: brings the database to REMATD_PG_SCHEMA_VERSION
  * under an advisory lock.  0, or -1 with a message in errbuf. */
 int rematd__pg_migrate(PGconn *c, char *errbuf, size_t errlen);
 
-/* store_pg_idem.c, on c inside the caller's transaction.
+/* pg/idem.c, on c inside the caller's transaction.
  *
  * --max-idempotency-keys is exact across replicas: the number of records
  * is a row of remat_counters, which a transaction that may add records
@@ -117,7 +128,7 @@ enum rematd_store_result rematd__pg_idem_insert(struct rematd_pg *st, PGconn *c,
 enum rematd_store_result rematd__pg_get_idempotency(struct rematd_store *base, const char *scope,
                                                     const char *key, struct rematd_idem *out);
 
-/* store_pg_jobs.c: the job and lease calls of the table. */
+/* pg/jobs.c: the job and lease calls of the table. */
 enum rematd_store_result rematd__pg_create_job(struct rematd_store *base,
                                                const struct rematd_job_new *job,
                                                struct rematd_idem *existing);
@@ -126,8 +137,6 @@ enum rematd_store_result rematd__pg_done_ids(struct rematd_store *base, const ch
                                              char (*ids)[REMATD_ID_LEN + 1], size_t *n);
 enum rematd_store_result rematd__pg_get_job(struct rematd_store *base, const char *id,
                                             struct rematd_job *out);
-enum rematd_store_result rematd__pg_job_kind(struct rematd_store *base, const char *id,
-                                             char kind[16]);
 enum rematd_store_result rematd__pg_count_jobs(struct rematd_store *base,
                                                struct rematd_job_counts *out);
 enum rematd_store_result rematd__pg_lease_job(struct rematd_store *base, const char *worker_id,
@@ -139,7 +148,7 @@ enum rematd_store_result rematd__pg_renew_lease(struct rematd_store *base, const
 enum rematd_store_result rematd__pg_complete_job(struct rematd_store *base, const char *id,
                                                  const char *lease_id, const char *result);
 enum rematd_store_result rematd__pg_advance_job(struct rematd_store *base, const char *id,
-                                                const char *status, const char *spec,
+                                                enum rematd_job_status status, const char *spec,
                                                 const char *result, const char *reason);
 enum rematd_store_result rematd__pg_fail_job(struct rematd_store *base, const char *id,
                                              const char *lease_id, const char *reason,
@@ -150,7 +159,7 @@ enum rematd_store_result rematd__pg_release_job(struct rematd_store *base, const
  * counted once whichever replica runs it.  0, or -1 (logged). */
 int rematd__pg_jobs_expire(struct rematd_pg *st, PGconn *c);
 
-/* store_pg_models.c: the model calls of the table. */
+/* pg/models.c: the model calls of the table. */
 enum rematd_store_result rematd__pg_add_model(struct rematd_store *base,
                                               const struct rematd_model *m,
                                               unsigned long long quota_bytes,

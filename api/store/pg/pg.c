@@ -1,7 +1,7 @@
 /*
- * store_pg.c - the PostgreSQL store's connections and lifetime (open,
+ * pg/pg.c - the PostgreSQL store's connections and lifetime (open,
  * close, readiness), the exec helpers its files share, and plans: the
- * group commit's commit (store_group.c runs the queue and thread) and reads.
+ * group commit's commit (group.c runs the queue and thread) and reads.
  *
  * Durability is PostgreSQL's: a call reports success only once its COMMIT
  * came back, so what is acknowledged is in the server's WAL (with the
@@ -29,7 +29,7 @@
 
 #include <libpq-events.h>
 
-#include "store_pg.h"
+#include "pg.h"
 
 #define TEXT_OID 25
 #define FLOAT8_OID 701
@@ -145,6 +145,33 @@ void rematd__pg_put(struct rematd_pg *st, PGconn *c)
             st->free[st->n_free++] = i;
     pthread_cond_signal(&st->pcv);
     pthread_mutex_unlock(&st->pmu);
+}
+
+int rematd__pg_begin_locked(PGconn *c, const char *what, long long lock)
+{
+    char sql[96];
+    snprintf(sql, sizeof sql, "SELECT pg_advisory_xact_lock(%lld)", lock);
+    if (rematd__pg_cmd(c, "BEGIN", "BEGIN", 0, NULL, NULL) < 0 ||
+        rematd__pg_cmd(c, what, sql, 0, NULL, NULL) < 0)
+        return -1;
+    return 0;
+}
+
+enum rematd_store_result rematd__pg_end_write(struct rematd_pg *st, PGconn *c,
+                                              enum rematd_store_result ret)
+{
+    if (ret == REMATD_STORE_OK) {
+        if (rematd__pg_cmd(c, "COMMIT", "COMMIT", 0, NULL, NULL) == 0)
+            rematd__pg_write_ok(st);
+        else
+            ret = REMATD_STORE_ERROR;
+    } else if (ret != REMATD_STORE_ERROR) {
+        PQclear(PQexec(c, "ROLLBACK"));
+    }
+    if (ret == REMATD_STORE_ERROR)
+        rematd__pg_write_failed(st, c);
+    rematd__pg_put(st, c);
+    return ret;
 }
 
 /* ------------------------------------------------------------------------
@@ -309,7 +336,7 @@ static int retryable(const char *sqlstate)
 
 #define BATCH_TRIES 3
 
-/* The group commit's commit (store_group.h): the batch in one
+/* The group commit's commit (group.h): the batch in one
  * transaction, tried again when it lost a race with another replica. */
 static long write_batch(void *arg, struct rematd_plan_write *batch)
 {
@@ -502,7 +529,6 @@ static const struct rematd_store_ops pg_ops = {
     .create_job = rematd__pg_create_job,
     .done_ids = rematd__pg_done_ids,
     .get_job = rematd__pg_get_job,
-    .job_kind = rematd__pg_job_kind,
     .count_jobs = rematd__pg_count_jobs,
     .lease_job = rematd__pg_lease_job,
     .renew_lease = rematd__pg_renew_lease,
@@ -554,7 +580,7 @@ struct rematd_store *rematd__pg_open(const char *conninfo, const struct rematd_c
     rematd__group_init(&st->group, "rematd-writer", write_batch, housekeeping, st);
     st->base.group = &st->group;
     /* The data directory holds this replica's copies of uploaded models
-     * (the database holds the archives: store_pg_models.c). */
+     * (the database holds the archives: pg/models.c). */
     if (mkdir(cfg->data_dir, 0700) < 0 && errno != EEXIST) {
         snprintf(errbuf, errlen, "cannot create data directory %s: %s", cfg->data_dir,
                  strerror(errno));

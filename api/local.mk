@@ -11,24 +11,27 @@ if HAVE_LIBPQ
 REMATD_STORE_SOURCES += api/store_pg.h api/store_pg.c api/store_pg_schema.c \
 	api/store_pg_idem.c api/store_pg_jobs.c api/store_pg_models.c
 endif
+# The routes (api/routes/): one file per route, each exporting one const
+# struct rematd_route.
+REMATD_ROUTE_SOURCES = api/routes/healthz.c api/routes/readyz.c api/routes/openapi.c \
+	api/routes/metrics.c api/routes/models_list.c api/routes/models_upload.c \
+	api/routes/models_get.c api/routes/models_delete.c api/routes/plans_create.c \
+	api/routes/plans_get.c api/routes/plans_timeline.c api/routes/profiles_create.c \
+	api/routes/profiles_get.c api/routes/profiles_frontier.c api/routes/fits_create.c \
+	api/routes/validations_create.c api/routes/validations_get.c api/routes/worker_lease.c \
+	api/routes/worker_heartbeat.c api/routes/worker_complete.c api/routes/worker_fail.c \
+	api/routes/worker_release.c api/routes/worker_models.c
 bin_PROGRAMS += api/rematd
 api_rematd_SOURCES = \
-	api/rematd.h api/main.c api/config.c api/http.c api/util.c $(REMATD_STORE_SOURCES) \
+	api/rematd.h api/main.c api/config.c api/http/request.c api/util.c $(REMATD_STORE_SOURCES) \
 	api/zipcheck.h api/zipcheck.c api/torchpickle.h api/torchpickle.c api/models_common.h api/models_common.c \
 	api/metrics.c api/supervise.c api/pool.c \
-	api/plan_common.h api/plan_common.c api/plan_request.h api/plan_request.c \
+	api/plan_common.h api/plan_common.c api/plans/request.h api/plans/request.c \
 	api/plan_cache.h api/plan_cache.c api/plan_codec.h api/plan_codec.c api/jobs_common.h api/jobs_common.c \
 	api/worker_common.h api/worker_common.c api/worker_check.h api/worker_check.c \
-	api/route_healthz.c api/route_readyz.c api/route_openapi.c api/route_metrics.c \
-	api/route_models.c api/route_plans_create.c api/route_plans_get.c \
-	api/route_plans_timeline.c api/route_profiles_create.c api/route_profiles_get.c \
-	api/route_validations_create.c api/route_validations_get.c api/route_worker_lease.c \
-	api/route_worker_heartbeat.c api/route_worker_complete.c api/route_worker_fail.c \
-	api/route_worker_release.c api/route_models_upload.c api/route_models_get.c \
-	api/route_models_delete.c api/route_worker_models.c api/route_fits.c \
-	api/route_profiles_frontier.c
+	$(REMATD_ROUTE_SOURCES)
 nodist_api_rematd_SOURCES = api/openapi.c
-api_rematd_CPPFLAGS = $(AM_CPPFLAGS) -DREMATD_BINDIR='"$(bindir)"'
+api_rematd_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/api -DREMATD_BINDIR='"$(bindir)"'
 api_rematd_CFLAGS = $(AM_CFLAGS) $(MHD_CFLAGS) $(JANSSON_CFLAGS) $(SQLITE_CFLAGS) $(LIBPQ_CFLAGS) \
 	-pthread
 # The static convenience library: ./api/rematd in the build tree is the

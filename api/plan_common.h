@@ -4,7 +4,7 @@
 #define REMATD_PLAN_COMMON_H
 
 #include "plan_codec.h"
-#include "plan_request.h"
+#include "plans/request.h"
 #include "rematd.h"
 #include "store.h"
 

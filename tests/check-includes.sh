@@ -10,16 +10,16 @@ status=0
 
 # Headers private to libremat: every header directly under src/ but remat.h.
 private=$(cd "$srcdir/src" && ls *.h | grep -v '^remat\.h$')
-for dir in api cli worker; do
-    for f in "$srcdir/$dir"/*.c "$srcdir/$dir"/*.h "$srcdir/$dir"/*.cpp; do
-        [ -f "$f" ] || continue
-        for h in $private; do
-            if grep -n "^[[:space:]]*#[[:space:]]*include[[:space:]]*[\"<]$h[\">]" "$f"; then
-                echo "check-includes: ${f#"$srcdir"/} includes src/$h, private to libremat;" \
-                    "lend what it needs through src/rematx/"
-                status=1
-            fi
-        done
+# api/ has folders (http/, routes/, plans/, ...): every file under them.
+for f in $(find "$srcdir/api" "$srcdir/cli" "$srcdir/worker" -name '*.c' -o -name '*.h' -o \
+    -name '*.cpp' | sort); do
+    [ -f "$f" ] || continue
+    for h in $private; do
+        if grep -n "^[[:space:]]*#[[:space:]]*include[[:space:]]*[\"<]$h[\">]" "$f"; then
+            echo "check-includes: ${f#"$srcdir"/} includes src/$h, private to libremat;" \
+                "lend what it needs through src/rematx/"
+            status=1
+        fi
     done
 done
 
@@ -27,7 +27,8 @@ done
 # declaration written by hand would get past the include check above).
 if command -v nm >/dev/null 2>&1; then
     found=0
-    for o in "$builddir"/api/*.o "$builddir"/cli/*.o "$builddir"/worker/*.o; do
+    for o in $(find "$builddir/api" "$builddir/cli" "$builddir/worker" -name '*.o' 2>/dev/null |
+        sort); do
         [ -f "$o" ] || continue
         found=1
         bad=$(nm -u "$o" | awk '{print $NF}' | grep '^remat__' || true)

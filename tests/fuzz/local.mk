@@ -42,7 +42,7 @@ tests_fuzz_fuzz_result_LDFLAGS = $(FUZZ_LINK)
 tests_fuzz_fuzz_result_LDADD = $(FUZZ_LIBS)
 
 tests_fuzz_fuzz_plan_request_SOURCES = tests/fuzz/fuzz_plan_request.c tests/fuzz/fuzz_check.h \
-	api/plan_request.c api/plan_request.h api/plan_common.c api/plan_common.h api/plan_codec.c \
+	api/plans/request.c api/plans/request.h api/plan_common.c api/plan_common.h api/plan_codec.c \
 	api/plan_codec.h api/util.c $(FUZZ_MAIN)
 tests_fuzz_fuzz_plan_request_CFLAGS = $(FUZZ_CFLAGS) $(MHD_CFLAGS) -pthread
 tests_fuzz_fuzz_plan_request_LDFLAGS = $(FUZZ_LINK)

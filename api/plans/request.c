@@ -8,7 +8,7 @@
 #include <string.h>
 
 #include "plan_common.h"
-#include "plan_request.h"
+#include "plans/request.h"
 #include "rematx/rematx.h"
 
 static const char *const plan_fields[] = {"profile",      "profile_id", "algorithm", "segments",

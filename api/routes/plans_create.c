@@ -19,7 +19,7 @@
 
 #include "plan_cache.h"
 #include "plan_common.h"
-#include "plan_request.h"
+#include "plans/request.h"
 #include "store.h"
 
 /* The route's state, owned by the request (r->route_state, freed by

@@ -2,7 +2,7 @@
 #ifndef REMATD_JOBS_COMMON_H
 #define REMATD_JOBS_COMMON_H
 
-#include "rematd.h"
+#include "http/http.h"
 #include "store.h"
 
 /* "cpu", "cuda" or "cuda:N". */

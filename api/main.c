@@ -41,6 +41,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "http/http.h"
 #include "rematd.h"
 #include "models_common.h"
 #include "store.h"
@@ -214,7 +215,8 @@ int main(int argc, char **argv)
     unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_ALLOW_SUSPEND_RESUME |
                      MHD_USE_ERROR_LOG | (v6 ? MHD_USE_IPv6 : 0);
     /* Connection limits, health slots and the request deadline: http.c. */
-    const struct MHD_OptionItem *http_options = rematd_http_setup(&srv);
+    const struct MHD_OptionItem *http_options =
+        rematd_http_setup(&srv, rematd_routes, rematd_n_routes);
     srv.daemon =
         !http_options
             ? NULL

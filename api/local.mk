@@ -14,7 +14,7 @@ endif
 # The readers (no HTTP inside: they fill a struct rematd_problem), which the
 # unit tests and fuzz targets link as they are.
 REMATD_READER_SOURCES = api/problem.h api/problem.c api/plans/request.h api/plans/request.c \
-	api/jobs/fits.h api/jobs/fits_read.c
+	api/jobs/fits.h api/jobs/fits_read.c api/jobs/profile_spec.h api/jobs/profile_spec.c
 # The HTTP layer (api/http/): connections, framing, requests, answers,
 # problems, Idempotency-Key.  http.h is all a route may use of it.
 REMATD_HTTP_SOURCES = api/http/http.h api/http/http_private.h api/http/request.c \
@@ -38,7 +38,7 @@ api_rematd_SOURCES = \
 	api/plan_common.h api/plan_common.c \
 	api/plan_cache.h api/plan_cache.c api/plan_codec.h api/plan_codec.c api/jobs_common.h api/jobs_common.c \
 	api/worker_common.h api/worker_common.c api/worker_check.h api/worker_check.c \
-	$(REMATD_READER_SOURCES) api/jobs/fits.c $(REMATD_ROUTE_SOURCES)
+	$(REMATD_READER_SOURCES) api/read_ctx.h api/read_ctx.c api/jobs/fits.c $(REMATD_ROUTE_SOURCES)
 nodist_api_rematd_SOURCES = api/openapi.c
 api_rematd_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/api -DREMATD_BINDIR='"$(bindir)"'
 api_rematd_CFLAGS = $(AM_CFLAGS) $(MHD_CFLAGS) $(JANSSON_CFLAGS) $(SQLITE_CFLAGS) $(LIBPQ_CFLAGS) \

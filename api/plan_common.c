@@ -167,42 +167,6 @@ int rematd_frontier_solve(struct rematd_request *r, const struct remat_profile *
     return 0;
 }
 
-struct remat_profile *rematd_profile_lookup(void *store, const char *id, const char *pointer,
-                                            struct rematd_problem *prob)
-{
-    if (!rematd_is_id(id)) {
-        rematd_problem_set(prob, 400, "validation", pointer,
-                           "ids are 32 lowercase hexadecimal characters");
-        return NULL;
-    }
-    struct rematd_job job;
-    enum rematd_store_result got = rematd_store_get_job(store, id, &job);
-    if (got == REMATD_STORE_OK && strcmp(job.kind, "profile") != 0) {
-        rematd_job_clear(&job);
-        got = REMATD_STORE_NOT_FOUND;
-    }
-    if (got != REMATD_STORE_OK) {
-        int down = got == REMATD_STORE_ERROR;
-        rematd_problem_set(prob, down ? 503 : 404, down ? "unavailable" : "not-found", pointer,
-                           "%s", down ? "the store did not answer" : "no profile job with this id");
-        return NULL;
-    }
-    if (strcmp(job.status, "done") != 0) {
-        rematd_problem_set(prob, 409, "job-not-ready", pointer, "the profile job is %s, not done",
-                           job.status);
-        rematd_job_clear(&job);
-        return NULL;
-    }
-    json_t *result = job.result ? json_loads(job.result, 0, NULL) : NULL;
-    rematd_job_clear(&job);
-    struct remat_error err = {0};
-    struct remat_profile *p = remat_profile_from_json(result, pointer, &err);
-    json_decref(result);
-    if (!p)
-        rematd_problem_remat(prob, err.code ? err.code : REMAT_EINVAL, &err, NULL);
-    return p;
-}
-
 struct remat_profile *rematd_profile_by_id(struct rematd_request *r, const char *id,
                                            const char *pointer)
 {
@@ -211,13 +175,6 @@ struct remat_profile *rematd_profile_by_id(struct rematd_request *r, const char 
     if (!p)
         rematd_req_send_problem(r, &prob);
     return p;
-}
-
-void rematd_read_ctx_init(struct rematd_read_ctx *ctx, struct rematd_server *srv)
-{
-    ctx->max_stages = srv->cfg.max_stages;
-    ctx->profile_by_id = rematd_profile_lookup;
-    ctx->cls = srv->store;
 }
 
 char *rematd_plan_text(const struct remat_profile *p, const struct remat_plan *plan,

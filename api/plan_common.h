@@ -1,10 +1,11 @@
 /* plan_common.h - shared by the plan, timeline and validation routes
- * (plan_request.h reads the request). */
+ * (plans/request.h reads the request). */
 #ifndef REMATD_PLAN_COMMON_H
 #define REMATD_PLAN_COMMON_H
 
 #include "plan_codec.h"
 #include "plans/request.h"
+#include "read_ctx.h"
 #include "http/http.h"
 #include "store.h"
 

@@ -131,3 +131,13 @@ struct remat_profile *rematd_read_profile_by_id(const struct rematd_read_ctx *ct
     }
     return ctx->profile_by_id(ctx->cls, id, pointer, p);
 }
+
+int rematd_read_model_by_id(const struct rematd_read_ctx *ctx, const char *id,
+                            struct rematd_read_model *m, struct rematd_problem *p)
+{
+    if (ctx->model_by_id == NULL) {
+        rematd_problem_set(p, 404, "not-found", "/model_id", "no uploaded model with id %s", id);
+        return -1;
+    }
+    return ctx->model_by_id(ctx->cls, id, m, p);
+}

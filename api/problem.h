@@ -41,21 +41,35 @@ void rematd_problem_remat(struct rematd_problem *p, int rc, const struct remat_e
 int rematd_problem_unknown(struct rematd_problem *p, json_t *obj, const char *prefix,
                            const char *const *allowed);
 
+/* An uploaded model as a profile spec names it. */
+struct rematd_read_model {
+    char id[33];
+    char sha256[65];
+    long long bytes;
+};
+
 /* What a reader may look up beyond the request: the server's limit on
- * stages, and done profile jobs by id (plan_common.c's
- * rematd_profile_lookup over the store in rematd; a table in a test).
- * profile_by_id returns the profile (new), or NULL with p filled; a NULL
- * profile_by_id knows no job (404). */
+ * stages, done profile jobs and uploaded models by id (read_ctx.c's
+ * lookups over the store in rematd; a table in a test).  profile_by_id
+ * returns the profile (new), or NULL with p filled; model_by_id returns 0
+ * with *m filled, or -1 with p filled.  A NULL lookup knows nothing (404). */
 struct rematd_read_ctx {
     size_t max_stages;
     struct remat_profile *(*profile_by_id)(void *cls, const char *id, const char *pointer,
                                            struct rematd_problem *p);
+    int (*model_by_id)(void *cls, const char *id, struct rematd_read_model *m,
+                       struct rematd_problem *p);
     void *cls;
 };
 
 /* ctx's profile of job id, or NULL with p filled. */
 struct remat_profile *rematd_read_profile_by_id(const struct rematd_read_ctx *ctx, const char *id,
                                                 const char *pointer, struct rematd_problem *p);
+
+/* ctx's uploaded model id (the pointer is /model_id): 0, or -1 with p
+ * filled. */
+int rematd_read_model_by_id(const struct rematd_read_ctx *ctx, const char *id,
+                            struct rematd_read_model *m, struct rematd_problem *p);
 
 /* JSON depth allowed in request bodies: far below jansson's 2048, deep
  * enough for every document remat accepts (layer lists nest "sequential"). */

@@ -73,6 +73,15 @@ tests_api_test_plan_request_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/api
 tests_api_test_plan_request_LDADD = src/libremat_core.la src/rematx/librematx.la $(JANSSON_LIBS) \
 	$(CMOCKA_LIBS) -lm -lpthread
 
+# The job readers (a profile job's spec, POST /v1/fits), likewise (cmocka).
+check_PROGRAMS += tests/api/test_job_readers
+TESTS += tests/api/test_job_readers
+tests_api_test_job_readers_SOURCES = tests/api/test_job_readers.c $(REMATD_READER_SOURCES) \
+	api/util.c api/rematd.h
+tests_api_test_job_readers_CFLAGS = $(tests_api_test_plan_request_CFLAGS)
+tests_api_test_job_readers_CPPFLAGS = $(tests_api_test_plan_request_CPPFLAGS)
+tests_api_test_job_readers_LDADD = $(tests_api_test_plan_request_LDADD)
+
 # The default stages read from an uploaded module's pickle (cmocka).
 check_PROGRAMS += tests/api/test_torchpickle
 TESTS += tests/api/test_torchpickle

@@ -54,8 +54,13 @@ static json_t *profile_spec_at(struct rematd_request *r, json_t *body, json_int_
         rematd_req_problem(r, 500, "internal", NULL, "out of memory");
         return NULL;
     }
-    json_t *spec = rematd_profile_spec(r, pb);
+    struct rematd_read_ctx ctx;
+    struct rematd_problem prob = {0};
+    rematd_read_ctx_init(&ctx, r->srv);
+    json_t *spec = rematd_profile_spec(&ctx, pb, &prob);
     json_decref(pb);
+    if (spec == NULL)
+        rematd_req_send_problem(r, &prob);
     return spec;
 }
 

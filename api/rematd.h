@@ -58,7 +58,7 @@ struct rematd_config {
     size_t wal_limit_bytes;     /* the WAL file is cut back to this */
     int worker_token_generated; /* made at start for supervised workers (main.c) */
     int print_config;
-    /* Connection defences (http.c). */
+    /* Connection defences (http/conn.c). */
     unsigned request_timeout;        /* seconds for a whole request, headers and body */
     unsigned max_connections_per_ip; /* MHD_OPTION_PER_IP_CONNECTION_LIMIT; 0 = none */
     unsigned health_connections;     /* slots past max_connections, health probes only */

@@ -1,7 +1,7 @@
 /*
  * POST /v1/plans: plan synchronously, store, answer 201 with the plan.
  *
- * The handler: plan_request.c reads the body, plan_cache.c answers a
+ * The handler: plans/request.c reads the body, plan_cache.c answers a
  * repeated one, this file chooses the thread and stores the plan.  Small
  * requests for the fast solvers are planned on the polling thread
  * (microseconds); anything that can take long (a large body to read, a

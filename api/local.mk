@@ -34,7 +34,7 @@ bin_PROGRAMS += api/rematd
 api_rematd_SOURCES = \
 	api/rematd.h api/main.c api/config.c api/util.c $(REMATD_HTTP_SOURCES) $(REMATD_STORE_SOURCES) \
 	api/zipcheck.h api/zipcheck.c api/torchpickle.h api/torchpickle.c api/models_common.h api/models_common.c \
-	api/metrics.c api/supervise.c api/pool.c \
+	api/metrics.c api/supervise.h api/supervise.c api/pool.h api/pool.c \
 	api/plan_common.h api/plan_common.c \
 	api/plan_cache.h api/plan_cache.c api/plan_codec.h api/plan_codec.c api/jobs_common.h api/jobs_common.c \
 	api/worker_common.h api/worker_common.c api/worker_check.h api/worker_check.c \

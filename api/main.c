@@ -44,7 +44,9 @@
 #include "http/http.h"
 #include "rematd.h"
 #include "models_common.h"
+#include "pool.h"
 #include "store.h"
+#include "supervise.h"
 
 static int sig_pipe[2] = {-1, -1};
 

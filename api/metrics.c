@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "http/http.h"
+#include "pool.h"
 #include "rematd.h"
 #include "store.h"
 

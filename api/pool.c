@@ -22,6 +22,7 @@
 #include <stdlib.h>
 #include <sys/prctl.h>
 
+#include "pool.h"
 #include "rematd.h"
 
 struct rematd_pool {

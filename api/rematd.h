@@ -5,8 +5,9 @@
  * threads, one SQLite store with a writer thread doing group commit, and a
  * main thread that waits for signals and supervises local workers.  This
  * header holds what the whole program shares (configuration, logging, ids,
- * the server, metrics, the supervisor, the planning threads); routes and
- * requests are http/http.h's, the store's interface store.h's.
+ * the server, metrics); routes and requests are http/http.h's, the
+ * planning threads pool.h's, the worker supervisor supervise.h's, the
+ * store's interface store.h's.
  */
 #ifndef REMATD_H
 #define REMATD_H
@@ -162,50 +163,8 @@ void rematd_metrics_observe(int route_index, int status, double seconds);
 /* The Prometheus text (new, *len bytes), or NULL when out of memory. */
 char *rematd_metrics_render(struct rematd_server *srv, size_t *len);
 
-/* ------------------------------------------------------------------------
- * Worker supervision (supervise.c), driven from the main thread.
- */
-
-struct rematd_supervisor;
-/* Before anything starts: with --workers, finds the worker program (the
- * default path, or the build tree's when that is not installed; a path
- * given is taken as given).  0, or -1 after logging why. */
-int rematd_supervisor_check(struct rematd_config *cfg);
-/* server: the URL the workers reach this rematd at (main.c makes it from
- * the bound address). */
-struct rematd_supervisor *rematd_supervisor_start(const struct rematd_config *cfg,
-                                                  const char *server);
-void rematd_supervisor_tick(struct rematd_supervisor *sv);
-/* SIGTERM to every worker, none restarted after. */
-void rematd_supervisor_term(struct rematd_supervisor *sv);
-/* Workers still running (those that exited are reaped). */
-int rematd_supervisor_alive(struct rematd_supervisor *sv);
-/* SIGTERM, then SIGKILL to those left after grace_seconds; frees sv. */
-void rematd_supervisor_stop(struct rematd_supervisor *sv, double grace_seconds);
-int rematd_count_devices(void);
-
 /* The embedded openapi.yaml (openapi.c, generated at build time). */
 extern const unsigned char rematd_openapi_yaml[];
 extern const size_t rematd_openapi_yaml_len;
-
-/* ------------------------------------------------------------------------
- * Planning threads (pool.c): one FIFO queue, n threads.
- */
-struct rematd_pool;
-struct rematd_pool *rematd_pool_start(unsigned n_threads, unsigned max_queued);
-/* Whether max_queued requests wait already (a soft bound: each polling
- * thread may add one past it between this check and its submit). */
-int rematd_pool_full(struct rematd_pool *p);
-/* One job in the queue: run(item) is called once on a planning thread.
- * The item is the caller's (http/ embeds one in each request it defers). */
-struct rematd_pool_item {
-    struct rematd_pool_item *next;
-    void (*run)(struct rematd_pool_item *it);
-};
-void rematd_pool_submit(struct rematd_pool *p, struct rematd_pool_item *it);
-/* Runs what is queued, then joins the threads. */
-void rematd_pool_stop(struct rematd_pool *p);
-/* Requests waiting for a planning thread now. */
-long rematd_pool_queued(struct rematd_pool *p);
 
 #endif

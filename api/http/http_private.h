@@ -12,6 +12,7 @@
 #define REMATD_HTTP_PRIVATE_H
 
 #include "http.h"
+#include "pool.h"
 
 #define REMATD_REQ_MAX_HEADERS 6
 

@@ -1,6 +1,7 @@
 # rematd, the HTTP planning service: one api/routes/*.c per route (tmux
 # style), each exporting one const struct rematd_route; routes/table.c lists
-# them for the HTTP layer (api/http/).  openapi.yaml is embedded at build time as a generated C array.
+# them for the HTTP layer (api/http/).  openapi.yaml is embedded at build
+# time as a generated C array.
 #
 # The store: one interface (store.c) over the SQLite backend and, when
 # configure found libpq, the PostgreSQL one (docs/deploy.md).

@@ -233,10 +233,11 @@ grep -q "\"id\":\"$B\"" "$BODY" && ok || fail "B is not listed"
 # While rematd drains (SIGTERM) every answer tells a keep-alive client to
 # close the connection, the worker's fetch of an archive (sent from the
 # file) as much as any other: connections accepted before the signal,
-# their requests sent after it.
-"$PYTHON" - "$PORT" "$PID" "$B" "$top_srcdir/tests/api" <<'PY' && ok ||
+# their requests sent once rematd has logged that it is shutting down
+# (within the second it waits for such connections' requests).
+"$PYTHON" - "$PORT" "$PID" "$B" "$top_srcdir/tests/api" "$T/rematd.log" <<'PY' && ok ||
 import os, signal, socket, sys, time
-port, pid, mid = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3]
+port, pid, mid, log = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3], sys.argv[5]
 sys.path.insert(0, sys.argv[4])
 from rawhttp import wait_accepted
 reqs = {
@@ -247,7 +248,17 @@ reqs = {
 socks = {k: socket.create_connection(("127.0.0.1", port)) for k in reqs}
 wait_accepted(port, timeout=5.0)
 time.sleep(0.05)
+seen = os.path.getsize(log)
 os.kill(pid, signal.SIGTERM)
+deadline = time.time() + 10
+while time.time() < deadline:
+    with open(log, "rb") as f:
+        f.seek(seen)
+        if b'"msg":"shutting down"' in f.read():
+            break
+    time.sleep(0.005)
+# draining is set right after that line is written.
+time.sleep(0.05)
 bad = 0
 for k, s in socks.items():
     s.sendall(reqs[k].encode())

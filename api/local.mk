@@ -22,15 +22,14 @@ REMATD_HTTP_SOURCES = api/http/http.h api/http/http_private.h api/http/request.c
 	api/http/response.c api/http/problems.c api/http/idempotency.c api/http/conn.c
 # The routes (api/routes/): one file per route, each exporting one const
 # struct rematd_route.
-REMATD_ROUTE_SOURCES = api/routes/table.c api/routes/healthz.c api/routes/readyz.c api/routes/openapi.c \
-	api/routes/metrics.c api/routes/models_list.c api/routes/models_upload.c \
+REMATD_ROUTE_SOURCES = api/routes/table.c api/routes/healthz.c api/routes/readyz.c \
+	api/routes/openapi.c api/routes/metrics.c api/routes/models_list.c api/routes/models_upload.c \
 	api/routes/models_get.c api/routes/models_delete.c api/routes/plans_create.c \
 	api/routes/plans_get.c api/routes/plans_timeline.c api/routes/profiles_create.c \
 	api/routes/profiles_get.c api/routes/profiles_frontier.c api/routes/fits_create.c \
-	api/routes/fits_get.c \
-	api/routes/validations_create.c api/routes/validations_get.c api/routes/worker_lease.c \
-	api/routes/worker_heartbeat.c api/routes/worker_complete.c api/routes/worker_fail.c \
-	api/routes/worker_release.c api/routes/worker_models.c
+	api/routes/fits_get.c api/routes/validations_create.c api/routes/validations_get.c \
+	api/routes/worker_lease.c api/routes/worker_heartbeat.c api/routes/worker_complete.c \
+	api/routes/worker_fail.c api/routes/worker_release.c api/routes/worker_models.c
 bin_PROGRAMS += api/rematd
 api_rematd_SOURCES = \
 	api/rematd.h api/main.c api/config.c api/util.c $(REMATD_HTTP_SOURCES) $(REMATD_STORE_SOURCES) \

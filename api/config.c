@@ -97,7 +97,7 @@ static const struct opt opts[] = {
      (1ULL << 40), "size the SQLite WAL file is cut back to after a burst of writes"},
     {"drain-seconds", "REMAT_DRAIN_SECONDS", O_UINT, OFF(drain_seconds), 0, 1, 3600,
      "on SIGTERM, how long requests in flight get to finish before they are cut off"},
-    /* Connection defences (http.c, docs/api.md "Limits"). */
+    /* Connection defences (http/conn.c, docs/api.md "Limits"). */
     {"request-timeout", "REMAT_REQUEST_TIMEOUT", O_UINT, OFF(request_timeout), 0, 1, 3600,
      "seconds a client has to send a whole request (headers and body), however it trickles"},
     {"max-connections-per-ip", "REMAT_MAX_CONNECTIONS_PER_IP", O_UINT, OFF(max_connections_per_ip),

@@ -10,20 +10,6 @@
 #include "jobs_common.h"
 #include "rematx/real.h"
 
-int rematd_device_ok(const char *d)
-{
-    if (!d)
-        return 0;
-    if (strcmp(d, "cpu") == 0 || strcmp(d, "cuda") == 0)
-        return 1;
-    if (strncmp(d, "cuda:", 5) != 0 || !d[5] || strlen(d) > 8)
-        return 0;
-    for (const char *p = d + 5; *p; p++)
-        if (*p < '0' || *p > '9')
-            return 0;
-    return 1;
-}
-
 /* Where a job of this kind is read: its route's collection. */
 static const char *collection(const char *kind)
 {

@@ -1,6 +1,7 @@
-# rematd, the HTTP planning service: one api/route_*.c per route (tmux
-# style), each exporting one const struct rematd_route; http.c holds the
-# table.  openapi.yaml is embedded at build time as a generated C array.
+# rematd, the HTTP planning service: one api/routes/*.c per route (tmux
+# style), each exporting one const struct rematd_route; routes/table.c lists
+# them for the HTTP layer (api/http/).  openapi.yaml is embedded at build
+# time as a generated C array.
 #
 # The store (api/store/, in folders the way curl keeps lib/vtls/): one
 # interface (store.c) over the SQLite backend (sqlite/) and, when configure
@@ -16,24 +17,35 @@ REMATD_STORE_SOURCES += api/store/pg/pg.h api/store/pg/pg.c api/store/pg/schema.
 	api/store/pg/idem.c api/store/pg/jobs.c api/store/pg/models.c
 endif
 REMATD_STORE_CPPFLAGS = -I$(top_srcdir)/api/store
+# The readers (no HTTP inside: they fill a struct rematd_problem), which the
+# unit tests and fuzz targets link as they are.
+REMATD_READER_SOURCES = api/problem.h api/problem.c api/plans/request.h api/plans/request.c \
+	api/jobs/fits.h api/jobs/fits_read.c api/jobs/profile_spec.h api/jobs/profile_spec.c
+# The HTTP layer (api/http/): connections, framing, requests, answers,
+# problems, Idempotency-Key.  http.h is all a route may use of it.
+REMATD_HTTP_SOURCES = api/http/http.h api/http/http_private.h api/http/request.c \
+	api/http/response.c api/http/problems.c api/http/idempotency.c api/http/conn.c
+# The routes (api/routes/): one file per route, each exporting one const
+# struct rematd_route.
+REMATD_ROUTE_SOURCES = api/routes/table.c api/routes/healthz.c api/routes/readyz.c \
+	api/routes/openapi.c api/routes/metrics.c api/routes/models_list.c api/routes/models_upload.c \
+	api/routes/models_get.c api/routes/models_delete.c api/routes/plans_create.c \
+	api/routes/plans_get.c api/routes/plans_timeline.c api/routes/profiles_create.c \
+	api/routes/profiles_get.c api/routes/profiles_frontier.c api/routes/fits_create.c \
+	api/routes/fits_get.c api/routes/validations_create.c api/routes/validations_get.c \
+	api/routes/worker_lease.c api/routes/worker_heartbeat.c api/routes/worker_complete.c \
+	api/routes/worker_fail.c api/routes/worker_release.c api/routes/worker_models.c
 bin_PROGRAMS += api/rematd
 api_rematd_SOURCES = \
-	api/rematd.h api/main.c api/config.c api/http.c api/util.c $(REMATD_STORE_SOURCES) \
+	api/rematd.h api/main.c api/config.c api/util.c $(REMATD_HTTP_SOURCES) $(REMATD_STORE_SOURCES) \
 	api/zipcheck.h api/zipcheck.c api/torchpickle.h api/torchpickle.c api/models_common.h api/models_common.c \
-	api/metrics.c api/supervise.c api/pool.c \
-	api/plan_common.h api/plan_common.c api/plan_request.h api/plan_request.c api/request_limits.h \
+	api/metrics.c api/supervise.h api/supervise.c api/pool.h api/pool.c \
+	api/plan_common.h api/plan_common.c api/request_limits.h \
 	api/plan_cache.h api/plan_cache.c api/plan_codec.h api/plan_codec.c api/jobs_common.h api/jobs_common.c \
 	api/worker_common.h api/worker_common.c api/worker_check.h api/worker_check.c \
-	api/route_healthz.c api/route_readyz.c api/route_openapi.c api/route_metrics.c \
-	api/route_models.c api/route_plans_create.c api/route_plans_get.c \
-	api/route_plans_timeline.c api/route_profiles_create.c api/route_profiles_get.c \
-	api/route_validations_create.c api/route_validations_get.c api/route_worker_lease.c \
-	api/route_worker_heartbeat.c api/route_worker_complete.c api/route_worker_fail.c \
-	api/route_worker_release.c api/route_models_upload.c api/route_models_get.c \
-	api/route_models_delete.c api/route_worker_models.c api/route_fits.c \
-	api/route_profiles_frontier.c
+	$(REMATD_READER_SOURCES) api/read_ctx.h api/read_ctx.c api/jobs/fits.c $(REMATD_ROUTE_SOURCES)
 nodist_api_rematd_SOURCES = api/openapi.c
-api_rematd_CPPFLAGS = $(AM_CPPFLAGS) -DREMATD_BINDIR='"$(bindir)"'
+api_rematd_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/api -DREMATD_BINDIR='"$(bindir)"'
 api_rematd_CFLAGS = $(AM_CFLAGS) $(MHD_CFLAGS) $(JANSSON_CFLAGS) $(SQLITE_CFLAGS) $(LIBPQ_CFLAGS) \
 	-pthread
 # The static convenience library: ./api/rematd in the build tree is the

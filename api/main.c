@@ -20,7 +20,7 @@
  * MHD_stop_daemon aborts the process when a connection is still suspended,
  * and a plan's connection stays suspended until the writer has committed
  * it.  So the daemon is stopped only once no handler is running, none can
- * start, and every suspended connection has been resumed (see http.c).
+ * start, and every suspended connection has been resumed (see http/request.c).
  * "In flight" also covers a connection accepted before MHD_quiesce_daemon
  * whose request MHD has not parsed yet: it is answered too.
  */
@@ -41,9 +41,12 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "http/http.h"
 #include "rematd.h"
 #include "models_common.h"
+#include "pool.h"
 #include "store.h"
+#include "supervise.h"
 
 static int sig_pipe[2] = {-1, -1};
 
@@ -213,8 +216,9 @@ int main(int argc, char **argv)
     }
     unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_ALLOW_SUSPEND_RESUME |
                      MHD_USE_ERROR_LOG | (v6 ? MHD_USE_IPv6 : 0);
-    /* Connection limits, health slots and the request deadline: http.c. */
-    const struct MHD_OptionItem *http_options = rematd_http_setup(&srv);
+    /* Connection limits, health slots and the request deadline: http/conn.c. */
+    const struct MHD_OptionItem *http_options =
+        rematd_http_setup(&srv, rematd_routes, rematd_n_routes);
     srv.daemon =
         !http_options
             ? NULL

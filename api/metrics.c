@@ -9,6 +9,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "http/http.h"
+#include "pool.h"
 #include "rematd.h"
 #include "store.h"
 
@@ -55,9 +57,11 @@ static void put(struct rematx_dynbuf *o, const char *fmt, ...)
     va_end(ap);
 }
 
-static const char *route_name(int r)
+/* The names come from the table the server was set up with (srv->routes),
+ * so that metrics does not name the route table itself. */
+static const char *route_name(const struct rematd_server *srv, int r)
 {
-    return r < (int)rematd_n_routes && r < MAX_ROUTES - 1 ? rematd_routes[r]->name : "unmatched";
+    return r < (int)srv->n_routes && r < MAX_ROUTES - 1 ? srv->routes[r]->name : "unmatched";
 }
 
 char *rematd_metrics_render(struct rematd_server *srv, size_t *len)
@@ -71,8 +75,8 @@ char *rematd_metrics_render(struct rematd_server *srv, size_t *len)
         for (int s = 0; s < 600; s++) {
             unsigned long n = atomic_load_explicit(&requests[r][s], memory_order_relaxed);
             if (n)
-                put(&o, "remat_http_requests_total{route=\"%s\",code=\"%d\"} %lu\n", route_name(r),
-                    s, n);
+                put(&o, "remat_http_requests_total{route=\"%s\",code=\"%d\"} %lu\n",
+                    route_name(srv, r), s, n);
         }
     }
     put(&o, "# HELP remat_http_request_duration_seconds Time from the request's headers to its "
@@ -89,13 +93,13 @@ char *rematd_metrics_render(struct rematd_server *srv, size_t *len)
         for (int b = 0; b < N_BUCKETS; b++) {
             cum += counts[b];
             put(&o, "remat_http_request_duration_seconds_bucket{route=\"%s\",le=\"%g\"} %lu\n",
-                route_name(r), bucket_le[b], cum);
+                route_name(srv, r), bucket_le[b], cum);
         }
         put(&o, "remat_http_request_duration_seconds_bucket{route=\"%s\",le=\"+Inf\"} %lu\n",
-            route_name(r), total);
-        put(&o, "remat_http_request_duration_seconds_sum{route=\"%s\"} %.6f\n", route_name(r),
+            route_name(srv, r), total);
+        put(&o, "remat_http_request_duration_seconds_sum{route=\"%s\"} %.6f\n", route_name(srv, r),
             atomic_load_explicit(&dur_sum_us[r], memory_order_relaxed) / 1e6);
-        put(&o, "remat_http_request_duration_seconds_count{route=\"%s\"} %lu\n", route_name(r),
+        put(&o, "remat_http_request_duration_seconds_count{route=\"%s\"} %lu\n", route_name(srv, r),
             total);
     }
     put(&o, "# HELP remat_jobs Jobs in the store, by state.\n# TYPE remat_jobs gauge\n");

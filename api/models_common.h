@@ -10,7 +10,7 @@
 #ifndef REMATD_MODELS_COMMON_H
 #define REMATD_MODELS_COMMON_H
 
-#include "rematd.h"
+#include "http/http.h"
 #include "store.h"
 
 /* <data-dir>/models/<sha256> into out: 0, or -1 when it does not fit. */

@@ -9,7 +9,7 @@
 #ifndef REMATD_PLAN_CACHE_H
 #define REMATD_PLAN_CACHE_H
 
-#include "rematd.h"
+#include "http/http.h"
 #include "store.h"
 
 /* When r's body is the one this thread answered last: fills w's body

@@ -1,56 +1,20 @@
 /* plan_common.c - what the plan routes share: a done profile job's
- * profile, libremat's error codes as problem+json, and a plan's answer
- * text (plan_request.c reads the request itself). */
+ * profile, libremat's error codes as problem+json, the solve guard, and a
+ * plan's answer text (plans/request.c reads the request itself). */
 #include "config.h"
 
-#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-#include <sys/socket.h>
 
 #include "plan_common.h"
 
 void rematd_answer_remat_error(struct rematd_request *r, int rc, const struct remat_error *err,
                                const struct remat_plan *plan)
 {
-    const char *ptr = err->pointer[0] ? err->pointer : NULL;
-    switch (rc) {
-    case REMAT_EINVAL:
-        rematd_req_problem(r, 400, "validation", ptr, "%s", err->message);
-        break;
-    case REMAT_ELIMIT:
-        rematd_req_problem(r, 400, "limit-exceeded", ptr, "%s", err->message);
-        break;
-    case REMAT_EINFEASIBLE:
-        rematd_req_problem_json(
-            r, 422, "infeasible", ptr,
-            json_pack("{s:I}", "min_budget_bytes", (json_int_t)(plan ? plan->min_budget_bytes : 0)),
-            err->message[0] ? err->message : "no schedule fits the budget");
-        break;
-    case REMAT_EUNSUPPORTED:
-        rematd_req_problem(r, 501, "unsupported", ptr, "%s",
-                           err->message[0] ? err->message : "this solver cannot answer yet");
-        break;
-    default:
-        rematd_req_problem(r, 500, "internal", NULL, "%s",
-                           err->message[0] ? err->message : remat_strerror(rc));
-    }
-}
-
-static int client_gone(struct rematd_request *r)
-{
-    const union MHD_ConnectionInfo *ci =
-        MHD_get_connection_info(r->conn, MHD_CONNECTION_INFO_CONNECTION_FD);
-    if (!ci)
-        return 0;
-    /* A suspended connection is not polled by libmicrohttpd, so a client
-     * that hung up is only seen here: end of file (or a reset) when its
-     * side is closed; bytes (a pipelined request) or nothing yet when not. */
-    char c;
-    ssize_t n = recv(ci->connect_fd, &c, 1, MSG_PEEK | MSG_DONTWAIT);
-    return n == 0 || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR);
+    struct rematd_problem p = {0};
+    rematd_problem_remat(&p, rc, err, plan);
+    rematd_req_send_problem(r, &p);
 }
 
 int rematd_solve_cancel(void *arg)
@@ -63,20 +27,20 @@ int rematd_solve_cancel(void *arg)
         g->why = 3;
     else if (now >= g->next_peek) {
         g->next_peek = now + 0.02;
-        if (client_gone(g->r))
+        if (rematd_req_client_gone(g->r))
             g->why = 2;
     }
     return g->why;
 }
 
 int rematd_solve_begin(struct rematd_request *r, int64_t need, const char *what,
-                       struct rematd_solve_guard *g)
+                       struct rematd_solve_guard *g, struct rematd_problem *p)
 {
     struct rematd_server *srv = r->srv;
     memset(g, 0, sizeof *g);
     long long limit = (long long)srv->cfg.solve_memory_bytes;
     if (need > limit) {
-        rematd_req_problem(r, 422, "solve-memory", NULL,
+        rematd_problem_set(p, 422, "solve-memory", NULL,
                            "this %s may take %lld bytes, over the %lld this server gives all"
                            " solves (--solve-memory-bytes); %s",
                            what, (long long)need, limit,
@@ -87,11 +51,11 @@ int rematd_solve_begin(struct rematd_request *r, int64_t need, const char *what,
     long long cur = atomic_load(&srv->solve_memory);
     do {
         if (cur + need > limit) {
-            rematd_req_header(r, "Retry-After", "1");
-            rematd_req_problem(r, 503, "solve-memory", NULL,
+            rematd_problem_set(p, 503, "solve-memory", NULL,
                                "this %s may take %lld bytes and running solves hold %lld of"
                                " %lld (--solve-memory-bytes): try again shortly",
                                what, (long long)need, cur, limit);
+            p->retry_after = "1";
             return -1;
         }
     } while (!atomic_compare_exchange_weak(&srv->solve_memory, &cur, cur + need));
@@ -102,7 +66,8 @@ int rematd_solve_begin(struct rematd_request *r, int64_t need, const char *what,
     return 0;
 }
 
-int rematd_solve_end(struct rematd_solve_guard *g, int rc, const char *what)
+int rematd_solve_end(struct rematd_solve_guard *g, int rc, const char *what,
+                     struct rematd_problem *p)
 {
     struct rematd_request *r = g->r;
     struct rematd_server *srv = r->srv;
@@ -112,7 +77,7 @@ int rematd_solve_end(struct rematd_solve_guard *g, int rc, const char *what)
         return 0;
     double ms = (rematd_mono() - g->t0) * 1000;
     if (g->why == 1) {
-        rematd_req_problem(r, 422, "solve-deadline", NULL,
+        rematd_problem_set(p, 422, "solve-deadline", NULL,
                            "the %s passed its deadline of %u ms (--solve-timeout-ms); %s", what,
                            srv->cfg.solve_timeout_ms,
                            strcmp(what, "solve") == 0
@@ -122,11 +87,11 @@ int rematd_solve_end(struct rematd_solve_guard *g, int rc, const char *what)
     } else if (g->why == 2) {
         rematd_log("info", "solve canceled: the client went away",
                    json_pack("{s:s, s:f}", "request_id", r->request_id, "solve_ms", ms));
-        rematd_req_problem(r, 503, "canceled", NULL, "the client went away");
+        rematd_problem_set(p, 503, "canceled", NULL, "the client went away");
     } else {
-        rematd_req_header(r, "Retry-After", "1");
-        rematd_req_problem(r, 503, "shutting-down", NULL,
+        rematd_problem_set(p, 503, "shutting-down", NULL,
                            "rematd is shutting down; the %s was stopped", what);
+        p->retry_after = "1";
     }
     return -1;
 }
@@ -143,13 +108,17 @@ int rematd_plan_solve(struct rematd_request *r, const struct remat_profile *p,
         return -1;
     }
     struct rematd_solve_guard g;
-    if (rematd_solve_begin(r, need, "solve", &g) < 0)
+    struct rematd_problem why = {0};
+    if (rematd_solve_begin(r, need, "solve", &g, &why) < 0) {
+        rematd_req_send_problem(r, &why);
         return -1;
+    }
     struct remat_options o = *opts;
     o.cancel = rematd_solve_cancel;
     o.cancel_arg = &g;
     rc = remat_solve(p, &o, plan, &err);
-    if (rematd_solve_end(&g, rc, "solve") < 0) {
+    if (rematd_solve_end(&g, rc, "solve", &why) < 0) {
+        rematd_req_send_problem(r, &why);
         remat_plan_clear(plan);
         return -1;
     }
@@ -180,10 +149,14 @@ int rematd_frontier_solve(struct rematd_request *r, const struct remat_profile *
         return -1;
     }
     struct rematd_solve_guard g;
-    if (rematd_solve_begin(r, need, "solve", &g) < 0)
+    struct rematd_problem why = {0};
+    if (rematd_solve_begin(r, need, "solve", &g, &why) < 0) {
+        rematd_req_send_problem(r, &why);
         return -1;
+    }
     rc = remat_frontier_compute_cancel(p, mem_slots, rematd_solve_cancel, &g, f, &err);
-    if (rematd_solve_end(&g, rc, "solve") < 0) {
+    if (rematd_solve_end(&g, rc, "solve", &why) < 0) {
+        rematd_req_send_problem(r, &why);
         remat_frontier_clear(f);
         return -1;
     }
@@ -197,36 +170,10 @@ int rematd_frontier_solve(struct rematd_request *r, const struct remat_profile *
 struct remat_profile *rematd_profile_by_id(struct rematd_request *r, const char *id,
                                            const char *pointer)
 {
-    if (!rematd_is_id(id)) {
-        rematd_req_problem(r, 400, "validation", pointer,
-                           "ids are 32 lowercase hexadecimal characters");
-        return NULL;
-    }
-    struct rematd_job job;
-    enum rematd_store_result got = rematd_store_get_job(r->srv->store, id, &job);
-    if (got == REMATD_STORE_OK && strcmp(job.kind, "profile") != 0) {
-        rematd_job_clear(&job);
-        got = REMATD_STORE_NOT_FOUND;
-    }
-    if (got != REMATD_STORE_OK) {
-        int down = got == REMATD_STORE_ERROR;
-        rematd_req_problem(r, down ? 503 : 404, down ? "unavailable" : "not-found", pointer,
-                           down ? "the store did not answer" : "no profile job with this id");
-        return NULL;
-    }
-    if (job.status != REMATD_JOB_DONE) {
-        rematd_req_problem(r, 409, "job-not-ready", pointer, "the profile job is %s, not done",
-                           rematd_job_status_name(job.status));
-        rematd_job_clear(&job);
-        return NULL;
-    }
-    json_t *result = job.result ? json_loads(job.result, 0, NULL) : NULL;
-    rematd_job_clear(&job);
-    struct remat_error err = {0};
-    struct remat_profile *p = remat_profile_from_json(result, pointer, &err);
-    json_decref(result);
+    struct rematd_problem prob = {0};
+    struct remat_profile *p = rematd_profile_lookup(r->srv->store, id, pointer, &prob);
     if (!p)
-        rematd_answer_remat_error(r, err.code ? err.code : REMAT_EINVAL, &err, NULL);
+        rematd_req_send_problem(r, &prob);
     return p;
 }
 

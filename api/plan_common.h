@@ -1,16 +1,24 @@
 /* plan_common.h - shared by the plan, timeline and validation routes
- * (plan_request.h reads the request). */
+ * (plans/request.h reads the request). */
 #ifndef REMATD_PLAN_COMMON_H
 #define REMATD_PLAN_COMMON_H
 
 #include "plan_codec.h"
-#include "plan_request.h"
-#include "rematd.h"
+#include "plans/request.h"
+#include "read_ctx.h"
+#include "http/http.h"
 #include "store.h"
 
 /* The done profile job's result as a profile (new), or NULL after answering. */
 struct remat_profile *rematd_profile_by_id(struct rematd_request *r, const char *id,
                                            const char *pointer);
+/* The same from the store (a struct rematd_store *), filling prob instead
+ * of answering: the lookup readers are given (struct rematd_read_ctx). */
+struct remat_profile *rematd_profile_lookup(void *store, const char *id, const char *pointer,
+                                            struct rematd_problem *prob);
+/* A reader's context for requests to srv: its stage limit and the store's
+ * profile jobs. */
+void rematd_read_ctx_init(struct rematd_read_ctx *ctx, struct rematd_server *srv);
 void rematd_answer_remat_error(struct rematd_request *r, int rc, const struct remat_error *err,
                                const struct remat_plan *plan);
 /* remat_solve under the service's bounds: the solver's memory bound
@@ -25,11 +33,11 @@ int rematd_plan_solve(struct rematd_request *r, const struct remat_profile *p,
                       const struct remat_options *opts, struct remat_plan *plan);
 
 /* The same bounds around other work (POST /v1/fits): begin reserves need
- * bytes (or answers 422/503 solve-memory and returns -1; what names the
- * work in the problem's detail); rematd_solve_cancel(g) is the cancel hook
- * (deadline, client gone, shutdown); end gives the bytes back and, when rc
- * is REMAT_ECANCELED, answers why (422 solve-deadline or 503) and returns
- * -1; else 0. */
+ * bytes (or fills p with 422/503 solve-memory and returns -1; what names
+ * the work in the problem's detail); rematd_solve_cancel(g) is the cancel
+ * hook (deadline, client gone, shutdown); end gives the bytes back and,
+ * when rc is REMAT_ECANCELED, fills p with why (422 solve-deadline or 503)
+ * and returns -1; else 0.  Neither answers: the caller sends p. */
 struct rematd_solve_guard {
     struct rematd_request *r;
     int64_t need;
@@ -38,9 +46,10 @@ struct rematd_solve_guard {
     int why;             /* 0 go on, 1 deadline, 2 client gone, 3 shutdown */
 };
 int rematd_solve_begin(struct rematd_request *r, int64_t need, const char *what,
-                       struct rematd_solve_guard *g);
+                       struct rematd_solve_guard *g, struct rematd_problem *p);
 int rematd_solve_cancel(void *g);
-int rematd_solve_end(struct rematd_solve_guard *g, int rc, const char *what);
+int rematd_solve_end(struct rematd_solve_guard *g, int rc, const char *what,
+                     struct rematd_problem *p);
 
 /* remat_frontier_compute under the same bounds (min-time's memory bound,
  * the deadline, the client, shutdown).  Returns 0 with *f filled

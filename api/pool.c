@@ -5,8 +5,8 @@
  * accepted, and a polling thread busy with one request stalls every other
  * connection it holds, health probes included.  So whatever can take long
  * runs here: POST /v1/plans with a large body to read or a slow solver
- * (min-time, acg, paper-cubic; route_plans_create.c decides, and is the
- * one user).  One FIFO queue is served by as many threads as there are
+ * (min-time, acg, paper-cubic; routes/plans_create.c decides; POST /v1/fits and
+ * /v1/validations use it too).  One FIFO queue is served by as many threads as there are
  * cores: whichever thread is free takes the oldest request, whatever
  * connection it came on.  Quick plans (a small body, a
  * solver of O(n log n) or less) stay on their polling thread: handing them
@@ -14,18 +14,21 @@
  *
  * A request handed over is suspended (rematd_req_defer); the job answers through
  * the usual rematd_req_* calls, which then only record the response, and either
- * resumes the connection itself or hands it on (to the store's writer). */
+ * resumes the connection itself or hands it on (to the store's writer).
+ * The queue holds items (rematd.h), not requests: http embeds one in each
+ * request's private tail, so that this file knows nothing of requests. */
 #include "config.h"
 
 #include <stdlib.h>
 #include <sys/prctl.h>
 
+#include "pool.h"
 #include "rematd.h"
 
 struct rematd_pool {
     pthread_mutex_t mu;
     pthread_cond_t cv;
-    struct rematd_request *head, *tail;
+    struct rematd_pool_item *head, *tail;
     atomic_long queued; /* for /metrics */
     int stopping;
     unsigned max_queued;
@@ -40,19 +43,19 @@ static void *pool_main(void *arg)
     struct rematd_pool *p = arg;
     pthread_mutex_lock(&p->mu);
     for (;;) {
-        struct rematd_request *r = p->head;
-        if (!r) {
+        struct rematd_pool_item *it = p->head;
+        if (!it) {
             if (p->stopping)
                 break;
             pthread_cond_wait(&p->cv, &p->mu);
             continue;
         }
-        p->head = r->pool_next;
+        p->head = it->next;
         if (!p->head)
             p->tail = NULL;
         atomic_fetch_sub(&p->queued, 1);
         pthread_mutex_unlock(&p->mu);
-        r->pool_job(r);
+        it->run(it);
         pthread_mutex_lock(&p->mu);
     }
     pthread_mutex_unlock(&p->mu);
@@ -81,15 +84,15 @@ struct rematd_pool *rematd_pool_start(unsigned n_threads, unsigned max_queued)
     return p;
 }
 
-void rematd_pool_submit(struct rematd_pool *p, struct rematd_request *r)
+void rematd_pool_submit(struct rematd_pool *p, struct rematd_pool_item *it)
 {
-    r->pool_next = NULL;
+    it->next = NULL;
     pthread_mutex_lock(&p->mu);
     if (p->tail)
-        p->tail->pool_next = r;
+        p->tail->next = it;
     else
-        p->head = r;
-    p->tail = r;
+        p->head = it;
+    p->tail = it;
     atomic_fetch_add(&p->queued, 1);
     pthread_cond_signal(&p->cv);
     pthread_mutex_unlock(&p->mu);

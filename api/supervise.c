@@ -38,6 +38,7 @@
 #include <unistd.h>
 
 #include "rematd.h"
+#include "supervise.h"
 
 struct child {
     pid_t pid;

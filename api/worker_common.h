@@ -2,7 +2,7 @@
 #ifndef REMATD_WORKER_COMMON_H
 #define REMATD_WORKER_COMMON_H
 
-#include "rematd.h"
+#include "http/http.h"
 #include "store.h"
 
 /* Reads {"lease_id": ...} plus the fields in allowed; returns the lease id

@@ -59,6 +59,11 @@ TESTS += tests/check-limits.sh
 dist_check_SCRIPTS += tests/check-includes.sh
 TESTS += tests/check-includes.sh
 
+# The routes (api/routes/) use http/http.h's public head of a request and
+# its rematd_req_* verbs, never http/http_private.h's tail.
+dist_check_SCRIPTS += tests/check-routes.sh
+TESTS += tests/check-routes.sh
+
 # Unit tests of rematd's pure helpers (cmocka).
 check_PROGRAMS += tests/api/test_util
 TESTS += tests/api/test_util
@@ -66,6 +71,26 @@ tests_api_test_util_SOURCES = tests/api/test_util.c api/util.c api/rematd.h
 tests_api_test_util_CFLAGS = $(AM_CFLAGS) $(MHD_CFLAGS) $(JANSSON_CFLAGS) $(CMOCKA_CFLAGS)
 tests_api_test_util_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/api
 tests_api_test_util_LDADD = src/libremat_core.la $(JANSSON_LIBS) $(CMOCKA_LIBS) -lm
+
+# The plan request reader, called as rematd links it (cmocka): it does no
+# HTTP, so nothing of rematd is stubbed.
+check_PROGRAMS += tests/api/test_plan_request
+TESTS += tests/api/test_plan_request
+tests_api_test_plan_request_SOURCES = tests/api/test_plan_request.c $(REMATD_READER_SOURCES) \
+	api/util.c api/rematd.h
+tests_api_test_plan_request_CFLAGS = $(AM_CFLAGS) $(JANSSON_CFLAGS) $(CMOCKA_CFLAGS) -pthread
+tests_api_test_plan_request_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/api
+tests_api_test_plan_request_LDADD = src/libremat_core.la src/rematx/librematx.la $(JANSSON_LIBS) \
+	$(CMOCKA_LIBS) -lm -lpthread
+
+# The job readers (a profile job's spec, POST /v1/fits), likewise (cmocka).
+check_PROGRAMS += tests/api/test_job_readers
+TESTS += tests/api/test_job_readers
+tests_api_test_job_readers_SOURCES = tests/api/test_job_readers.c $(REMATD_READER_SOURCES) \
+	api/util.c api/rematd.h
+tests_api_test_job_readers_CFLAGS = $(tests_api_test_plan_request_CFLAGS)
+tests_api_test_job_readers_CPPFLAGS = $(tests_api_test_plan_request_CPPFLAGS)
+tests_api_test_job_readers_LDADD = $(tests_api_test_plan_request_LDADD)
 
 # The default stages read from an uploaded module's pickle (cmocka).
 check_PROGRAMS += tests/api/test_torchpickle

@@ -213,8 +213,8 @@ SENT_HEADERS = ("x-request-id", "location", "content-location", "retry-after",
 
 
 def server_problems():
-    """The problem types and titles rematd answers (api/http.c's table)."""
-    with open(os.path.join(SRC, "api", "http.c")) as f:
+    """The problem types and titles rematd answers (api/http/problems.c's table)."""
+    with open(os.path.join(SRC, "api", "http", "problems.c")) as f:
         text = f.read()
     table = text.split("problem_titles[] = {", 1)[1].split("};", 1)[0]
     return dict(re.findall(r'\{"([a-z-]+)", "([^"]*)"\}', table))
@@ -235,7 +235,7 @@ def worker_result_fields():
 
 def static_spec():
     enum = doc["components"]["schemas"]["Problem"]["properties"]["type"]["enum"]
-    check(len(SERVER_PROBLEMS) > 20, "api/http.c's problem table not found")
+    check(len(SERVER_PROBLEMS) > 20, "api/http/problems.c's problem table not found")
     check(sorted(enum) == sorted("/problems/" + k for k in SERVER_PROBLEMS),
           "Problem.type's enum %s is not the server's table %s"
           % (sorted(set(enum) ^ set("/problems/" + k for k in SERVER_PROBLEMS)), ""))

@@ -1,6 +1,6 @@
 #!/bin/sh
 # POST /v1/plans reads an inline profile without jansson's tree (the fast
-# path, api/route_plans_create.c) and falls back to the plain path for
+# path, api/routes/plans_create.c) and falls back to the plain path for
 # anything unusual, such as a top-level key written with an escape.  Every
 # request here is sent both ways ("profile" and "\u0070rofile") and the two
 # answers must agree: the status, and the body byte for byte once the

@@ -252,7 +252,59 @@ req GET /v1/models && expect 200 /v1/models
 [ "$(grep -o '"kind":"uploaded"' "$BODY" | wc -l)" = 2 ] && ok ||
     fail "after the restart the list is not B and D: $(cat "$BODY")"
 grep -q "\"id\":\"$B\"" "$BODY" && ok || fail "B is not listed"
-stop_rematd
+
+# While rematd drains (SIGTERM) every answer tells a keep-alive client to
+# close the connection, the worker's fetch of an archive (sent from the
+# file) as much as any other: connections accepted before the signal,
+# their requests sent once rematd has logged that it is shutting down
+# (within the second it waits for such connections' requests).
+"$PYTHON" - "$PORT" "$PID" "$B" "$top_srcdir/tests/api" "$T/rematd.log" <<'PY' && ok ||
+import os, signal, socket, sys, time
+port, pid, mid, log = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3], sys.argv[5]
+sys.path.insert(0, sys.argv[4])
+from rawhttp import wait_accepted
+reqs = {
+    "the model fetch": "GET /v1/worker/models/%s HTTP/1.1\r\nHost: x\r\n"
+                       "Authorization: Bearer wtok\r\n\r\n" % mid,
+    "GET /healthz": "GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n",
+}
+socks = {k: socket.create_connection(("127.0.0.1", port)) for k in reqs}
+wait_accepted(port, timeout=5.0)
+time.sleep(0.05)
+seen = os.path.getsize(log)
+os.kill(pid, signal.SIGTERM)
+deadline = time.time() + 10
+while time.time() < deadline:
+    with open(log, "rb") as f:
+        f.seek(seen)
+        if b'"msg":"shutting down"' in f.read():
+            break
+    time.sleep(0.005)
+# draining is set right after that line is written.
+time.sleep(0.05)
+bad = 0
+for k, s in socks.items():
+    s.sendall(reqs[k].encode())
+    s.settimeout(20)
+    got = b""
+    try:
+        while b"\r\n\r\n" not in got:
+            c = s.recv(65536)
+            if not c:
+                break
+            got += c
+    except OSError:
+        pass
+    s.close()
+    head = got.partition(b"\r\n\r\n")[0].decode("latin-1").lower()
+    if not head.startswith("http/1.1 200") or "\r\nconnection: close" not in head:
+        sys.stderr.write("%s while draining: %r\n" % (k, head))
+        bad = 1
+sys.exit(bad)
+PY
+    fail "an answer while draining lacks Connection: close"
+if wait "$PID"; then ok; else fail "rematd exited with $? after SIGTERM"; fi
+PID=
 
 schema_check "$T/manifest"
 finish

@@ -65,7 +65,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
          * ("[1\0]" loads), which is not JSON: the streaming reader is
          * right to refuse it (whatever the tree path then makes of the
          * rest), and rematd refuses such bodies before either reader sees
-         * them (http.c). */
+         * them (api/problem.c). */
         remat_profile_free(pt);
         return 0;
     }

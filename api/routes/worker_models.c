@@ -38,22 +38,11 @@ static enum rematd_handled get(struct rematd_request *r)
                            "the archive of model %s is missing or damaged", r->id);
         return REMATD_HANDLED;
     }
-    /* The fd is the response's from here: closed when it is destroyed. */
-    struct MHD_Response *resp = MHD_create_response_from_fd((uint64_t)sb.st_size, fd);
-    if (!resp) {
-        close(fd);
-        rematd_model_clear(&m);
-        rematd_req_problem(r, 500, "internal", NULL, "out of memory");
-        return REMATD_HANDLED;
-    }
-    MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, "application/octet-stream");
-    MHD_add_response_header(resp, "X-Remat-Sha256", m.sha256);
-    MHD_add_response_header(resp, "X-Request-Id", r->request_id);
+    /* Through the common answer path (X-Request-Id, Connection: close while
+     * draining); the fd is the response's from here. */
+    rematd_req_header(r, "X-Remat-Sha256", m.sha256);
     rematd_model_clear(&m);
-    MHD_queue_response(r->conn, 200, resp);
-    MHD_destroy_response(resp);
-    r->responded = 1;
-    r->status = 200;
+    rematd_req_file(r, 200, fd, (size_t)sb.st_size, "application/octet-stream");
     return REMATD_HANDLED;
 }
 

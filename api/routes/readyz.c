@@ -2,7 +2,7 @@
  * draining; 503 from SIGTERM on, so the load balancer stops sending. */
 #include "config.h"
 
-#include "rematd.h"
+#include "http/http.h"
 #include "store.h"
 
 static enum rematd_handled readyz(struct rematd_request *r)
@@ -21,4 +21,4 @@ static enum rematd_handled readyz(struct rematd_request *r)
 }
 
 const struct rematd_route rematd_route_readyz = {
-    .method = "GET", .pattern = "/readyz", .name = "readyz", .handler = readyz};
+    .method = "GET", .pattern = "/readyz", .name = "readyz", .health_probe = 1, .handler = readyz};

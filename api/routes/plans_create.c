@@ -1,7 +1,7 @@
 /*
  * POST /v1/plans: plan synchronously, store, answer 201 with the plan.
  *
- * The handler: plan_request.c reads the body, plan_cache.c answers a
+ * The handler: plans/request.c reads the body, plan_cache.c answers a
  * repeated one, this file chooses the thread and stores the plan.  Small
  * requests for the fast solvers are planned on the polling thread
  * (microseconds); anything that can take long (a large body to read, a
@@ -19,7 +19,7 @@
 
 #include "plan_cache.h"
 #include "plan_common.h"
-#include "plan_request.h"
+#include "plans/request.h"
 #include "store.h"
 
 /* The route's state, owned by the request (r->route_state, freed by
@@ -121,7 +121,7 @@ static enum rematd_handled submit(struct rematd_request *r, struct plan_state *s
     w->cls = r;
     atomic_fetch_add(
         &r->srv->plans_by_algorithm[(int)alg < REMAT_ALG_COUNT ? (int)alg : REMAT_ALG_COUNT], 1);
-    if (!r->suspended)
+    if (!rematd_req_suspended(r))
         rematd_req_suspend(r);
     /* The last use of r here: the writer may commit and resume it (and
      * MHD free it) before this returns. */
@@ -139,14 +139,12 @@ static enum rematd_handled solve(struct rematd_request *r, struct plan_state *st
 }
 
 /* On a planning thread (rematd_req_defer): answers are recorded, and a problem
- * resumes the connection to be sent. */
+ * resumes the connection to be sent; a plan handed to the writer is resumed
+ * by it. */
 static void finish_job(struct rematd_request *r, enum rematd_handled h)
 {
-    if (h == REMATD_SUSPENDED)
-        return;
-    if (!r->pending && r->pending_status >= 0)
-        rematd_req_problem(r, 500, "internal", NULL, "the handler gave no answer");
-    rematd_req_resume(r);
+    if (h != REMATD_SUSPENDED)
+        rematd_req_end_job(r);
 }
 
 static void solve_job(struct rematd_request *r)
@@ -171,8 +169,16 @@ static enum rematd_handled plan(struct rematd_request *r, int on_pool)
     enum remat_algorithm alg;
     if (rematd_plan_cache_answer(r, &st->w, &alg))
         return submit(r, st, alg);
-    if (rematd_plan_req_read(r, &st->req) < 0)
+    /* The reader fills a problem rather than answering (plans/request.h);
+     * both live on this stack frame, nothing is allocated for them. */
+    struct rematd_read_ctx ctx;
+    struct rematd_problem prob = {0};
+    rematd_read_ctx_init(&ctx, r->srv);
+    if (rematd_plan_req_read(&ctx, rematx_dyn_ptr(&r->body), rematx_dyn_len(&r->body), &st->req,
+                             &prob) < 0) {
+        rematd_req_send_problem(r, &prob);
         return REMATD_HANDLED;
+    }
     if (!on_pool && !cheap(&st->req))
         return rematd_req_defer(r, solve_job) < 0 ? REMATD_HANDLED : REMATD_SUSPENDED;
     return solve(r, st);

@@ -1,21 +1,22 @@
-/* plan_request.c - reading a plan request (plan_request.h): the fields
+/* plans/request.c - reading a plan request (plans/request.h): the fields
  * and their checks, shared by every route that takes them, and POST
- * /v1/plans's reading of its body in one pass. */
+ * /v1/plans's reading of its body in one pass.  No HTTP here: what is
+ * wrong fills a struct rematd_problem (problem.h) that the route sends. */
 #include "config.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "plan_common.h"
-#include "plan_request.h"
+#include "plans/request.h"
+#include "rematd.h"
 #include "request_limits.h"
 #include "rematx/rematx.h"
 
 static const char *const plan_fields[] = {"profile",      "profile_id", "algorithm", "segments",
                                           "budget_bytes", "model",      "mem_slots", NULL};
 
-static int get_count(struct rematd_request *r, json_t *body, const char *name, json_int_t lo,
+static int get_count(struct rematd_problem *prob, json_t *body, const char *name, json_int_t lo,
                      json_int_t hi, json_int_t *out)
 {
     json_t *v = json_object_get(body, name);
@@ -24,12 +25,12 @@ static int get_count(struct rematd_request *r, json_t *body, const char *name, j
     char ptr[64];
     snprintf(ptr, sizeof ptr, "/%s", name);
     if (!json_is_integer(v)) {
-        rematd_req_problem(r, 400, "validation", ptr, "%s must be an integer", name);
+        rematd_problem_set(prob, 400, "validation", ptr, "%s must be an integer", name);
         return -1;
     }
     json_int_t x = json_integer_value(v);
     if (x < lo || x > hi) {
-        rematd_req_problem(r, 400, "validation", ptr, "%s must be in %lld..%lld", name,
+        rematd_problem_set(prob, 400, "validation", ptr, "%s must be in %lld..%lld", name,
                            (long long)lo, (long long)hi);
         return -1;
     }
@@ -37,35 +38,39 @@ static int get_count(struct rematd_request *r, json_t *body, const char *name, j
     return 1;
 }
 
-int rematd_plan_request(struct rematd_request *r, json_t *body, struct remat_profile **profile,
-                        struct remat_options *opts, json_t **options_json)
+int rematd_plan_request(const struct rematd_read_ctx *ctx, json_t *body,
+                        struct remat_profile **profile, struct remat_options *opts,
+                        json_t **options_json, struct rematd_problem *prob)
 {
-    return rematd_plan_request_parsed(r, body, NULL, profile, opts, options_json);
+    return rematd_plan_request_parsed(ctx, body, NULL, profile, opts, options_json, prob);
 }
 
-static int plan_request(struct rematd_request *r, json_t *body, struct remat_profile **given,
-                        struct remat_profile **profile, struct remat_options *opts,
-                        json_t **options_json);
+static int plan_request(const struct rematd_read_ctx *ctx, json_t *body,
+                        struct remat_profile **given, struct remat_profile **profile,
+                        struct remat_options *opts, json_t **options_json,
+                        struct rematd_problem *prob);
 
-int rematd_plan_request_parsed(struct rematd_request *r, json_t *body, struct remat_profile *parsed,
-                               struct remat_profile **profile, struct remat_options *opts,
-                               json_t **options_json)
+int rematd_plan_request_parsed(const struct rematd_read_ctx *ctx, json_t *body,
+                               struct remat_profile *parsed, struct remat_profile **profile,
+                               struct remat_options *opts, json_t **options_json,
+                               struct rematd_problem *prob)
 {
     /* plan_request takes `parsed` (setting it to NULL) only when it uses
      * it; whatever it left is freed here, on every path. */
-    int rc = plan_request(r, body, &parsed, profile, opts, options_json);
+    int rc = plan_request(ctx, body, &parsed, profile, opts, options_json, prob);
     remat_profile_free(parsed);
     return rc;
 }
 
-static int plan_request(struct rematd_request *r, json_t *body, struct remat_profile **given,
-                        struct remat_profile **profile, struct remat_options *opts,
-                        json_t **options_json)
+static int plan_request(const struct rematd_read_ctx *ctx, json_t *body,
+                        struct remat_profile **given, struct remat_profile **profile,
+                        struct remat_options *opts, json_t **options_json,
+                        struct rematd_problem *prob)
 {
     struct remat_profile *parsed = *given;
     *profile = NULL;
     *options_json = NULL;
-    if (rematd_req_reject_unknown(r, body, "", plan_fields) < 0)
+    if (rematd_problem_unknown(prob, body, "", plan_fields) < 0)
         return -1;
     remat_options_init(opts);
     json_t *oj = json_object();
@@ -75,7 +80,8 @@ static int plan_request(struct rematd_request *r, json_t *body, struct remat_pro
             remat_algorithm_parse(json_string_value(v), &opts->algorithm) != 0) {
             json_decref(oj);
             char names[256];
-            rematd_req_problem(r, 400, "validation", "/algorithm", "algorithm must be one of %s",
+            rematd_problem_set(prob, 400, "validation", "/algorithm",
+                               "algorithm must be one of %s",
                                rematx_algorithm_names(names, sizeof names));
             return -1;
         }
@@ -85,7 +91,7 @@ static int plan_request(struct rematd_request *r, json_t *body, struct remat_pro
     if (v) {
         if (!json_is_string(v) || remat_model_parse(json_string_value(v), &opts->model) != 0) {
             json_decref(oj);
-            rematd_req_problem(r, 400, "validation", "/model",
+            rematd_problem_set(prob, 400, "validation", "/model",
                                "model must be sum, prefix or traced");
             return -1;
         }
@@ -94,19 +100,19 @@ static int plan_request(struct rematd_request *r, json_t *body, struct remat_pro
     }
     json_int_t x;
     int got;
-    if ((got = get_count(r, body, "segments", 1, REMAT_MAX_STAGES, &x)) < 0)
+    if ((got = get_count(prob, body, "segments", 1, REMAT_MAX_STAGES, &x)) < 0)
         goto bad;
     if (got) {
         opts->segments = (size_t)x;
         json_object_set_new(oj, "segments", json_integer(x));
     }
-    if ((got = get_count(r, body, "budget_bytes", 1, REMAT_MAX_BYTES, &x)) < 0)
+    if ((got = get_count(prob, body, "budget_bytes", 1, REMAT_MAX_BYTES, &x)) < 0)
         goto bad;
     if (got) {
         opts->budget_bytes = x;
         json_object_set_new(oj, "budget_bytes", json_integer(x));
     }
-    if ((got = get_count(r, body, "mem_slots", 1, REMATD_MAX_MEM_SLOTS, &x)) < 0)
+    if ((got = get_count(prob, body, "mem_slots", 1, REMATD_MAX_MEM_SLOTS, &x)) < 0)
         goto bad;
     if (got) {
         opts->mem_slots = (size_t)x;
@@ -115,7 +121,7 @@ static int plan_request(struct rematd_request *r, json_t *body, struct remat_pro
     json_t *pj = json_object_get(body, "profile");
     json_t *pid = json_object_get(body, "profile_id");
     if ((pj != NULL) == (pid != NULL)) {
-        rematd_req_problem(r, 400, "validation", pj ? "/profile_id" : "/profile",
+        rematd_problem_set(prob, 400, "validation", pj ? "/profile_id" : "/profile",
                            "give exactly one of profile and profile_id");
         goto bad;
     }
@@ -123,39 +129,40 @@ static int plan_request(struct rematd_request *r, json_t *body, struct remat_pro
         /* The inline profile was read from the text already (and without
          * error, or the caller would not pass it); only this server's own
          * limit is left, checked as below. */
-        if (parsed->n_stages > r->srv->cfg.max_stages) {
-            rematd_req_problem(r, 400, "limit-exceeded", "/profile/stages",
+        if (parsed->n_stages > ctx->max_stages) {
+            rematd_problem_set(prob, 400, "limit-exceeded", "/profile/stages",
                                "%zu stages; this server accepts at most %zu", parsed->n_stages,
-                               r->srv->cfg.max_stages);
+                               ctx->max_stages);
             goto bad;
         }
         *profile = parsed;
         *given = NULL;
     } else if (pid) {
         if (!json_is_string(pid)) {
-            rematd_req_problem(r, 400, "validation", "/profile_id", "profile_id must be a string");
+            rematd_problem_set(prob, 400, "validation", "/profile_id",
+                               "profile_id must be a string");
             goto bad;
         }
-        *profile = rematd_profile_by_id(r, json_string_value(pid), "/profile_id");
+        *profile = rematd_read_profile_by_id(ctx, json_string_value(pid), "/profile_id", prob);
         if (!*profile)
             goto bad;
         json_object_set(oj, "profile_id", pid);
     } else {
         if (!json_is_object(pj)) {
-            rematd_req_problem(r, 400, "validation", "/profile", "profile must be an object");
+            rematd_problem_set(prob, 400, "validation", "/profile", "profile must be an object");
             goto bad;
         }
         json_t *stages = json_object_get(pj, "stages");
-        if (json_is_array(stages) && json_array_size(stages) > r->srv->cfg.max_stages) {
-            rematd_req_problem(r, 400, "limit-exceeded", "/profile/stages",
+        if (json_is_array(stages) && json_array_size(stages) > ctx->max_stages) {
+            rematd_problem_set(prob, 400, "limit-exceeded", "/profile/stages",
                                "%zu stages; this server accepts at most %zu",
-                               json_array_size(stages), r->srv->cfg.max_stages);
+                               json_array_size(stages), ctx->max_stages);
             goto bad;
         }
         struct remat_error err = {0};
         *profile = remat_profile_from_json(pj, "/profile", &err);
         if (!*profile) {
-            rematd_answer_remat_error(r, err.code ? err.code : REMAT_EINVAL, &err, NULL);
+            rematd_problem_remat(prob, err.code ? err.code : REMAT_EINVAL, &err, NULL);
             goto bad;
         }
     }
@@ -306,14 +313,12 @@ odd:
     return NULL;
 }
 
-/* The fast path's reading.  1: *out filled; -1: a problem was answered
- * (one the plain path would answer too); 0: nothing done, take the plain
- * path. */
-static int read_fast(struct rematd_request *r, struct rematd_plan_req *out)
+/* The fast path's reading.  1: *out filled; -1: prob filled (with what
+ * the plain path would say too); 0: nothing done, take the plain path. */
+static int read_fast(const struct rematd_read_ctx *ctx, const char *body, size_t len,
+                     struct rematd_plan_req *out, struct rematd_problem *prob)
 {
     size_t vs = 0, ve = 0;
-    const char *body = rematx_dyn_ptr(&r->body);
-    size_t len = rematx_dyn_len(&r->body);
     struct remat_profile *profile = len > 0 ? find_profile(body, len, &vs, &ve) : NULL;
     if (profile == NULL)
         return 0;
@@ -335,29 +340,32 @@ static int read_fast(struct rematd_request *r, struct rematd_plan_req *out)
         remat_profile_free(profile);
         return 0;
     }
-    int rc = rematd_plan_request_parsed(r, env, profile, &out->profile, &out->opts, &out->options);
+    int rc = rematd_plan_request_parsed(ctx, env, profile, &out->profile, &out->opts, &out->options,
+                                        prob);
     json_decref(env);
     return rc < 0 ? -1 : 1;
 }
 
-int rematd_plan_req_read(struct rematd_request *r, struct rematd_plan_req *out)
+int rematd_plan_req_read(const struct rematd_read_ctx *ctx, const char *text, size_t len,
+                         struct rematd_plan_req *out, struct rematd_problem *prob)
 {
     memset(out, 0, sizeof *out);
-    /* A NUL byte is refused by the plain path (rematd_req_body_json); the
+    /* A NUL byte is refused by the plain path (rematd_body_parse); the
      * fast path's envelope must not take it either (jansson skips one after
      * a number). */
-    size_t n = rematx_dyn_len(&r->body);
-    if (n > 0 && memchr(rematx_dyn_ptr(&r->body), 0, n)) {
-        rematd_req_body_json(r);
+    if (len > 0 && memchr(text, 0, len)) {
+        json_decref(rematd_body_parse(text, len, prob)); /* NULL: fills prob */
         return -1;
     }
-    int rc = read_fast(r, out);
+    int rc = read_fast(ctx, text, len, out, prob);
     if (rc != 0)
         return rc < 0 ? -1 : 0;
-    json_t *body = rematd_req_body_json(r);
+    json_t *body = rematd_body_parse(text, len, prob);
     if (!body)
         return -1;
-    return rematd_plan_request(r, body, &out->profile, &out->opts, &out->options);
+    rc = rematd_plan_request(ctx, body, &out->profile, &out->opts, &out->options, prob);
+    json_decref(body);
+    return rc;
 }
 
 void rematd_plan_req_clear(struct rematd_plan_req *pr)

@@ -1,7 +1,7 @@
 /* GET /metrics: Prometheus text exposition (metrics.c). */
 #include "config.h"
 
-#include "rematd.h"
+#include "http/http.h"
 
 static enum rematd_handled metrics(struct rematd_request *r)
 {

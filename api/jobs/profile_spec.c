@@ -1,9 +1,12 @@
 /*
- * POST /v1/profiles: queue a profiling job (docs/jobs.md).  The body is
- * a zoo model name, a JSON layer list or an uploaded model (model_id, with
+ * jobs/profile_spec.c - a profile job's spec (docs/jobs.md), read from the
+ * body of POST /v1/profiles (or made by POST /v1/fits for a model spec): a
+ * zoo model name, a JSON layer list or an uploaded model (model_id, with
  * its input and optionally its stages), with batch size, input shape,
- * dtype and device; rematd checks it, fills the defaults and stores the
- * normalised spec, which is what the worker receives.  202 + Location.
+ * dtype and device, checked, with the defaults filled in: the normalised
+ * spec the worker receives, and its reuse key.  Pure: what is wrong fills
+ * a struct rematd_problem, and an uploaded model is looked up through the
+ * reader's context.
  */
 #include "config.h"
 
@@ -11,8 +14,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "jobs_common.h"
-#include "models_common.h"
+#include "jobs/profile_spec.h"
+#include "rematd.h"
 #include "request_limits.h"
 #include "rematx/pointer.h"
 #include "rematx/rematx.h"
@@ -25,26 +28,26 @@ static const char *const fields[] = {
 /* One layer, by the layer table (src/rematx/layers.h), a sequential's
  * inner layers with it: a request's types only, the zoo's own are not
  * given by hand. */
-static int check_layer(struct rematd_request *r, json_t *l, const char *ptr)
+static int check_layer(struct rematd_problem *pr, json_t *l, const char *ptr)
 {
     struct remat_error err = {0};
     int rc = rematx_layer_check(l, ptr, 0, &err);
     if (rc != REMAT_OK) {
-        rematd_req_problem(r, 400, rc == REMAT_ELIMIT ? "limit-exceeded" : "validation",
+        rematd_problem_set(pr, 400, rc == REMAT_ELIMIT ? "limit-exceeded" : "validation",
                            err.pointer, "%s", err.message);
         return -1;
     }
     return 0;
 }
 
-static int check_layers(struct rematd_request *r, json_t *layers, const char *prefix, size_t max)
+static int check_layers(struct rematd_problem *pr, json_t *layers, const char *prefix, size_t max)
 {
     if (!json_is_array(layers) || json_array_size(layers) == 0) {
-        rematd_req_problem(r, 400, "validation", prefix, "layers must be a non-empty array");
+        rematd_problem_set(pr, 400, "validation", prefix, "layers must be a non-empty array");
         return -1;
     }
     if (json_array_size(layers) > max) {
-        rematd_req_problem(r, 400, "limit-exceeded", prefix, "%zu layers; at most %zu",
+        rematd_problem_set(pr, 400, "limit-exceeded", prefix, "%zu layers; at most %zu",
                            json_array_size(layers), max);
         return -1;
     }
@@ -53,13 +56,13 @@ static int check_layers(struct rematd_request *r, json_t *layers, const char *pr
     json_array_foreach (layers, i, l) {
         char p[180];
         snprintf(p, sizeof p, "%.150s/%zu", prefix, i);
-        if (check_layer(r, l, p) < 0)
+        if (check_layer(pr, l, p) < 0)
             return -1;
     }
     return 0;
 }
 
-static int get_int(struct rematd_request *r, json_t *body, const char *name, json_int_t lo,
+static int get_int(struct rematd_problem *pr, json_t *body, const char *name, json_int_t lo,
                    json_int_t hi, json_int_t dflt, json_t *spec)
 {
     json_t *v = json_object_get(body, name);
@@ -68,8 +71,8 @@ static int get_int(struct rematd_request *r, json_t *body, const char *name, jso
         char p[64];
         snprintf(p, sizeof p, "/%s", name);
         if (!json_is_integer(v) || json_integer_value(v) < lo || json_integer_value(v) > hi) {
-            rematd_req_problem(r, 400, "validation", p, "%s must be an integer in %lld..%lld", name,
-                               (long long)lo, (long long)hi);
+            rematd_problem_set(pr, 400, "validation", p, "%s must be an integer in %lld..%lld",
+                               name, (long long)lo, (long long)hi);
             return -1;
         }
         x = json_integer_value(v);
@@ -85,15 +88,16 @@ static int is_float_dtype(const char *d)
 
 /* An uploaded model's job: model_id (a stored model), input {shape, dtype,
  * high} and stages (submodule names, or none for the top-level children).
- * Fills spec; answers the problem and returns -1 otherwise. */
-static int normalise_uploaded(struct rematd_request *r, json_t *body, json_t *spec)
+ * Fills spec, or fills pr and returns -1. */
+static int normalise_uploaded(const struct rematd_read_ctx *ctx, json_t *body, json_t *spec,
+                              struct rematd_problem *pr)
 {
     static const char *const not_with[] = {"input_shape", "model_options", NULL};
     for (size_t i = 0; not_with[i]; i++)
         if (json_object_get(body, not_with[i])) {
             char p[32];
             snprintf(p, sizeof p, "/%s", not_with[i]);
-            rematd_req_problem(r, 400, "validation", p,
+            rematd_problem_set(pr, 400, "validation", p,
                                "%s is for zoo models and layer lists; an uploaded model takes "
                                "input {shape, dtype, high}",
                                not_with[i]);
@@ -101,34 +105,26 @@ static int normalise_uploaded(struct rematd_request *r, json_t *body, json_t *sp
         }
     const char *id = json_string_value(json_object_get(body, "model_id"));
     if (!rematd_is_id(id)) {
-        rematd_req_problem(r, 400, "validation", "/model_id",
+        rematd_problem_set(pr, 400, "validation", "/model_id",
                            "model_id is the id POST /v1/models gave (32 hexadecimal digits)");
         return -1;
     }
-    struct rematd_model m;
-    enum rematd_store_result got = rematd_store_get_model(r->srv->store, id, &m);
-    if (got != REMATD_STORE_OK) {
-        if (got == REMATD_STORE_NOT_FOUND)
-            rematd_req_problem(r, 404, "not-found", "/model_id", "no uploaded model with id %s",
-                               id);
-        else
-            rematd_req_problem(r, 503, "unavailable", NULL, "the store did not answer");
+    struct rematd_read_model m;
+    if (rematd_read_model_by_id(ctx, id, &m, pr) < 0)
         return -1;
-    }
     json_object_set_new(spec, "model_id", json_string(m.id));
     json_object_set_new(spec, "model_sha256", json_string(m.sha256));
     json_object_set_new(spec, "model_bytes", json_integer(m.bytes));
-    rematd_model_clear(&m);
 
     json_t *in = json_object_get(body, "input");
     static const char *const in_fields[] = {"shape", "dtype", "high", NULL};
     if (!json_is_object(in)) {
-        rematd_req_problem(r, 400, "validation", "/input",
+        rematd_problem_set(pr, 400, "validation", "/input",
                            "an uploaded model needs input: {\"shape\": [...], \"dtype\": "
                            "\"fp32|fp16|bf16|int64\", \"high\": N}");
         return -1;
     }
-    if (rematd_req_reject_unknown(r, in, "/input", in_fields) < 0)
+    if (rematd_problem_unknown(pr, in, "/input", in_fields) < 0)
         return -1;
     json_t *shape = json_object_get(in, "shape");
     size_t i;
@@ -138,7 +134,7 @@ static int normalise_uploaded(struct rematd_request *r, json_t *body, json_t *sp
         ok = ok && json_is_integer(d) && json_integer_value(d) >= 1 &&
              json_integer_value(d) <= REMATD_MAX_INPUT_DIM;
     if (!ok) {
-        rematd_req_problem(r, 400, "validation", "/input/shape",
+        rematd_problem_set(pr, 400, "validation", "/input/shape",
                            "shape is 1 to 6 positive integers, batch dimension excluded");
         return -1;
     }
@@ -147,13 +143,13 @@ static int normalise_uploaded(struct rematd_request *r, json_t *body, json_t *sp
     json_t *idt = json_object_get(in, "dtype");
     const char *in_dtype = idt ? json_string_value(idt) : dtype ? dtype : "fp32";
     if (!in_dtype || (!is_float_dtype(in_dtype) && strcmp(in_dtype, "int64") != 0)) {
-        rematd_req_problem(r, 400, "validation", "/input/dtype",
+        rematd_problem_set(pr, 400, "validation", "/input/dtype",
                            "input dtype must be fp32, fp16, bf16 or int64");
         return -1;
     }
     if (is_float_dtype(in_dtype)) {
         if (dtype && strcmp(dtype, in_dtype) != 0) {
-            rematd_req_problem(r, 400, "validation", "/input/dtype",
+            rematd_problem_set(pr, 400, "validation", "/input/dtype",
                                "a floating input has the model's dtype (%s)", dtype);
             return -1;
         }
@@ -165,7 +161,7 @@ static int normalise_uploaded(struct rematd_request *r, json_t *body, json_t *sp
     if (is_int != (high != NULL) ||
         (high && (!json_is_integer(high) || json_integer_value(high) < 1 ||
                   json_integer_value(high) > ((json_int_t)1 << 40)))) {
-        rematd_req_problem(r, 400, "validation", "/input/high",
+        rematd_problem_set(pr, 400, "validation", "/input/high",
                            is_int ? "an int64 input needs high, a positive integer: token ids "
                                     "are drawn below it"
                                   : "high is for int64 inputs only");
@@ -179,10 +175,10 @@ static int normalise_uploaded(struct rematd_request *r, json_t *body, json_t *sp
 
     json_t *stages = json_object_get(body, "stages");
     if (stages) {
-        size_t max = r->srv->cfg.max_stages;
+        size_t max = ctx->max_stages;
         if (!json_is_array(stages) || json_array_size(stages) == 0 ||
             json_array_size(stages) > max) {
-            rematd_req_problem(r, 400, "validation", "/stages",
+            rematd_problem_set(pr, 400, "validation", "/stages",
                                "stages is a list of 1 to %zu submodule names", max);
             return -1;
         }
@@ -197,7 +193,7 @@ static int normalise_uploaded(struct rematd_request *r, json_t *body, json_t *sp
             if (!good) {
                 char p[48];
                 snprintf(p, sizeof p, "/stages/%zu", i);
-                rematd_req_problem(r, 400, "validation", p,
+                rematd_problem_set(pr, 400, "validation", p,
                                    "a stage is a submodule's dotted name (blocks.0), under %d "
                                    "bytes",
                                    REMAT_MAX_NAME);
@@ -214,7 +210,7 @@ static int normalise_uploaded(struct rematd_request *r, json_t *body, json_t *sp
  * {"name", "weight_decay"}, and left out for "none", so that a profile
  * without one keeps the reuse key it had.  foreach is not measured:
  * libtorch's optimizers run the single-tensor step only. */
-static int get_optimizer(struct rematd_request *r, json_t *body, json_t *spec)
+static int get_optimizer(struct rematd_problem *pr, json_t *body, json_t *spec)
 {
     json_t *v = json_object_get(body, "optimizer");
     if (v == NULL)
@@ -223,25 +219,25 @@ static int get_optimizer(struct rematd_request *r, json_t *body, json_t *spec)
     const char *ptr = json_is_object(v) ? "/optimizer/name" : "/optimizer";
     enum remat_optim_kind kind;
     if (!json_is_string(name) || remat_optim_parse(json_string_value(name), &kind) < 0) {
-        rematd_req_problem(r, 400, "validation", ptr,
+        rematd_problem_set(pr, 400, "validation", ptr,
                            "optimizer must be none, sgd, sgd-momentum, adam or adamw");
         return -1;
     }
     int wd = 0;
     if (json_is_object(v)) {
         static const char *const of[] = {"name", "weight_decay", "foreach", NULL};
-        if (rematd_req_reject_unknown(r, v, "/optimizer", of) < 0)
+        if (rematd_problem_unknown(pr, v, "/optimizer", of) < 0)
             return -1;
         json_t *f = json_object_get(v, "foreach");
         if (f != NULL && !json_is_false(f)) {
-            rematd_req_problem(r, 400, "validation", "/optimizer/foreach",
+            rematd_problem_set(pr, 400, "validation", "/optimizer/foreach",
                                "the worker measures libtorch's single-tensor step; foreach is "
                                "modelled by POST /v1/fits");
             return -1;
         }
         json_t *w = json_object_get(v, "weight_decay");
         if (w != NULL && !json_is_boolean(w)) {
-            rematd_req_problem(r, 400, "validation", "/optimizer/weight_decay",
+            rematd_problem_set(pr, 400, "validation", "/optimizer/weight_decay",
                                "weight_decay must be true or false");
             return -1;
         }
@@ -255,29 +251,30 @@ static int get_optimizer(struct rematd_request *r, json_t *body, json_t *spec)
     return 0;
 }
 
-json_t *rematd_profile_spec(struct rematd_request *r, json_t *body)
+json_t *rematd_profile_spec(const struct rematd_read_ctx *ctx, json_t *body,
+                            struct rematd_problem *pr)
 {
-    if (rematd_req_reject_unknown(r, body, "", fields) < 0)
+    if (rematd_problem_unknown(pr, body, "", fields) < 0)
         return NULL;
     json_t *spec = json_object();
     json_t *model = json_object_get(body, "model");
     json_t *layers = json_object_get(body, "layers");
     json_t *model_id = json_object_get(body, "model_id");
     if ((model != NULL) + (layers != NULL) + (model_id != NULL) != 1) {
-        rematd_req_problem(r, 400, "validation", model ? "/layers" : "/model",
+        rematd_problem_set(pr, 400, "validation", model ? "/layers" : "/model",
                            "give exactly one of model (a zoo name), layers and model_id (an "
                            "uploaded model)");
         goto bad;
     }
     if (!model_id && (json_object_get(body, "input") || json_object_get(body, "stages"))) {
-        rematd_req_problem(r, 400, "validation",
+        rematd_problem_set(pr, 400, "validation",
                            json_object_get(body, "input") ? "/input" : "/stages",
                            "input and stages are for an uploaded model (model_id)");
         goto bad;
     }
     if (model_id) {
-        if (normalise_uploaded(r, body, spec) < 0 ||
-            get_int(r, body, "batch_size", 1, REMATD_MAX_BATCH, 1, spec) < 0)
+        if (normalise_uploaded(ctx, body, spec, pr) < 0 ||
+            get_int(pr, body, "batch_size", 1, REMATD_MAX_BATCH, 1, spec) < 0)
             goto bad;
         goto common;
     }
@@ -287,13 +284,13 @@ json_t *rematd_profile_spec(struct rematd_request *r, json_t *body)
     if (model) {
         zm = json_is_string(model) ? rematx_zoo_find(json_string_value(model)) : NULL;
         if (!zm) {
-            rematd_req_problem(r, 400, "validation", "/model",
+            rematd_problem_set(pr, 400, "validation", "/model",
                                "model must be a zoo name from GET /v1/models");
             goto bad;
         }
         json_object_set(spec, "model", model);
     } else {
-        if (check_layers(r, layers, "/layers", r->srv->cfg.max_stages) < 0)
+        if (check_layers(pr, layers, "/layers", ctx->max_stages) < 0)
             goto bad;
         json_object_set(spec, "layers", layers);
     }
@@ -301,12 +298,12 @@ json_t *rematd_profile_spec(struct rematd_request *r, json_t *body)
     json_int_t values[REMATX_ZOO_MAX_OPTIONS];
     struct remat_error err = {0};
     if (rematx_zoo_options(zm, mo, values, &err) != REMAT_OK) {
-        rematd_req_problem(r, 400, "validation", err.pointer, "%s", err.message);
+        rematd_problem_set(pr, 400, "validation", err.pointer, "%s", err.message);
         goto bad;
     }
     if (mo)
         json_object_set(spec, "model_options", mo);
-    if (get_int(r, body, "batch_size", 1, REMATD_MAX_BATCH, 1, spec) < 0)
+    if (get_int(pr, body, "batch_size", 1, REMATD_MAX_BATCH, 1, spec) < 0)
         goto bad;
     json_t *shape = json_object_get(body, "input_shape");
     if (shape) {
@@ -317,13 +314,13 @@ json_t *rematd_profile_spec(struct rematd_request *r, json_t *body)
             ok = ok && json_is_integer(d) && json_integer_value(d) >= 1 &&
                  json_integer_value(d) <= REMATD_MAX_INPUT_DIM;
         if (!ok) {
-            rematd_req_problem(r, 400, "validation", "/input_shape",
+            rematd_problem_set(pr, 400, "validation", "/input_shape",
                                "input_shape is 1 to 4 positive integers, batch dimension excluded");
             goto bad;
         }
         json_object_set(spec, "input_shape", shape);
     } else if (layers) {
-        rematd_req_problem(r, 400, "validation", "/input_shape", "a layer list needs input_shape");
+        rematd_problem_set(pr, 400, "validation", "/input_shape", "a layer list needs input_shape");
         goto bad;
     } else {
         json_object_set_new(spec, "input_shape", rematx_zoo_input_shape(zm, values));
@@ -332,25 +329,39 @@ common:;
     json_t *dt = json_object_get(body, "dtype");
     const char *dtype = dt ? json_string_value(dt) : "fp32";
     if (!dtype || (strcmp(dtype, "fp32") && strcmp(dtype, "fp16") && strcmp(dtype, "bf16"))) {
-        rematd_req_problem(r, 400, "validation", "/dtype", "dtype must be fp32, fp16 or bf16");
+        rematd_problem_set(pr, 400, "validation", "/dtype", "dtype must be fp32, fp16 or bf16");
         goto bad;
     }
     json_object_set_new(spec, "dtype", json_string(dtype));
     json_t *dev = json_object_get(body, "device");
     const char *device = dev ? json_string_value(dev) : "cuda";
     if (!rematd_device_ok(device)) {
-        rematd_req_problem(r, 400, "validation", "/device", "device must be cpu, cuda or cuda:N");
+        rematd_problem_set(pr, 400, "validation", "/device", "device must be cpu, cuda or cuda:N");
         goto bad;
     }
     json_object_set_new(spec, "device", json_string(device));
-    if (get_int(r, body, "warmup", 0, REMATD_MAX_WARMUP, 2, spec) < 0 ||
-        get_int(r, body, "repeats", 1, REMATD_MAX_REPEATS, 5, spec) < 0 ||
-        get_optimizer(r, body, spec) < 0)
+    if (get_int(pr, body, "warmup", 0, REMATD_MAX_WARMUP, 2, spec) < 0 ||
+        get_int(pr, body, "repeats", 1, REMATD_MAX_REPEATS, 5, spec) < 0 ||
+        get_optimizer(pr, body, spec) < 0)
         goto bad;
     return spec;
 bad:
     json_decref(spec);
     return NULL;
+}
+
+int rematd_device_ok(const char *d)
+{
+    if (!d)
+        return 0;
+    if (strcmp(d, "cpu") == 0 || strcmp(d, "cuda") == 0)
+        return 1;
+    if (strncmp(d, "cuda:", 5) != 0 || !d[5] || strlen(d) > 8)
+        return 0;
+    for (const char *p = d + 5; *p; p++)
+        if (*p < '0' || *p > '9')
+            return 0;
+    return 1;
 }
 
 int rematd_profile_reuse_key(const json_t *spec, char key[65])
@@ -366,58 +377,3 @@ int rematd_profile_reuse_key(const json_t *spec, char key[65])
     free(canon);
     return 0;
 }
-
-static enum rematd_handled create(struct rematd_request *r)
-{
-    json_t *body = rematd_req_body_json(r);
-    if (!body)
-        return REMATD_HANDLED;
-    json_t *reuse = json_object_get(body, "reuse");
-    if (reuse != NULL && !json_is_boolean(reuse)) {
-        rematd_req_problem(r, 400, "validation", "/reuse", "reuse must be true or false");
-        return REMATD_HANDLED;
-    }
-    json_t *spec = rematd_profile_spec(r, body);
-    if (!spec)
-        return REMATD_HANDLED;
-    char key[65];
-    if (rematd_profile_reuse_key(spec, key) < 0) {
-        json_decref(spec);
-        rematd_req_problem(r, 500, "internal", NULL, "out of memory");
-        return REMATD_HANDLED;
-    }
-    if (reuse == NULL || json_is_true(reuse)) {
-        struct rematd_job j;
-        enum rematd_store_result got =
-            rematd_store_find_reusable(r->srv->store, "profile", key, &j);
-        if (got == REMATD_STORE_ERROR) {
-            json_decref(spec);
-            rematd_req_problem(r, 503, "unavailable", NULL, "the store did not answer");
-            return REMATD_HANDLED;
-        }
-        if (got == REMATD_STORE_OK) {
-            json_t *view = rematd_job_view(&j);
-            char loc[64];
-            snprintf(loc, sizeof loc, "/v1/profiles/%s", j.id);
-            rematd_job_clear(&j);
-            json_decref(spec);
-            if (view == NULL || json_object_set_new(view, "cached", json_true()) < 0) {
-                json_decref(view);
-                rematd_req_problem(r, 500, "internal", NULL, "the stored job cannot be shown");
-                return REMATD_HANDLED;
-            }
-            rematd_req_header(r, "Content-Location", loc);
-            rematd_req_json(r, 200, view);
-            return REMATD_HANDLED;
-        }
-    }
-    rematd_queue_job_keyed(r, "profile", spec, key);
-    return REMATD_HANDLED;
-}
-
-const struct rematd_route rematd_route_profiles_create = {.method = "POST",
-                                                          .pattern = "/v1/profiles",
-                                                          .name = "profiles_create",
-                                                          .auth = REMATD_AUTH_CLIENT,
-                                                          .created_status = 202,
-                                                          .handler = create};

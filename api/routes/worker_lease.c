@@ -4,7 +4,7 @@
 
 #include <string.h>
 
-#include "rematd.h"
+#include "http/http.h"
 #include "store.h"
 
 #define MAX_LIST 64

@@ -145,11 +145,16 @@ static int legacy_plan(struct rematd_request *r, const struct rematd_stored_plan
     }
     struct remat_options opts;
     json_t *norm = NULL;
-    int rc = rematd_plan_request(r, req, p, &opts, &norm);
+    struct rematd_read_ctx ctx;
+    struct rematd_problem prob = {0};
+    rematd_read_ctx_init(&ctx, r->srv);
+    int rc = rematd_plan_request(&ctx, req, p, &opts, &norm, &prob);
     json_decref(req);
     json_decref(norm);
-    if (rc < 0)
+    if (rc < 0) {
+        rematd_req_send_problem(r, &prob);
         return -1;
+    }
     /* Solved again under the bounds of any solve: a deadline, the memory
      * estimate, cancellation. */
     if (rematd_plan_solve(r, *p, &opts, plan) < 0) {

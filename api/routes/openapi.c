@@ -1,7 +1,7 @@
 /* GET /openapi.yaml: the contract, embedded in the binary at build time. */
 #include "config.h"
 
-#include "rematd.h"
+#include "http/http.h"
 
 static enum rematd_handled openapi(struct rematd_request *r)
 {

@@ -2,7 +2,7 @@
  * it depends on nothing else, so a slow store never restarts the pod. */
 #include "config.h"
 
-#include "rematd.h"
+#include "http/http.h"
 
 static enum rematd_handled healthz(struct rematd_request *r)
 {
@@ -11,5 +11,8 @@ static enum rematd_handled healthz(struct rematd_request *r)
     return REMATD_HANDLED;
 }
 
-const struct rematd_route rematd_route_healthz = {
-    .method = "GET", .pattern = "/healthz", .name = "healthz", .handler = healthz};
+const struct rematd_route rematd_route_healthz = {.method = "GET",
+                                                  .pattern = "/healthz",
+                                                  .name = "healthz",
+                                                  .health_probe = 1,
+                                                  .handler = healthz};

@@ -129,12 +129,6 @@ static int plan_fits_profile(struct rematd_request *r, const char *plan_id, cons
     return fits;
 }
 
-/* Whether r has its answer: queued, or recorded on a planning thread. */
-static int answered(const struct rematd_request *r)
-{
-    return r->responded || r->pending || r->pending_status < 0;
-}
-
 /* The request, read into r->json by create(). */
 static void create_now(struct rematd_request *r)
 {
@@ -242,7 +236,12 @@ static void create_now(struct rematd_request *r)
         struct remat_profile *p2 = NULL;
         struct remat_options opts;
         json_t *oj = NULL;
-        if (rematd_plan_request(r, sub, &p2, &opts, &oj) == 0) {
+        struct rematd_read_ctx ctx;
+        struct rematd_problem prob = {0};
+        rematd_read_ctx_init(&ctx, r->srv);
+        if (rematd_plan_request(&ctx, sub, &p2, &opts, &oj, &prob) < 0) {
+            rematd_req_send_problem(r, &prob);
+        } else {
             /* Under the bounds of every solve (plan_common.h): a deadline,
              * the memory estimate, cancellation. */
             struct remat_plan pl;
@@ -259,7 +258,7 @@ static void create_now(struct rematd_request *r)
     if (!plan) {
         json_decref(model_spec);
         json_decref(result);
-        if (!answered(r))
+        if (!rematd_req_answered(r))
             rematd_req_problem(r, 500, "internal", NULL, "out of memory");
         return;
     }
@@ -288,9 +287,7 @@ static void create_now(struct rematd_request *r)
 static void create_job(struct rematd_request *r)
 {
     create_now(r);
-    if (!answered(r))
-        rematd_req_problem(r, 500, "internal", NULL, "the handler gave no answer");
-    rematd_req_resume(r);
+    rematd_req_end_job(r);
 }
 
 /* A request that names its plan (plan_id, checkpoints) is answered here; one

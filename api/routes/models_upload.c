@@ -186,7 +186,7 @@ static void begin(struct rematd_request *r)
         return;
     }
     if (multipart) {
-        u->pp = MHD_create_post_processor(r->conn, 64 * 1024, form_part, u);
+        u->pp = rematd_req_post_processor(r, 64 * 1024, form_part, u);
         if (!u->pp)
             refuse(r, u, 400, "validation",
                    "a multipart/form-data body needs its boundary in Content-Type");

@@ -1,0 +1,309 @@
+/*
+ * conn.c - connections, and the defences that keep idle and slow clients
+ * from holding the slots that others need (docs/api.md, "Connections"):
+ *
+ * - A deadline for the whole request: from the start of the connection, or
+ *   from the end of the previous request on it, the request's headers and
+ *   body must have arrived within --request-timeout, however slowly they
+ *   trickle (libmicrohttpd's own timeout counts from the last byte read, so
+ *   a byte every few seconds would hold a slot forever).  A thread of this
+ *   file (the reaper) answers 408 and shuts down the socket of a connection
+ *   past its deadline; libmicrohttpd sees the end of the stream and closes
+ *   it on its own thread.  The deadline is off while a request is handled
+ *   or answered.
+ * - --max-connections-per-ip (libmicrohttpd refuses more at accept).
+ * - --health-connections slots past --max-connections: a connection that
+ *   arrives when the others are all taken is served only /healthz and
+ *   /readyz (what a kubelet probes), with a short deadline, so that a full
+ *   pool does not make a healthy rematd look dead.  The limit is logged
+ *   when reached.
+ *
+ * The reaper and libmicrohttpd's threads share the list of connections
+ * under one mutex; a connection leaves it in NOTIFY_CLOSED, which
+ * libmicrohttpd calls before it closes the socket, so the reaper never
+ * shuts down a descriptor that has been reused.
+ */
+#include "config.h"
+
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
+
+#include "http_private.h"
+
+struct rematd__conn {
+    int fresh;    /* its first request has not begun */
+    int reserved; /* a health slot */
+    int fd;
+    double deadline; /* monotonic seconds; 0 = none */
+    char client[48];
+    struct rematd__conn *prev, *next;
+};
+
+struct rematd_http {
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    pthread_t reaper;
+    int reaper_started, stop;
+    struct rematd__conn *head;
+    long n_conns;
+    double last_full_log, last_cut_log;
+    long cut_unlogged, full_unlogged;
+    struct MHD_OptionItem options[8];
+};
+
+/* Seconds a health slot waits for its request: a probe asks at once. */
+#define HEALTH_SLOT_DEADLINE 2.0
+
+static void set_deadline(struct rematd_server *srv, struct rematd__conn *cs, double deadline)
+{
+    if (!cs || !srv->http)
+        return;
+    pthread_mutex_lock(&srv->http->mu);
+    cs->deadline = deadline;
+    pthread_mutex_unlock(&srv->http->mu);
+}
+
+static double request_deadline(struct rematd_server *srv, const struct rematd__conn *cs)
+{
+    double t = srv->cfg.request_timeout ? srv->cfg.request_timeout : 30;
+    if (cs && cs->reserved && t > HEALTH_SLOT_DEADLINE)
+        t = HEALTH_SLOT_DEADLINE;
+    return rematd_mono() + t;
+}
+
+struct rematd__conn *rematd__conn_of(struct MHD_Connection *c)
+{
+    const union MHD_ConnectionInfo *ci =
+        MHD_get_connection_info(c, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+    return ci ? ci->socket_context : NULL;
+}
+
+int rematd__conn_begin(struct rematd_server *srv, struct rematd__conn *cs)
+{
+    if (!cs)
+        return 0;
+    if (cs->fresh) {
+        cs->fresh = 0;
+        atomic_fetch_sub(&srv->fresh, 1);
+    }
+    return cs->reserved;
+}
+
+void rematd__conn_deadline_off(struct rematd_server *srv, struct rematd__conn *cs)
+{
+    set_deadline(srv, cs, 0);
+}
+
+void rematd__conn_deadline_next(struct rematd_server *srv, struct rematd__conn *cs)
+{
+    set_deadline(srv, cs, request_deadline(srv, cs));
+}
+
+static void client_address(struct MHD_Connection *c, char *out, size_t cap)
+{
+    const union MHD_ConnectionInfo *ci =
+        MHD_get_connection_info(c, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
+    snprintf(out, cap, "?");
+    if (!ci || !ci->client_addr)
+        return;
+    const struct sockaddr *sa = ci->client_addr;
+    if (sa->sa_family == AF_INET)
+        inet_ntop(AF_INET, &((const struct sockaddr_in *)(const void *)sa)->sin_addr, out,
+                  (socklen_t)cap);
+    else if (sa->sa_family == AF_INET6)
+        inet_ntop(AF_INET6, &((const struct sockaddr_in6 *)(const void *)sa)->sin6_addr, out,
+                  (socklen_t)cap);
+}
+
+/* The reaper's answer, whole: problem+json as every other error, though
+ * written before any route is known (so no instance and no request id). */
+#define TIMEOUT_PROBLEM                                                                            \
+    "{\"type\":\"/problems/request-timeout\",\"title\":\"Request timeout\",\"status\":408,"        \
+    "\"detail\":\"the request did not arrive within --request-timeout\"}"
+#define TIMEOUT_ANSWER_HEAD                                                                        \
+    "HTTP/1.1 408 Request Timeout\r\nConnection: close\r\n"                                        \
+    "Content-Type: application/problem+json\r\nContent-Length: "
+
+static int timeout_answer_text(char *out, size_t cap)
+{
+    return snprintf(out, cap, TIMEOUT_ANSWER_HEAD "%zu\r\n\r\n" TIMEOUT_PROBLEM,
+                    sizeof TIMEOUT_PROBLEM - 1);
+}
+
+static void *reaper(void *arg)
+{
+    struct rematd_server *srv = arg;
+    struct rematd_http *h = srv->http;
+    char timeout_answer[512];
+    int timeout_len = timeout_answer_text(timeout_answer, sizeof timeout_answer);
+    pthread_mutex_lock(&h->mu);
+    while (!h->stop) {
+        struct timespec ts;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        ts.tv_nsec += 200 * 1000 * 1000;
+        if (ts.tv_nsec >= 1000000000L) {
+            ts.tv_sec++;
+            ts.tv_nsec -= 1000000000L;
+        }
+        pthread_cond_timedwait(&h->cv, &h->mu, &ts);
+        double now = rematd_mono();
+        char client[48] = "";
+        for (struct rematd__conn *cs = h->head; cs; cs = cs->next) {
+            if (cs->deadline == 0 || now < cs->deadline || cs->fd < 0)
+                continue;
+            cs->deadline = 0;
+            /* Nothing is being written on a connection whose request has
+             * not been read, so this answer cannot interleave with one. */
+            ssize_t w =
+                send(cs->fd, timeout_answer, (size_t)timeout_len, MSG_NOSIGNAL | MSG_DONTWAIT);
+            (void)w;
+            shutdown(cs->fd, SHUT_RDWR);
+            h->cut_unlogged++;
+            memcpy(client, cs->client, sizeof client);
+        }
+        if (h->cut_unlogged && now - h->last_cut_log >= 1.0) {
+            long n = h->cut_unlogged;
+            h->cut_unlogged = 0;
+            h->last_cut_log = now;
+            pthread_mutex_unlock(&h->mu);
+            rematd_log("warn", "request deadline passed: connection closed",
+                       json_pack("{s:i, s:i, s:s}", "connections", (int)n, "request_timeout",
+                                 (int)srv->cfg.request_timeout, "client", client));
+            pthread_mutex_lock(&h->mu);
+        }
+    }
+    pthread_mutex_unlock(&h->mu);
+    return NULL;
+}
+
+/* The no-op unescaper: routes match the path as sent, so that
+ * /v1/plans%2F<id> is not /v1/plans/<id> (no route reads a query). */
+static size_t raw_path(void *cls, struct MHD_Connection *c, char *s)
+{
+    (void)cls;
+    (void)c;
+    return strlen(s);
+}
+
+/* libmicrohttpd's memory per connection: request line and headers must
+ * fit in it with the read buffer, about 16,100 bytes of them (docs/api.md;
+ * tests/api/framing.sh measures it).  Kept small: it is zeroed for every
+ * request. */
+#define CONNECTION_MEMORY (16 * 1024)
+
+const struct MHD_OptionItem *rematd_http_setup(struct rematd_server *srv,
+                                               const struct rematd_route *const *table, size_t n)
+{
+    srv->routes = table;
+    srv->n_routes = n;
+    struct rematd_http *h = calloc(1, sizeof *h);
+    if (!h)
+        return NULL;
+    pthread_mutex_init(&h->mu, NULL);
+    pthread_cond_init(&h->cv, NULL);
+    srv->http = h;
+    if (pthread_create(&h->reaper, NULL, reaper, srv) == 0)
+        h->reaper_started = 1;
+    else
+        rematd_log("error", "cannot start the request deadline thread", NULL);
+    unsigned limit = srv->cfg.max_connections + srv->cfg.health_connections;
+    struct MHD_OptionItem items[] = {
+        {MHD_OPTION_CONNECTION_LIMIT, (intptr_t)limit, NULL},
+        {MHD_OPTION_PER_IP_CONNECTION_LIMIT, (intptr_t)srv->cfg.max_connections_per_ip, NULL},
+        {MHD_OPTION_CONNECTION_MEMORY_LIMIT, (intptr_t)CONNECTION_MEMORY, NULL},
+        {MHD_OPTION_UNESCAPE_CALLBACK, (intptr_t)(void *)&raw_path, NULL},
+        {MHD_OPTION_END, 0, NULL},
+    };
+    memcpy(h->options, items, sizeof items);
+    return h->options;
+}
+
+void rematd_http_teardown(struct rematd_server *srv)
+{
+    struct rematd_http *h = srv->http;
+    if (!h)
+        return;
+    pthread_mutex_lock(&h->mu);
+    h->stop = 1;
+    pthread_cond_signal(&h->cv);
+    pthread_mutex_unlock(&h->mu);
+    if (h->reaper_started)
+        pthread_join(h->reaper, NULL);
+    pthread_cond_destroy(&h->cv);
+    pthread_mutex_destroy(&h->mu);
+    srv->http = NULL;
+    free(h);
+}
+
+void rematd_connection(void *cls, struct MHD_Connection *c, void **socket_context,
+                       enum MHD_ConnectionNotificationCode toe)
+{
+    struct rematd_server *srv = cls;
+    struct rematd_http *h = srv->http;
+    if (toe == MHD_CONNECTION_NOTIFY_STARTED) {
+        struct rematd__conn *cs = calloc(1, sizeof *cs);
+        if (cs) {
+            cs->fresh = 1;
+            atomic_fetch_add(&srv->fresh, 1);
+            const union MHD_ConnectionInfo *ci =
+                MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
+            cs->fd = ci ? ci->connect_fd : -1;
+            client_address(c, cs->client, sizeof cs->client);
+        }
+        *socket_context = cs;
+        if (!h)
+            return;
+        int log_full = 0;
+        long n;
+        pthread_mutex_lock(&h->mu);
+        n = ++h->n_conns;
+        if (cs) {
+            cs->reserved = n > (long)srv->cfg.max_connections;
+            cs->deadline = request_deadline(srv, cs);
+            cs->next = h->head;
+            if (h->head)
+                h->head->prev = cs;
+            h->head = cs;
+        }
+        if (n > (long)srv->cfg.max_connections) {
+            h->full_unlogged++;
+            double now = rematd_mono();
+            if (now - h->last_full_log >= 1.0) {
+                log_full = (int)h->full_unlogged;
+                h->full_unlogged = 0;
+                h->last_full_log = now;
+            }
+        }
+        pthread_mutex_unlock(&h->mu);
+        if (log_full)
+            rematd_log("warn", "connection limit reached: serving health probes only",
+                       json_pack("{s:i, s:i, s:i, s:s}", "connections", (int)n, "max_connections",
+                                 (int)srv->cfg.max_connections, "over_limit", log_full, "client",
+                                 cs ? cs->client : "?"));
+        return;
+    }
+    struct rematd__conn *cs = *socket_context;
+    if (h) {
+        pthread_mutex_lock(&h->mu);
+        h->n_conns--;
+        if (cs) {
+            if (cs->prev)
+                cs->prev->next = cs->next;
+            else if (h->head == cs)
+                h->head = cs->next;
+            if (cs->next)
+                cs->next->prev = cs->prev;
+        }
+        pthread_mutex_unlock(&h->mu);
+    }
+    if (cs && cs->fresh)
+        atomic_fetch_sub(&srv->fresh, 1);
+    free(cs);
+    *socket_context = NULL;
+}

@@ -1,0 +1,89 @@
+/*
+ * http_private.h - the private tail of a request and what the files of
+ * api/http/ share, included by them only: a route that needs something
+ * from here needs a verb in http.h instead (tests/check-routes.sh keeps it
+ * so).
+ *
+ * One allocation per request holds both halves: struct rematd_req begins
+ * with the public struct rematd_request, so that http turns the pointer a
+ * route holds back into the whole with req_of().
+ */
+#ifndef REMATD_HTTP_PRIVATE_H
+#define REMATD_HTTP_PRIVATE_H
+
+#include "http.h"
+#include "pool.h"
+
+#define REMATD_REQ_MAX_HEADERS 6
+
+struct rematd_req {
+    struct rematd_request pub; /* first: see req_of() */
+    struct MHD_Connection *conn;
+    int route_index;
+    char method[8];
+    char path[256];
+    double t0;
+    /* The body's limit, set when the request starts; body_error is the
+     * body buffer's failure (REMAT_ELIMIT: a 413, REMAT_ENOMEM: a 500),
+     * the rest of the body then read and dropped. */
+    size_t body_limit;
+    int body_error;
+    size_t body_held; /* reserved from srv->body_memory, given back when r is freed */
+    int body_over;    /* the body would take body_memory past --max-bodies-bytes */
+    size_t streamed;  /* bytes handed to a streaming route's body_chunk */
+    int responded;
+    int status;
+    int suspended;
+    /* Response headers to add: name/value pairs owned by the request. */
+    int n_headers;
+    char *header_name[REMATD_REQ_MAX_HEADERS];
+    char *header_value[REMATD_REQ_MAX_HEADERS];
+    char *problem_type; /* for the log line */
+    /* rematd_req_defer: the job and the pool's queue item, and the answer
+     * recorded while the connection is suspended (queued when it resumes;
+     * pending_status -1: none could be made, the connection is closed). */
+    void (*pool_job)(struct rematd_request *r);
+    struct rematd_pool_item pool_item;
+    int deferred;
+    struct MHD_Response *pending;
+    int pending_status;
+    int health_only; /* arrived on a health slot: only health probes */
+};
+
+static inline struct rematd_req *req_of(struct rematd_request *r)
+{
+    return (struct rematd_req *)(void *)r;
+}
+
+static inline const struct rematd_req *creq_of(const struct rematd_request *r)
+{
+    return (const struct rematd_req *)(const void *)r;
+}
+
+/* response.c */
+void rematd__req_free(struct rematd_req *q);
+/* Queues (or, deferred, records) resp with status; resp NULL: out of
+ * memory (a 500, or a closed connection when deferred). */
+void rematd__queue(struct rematd_req *q, int status, struct MHD_Response *resp,
+                   const char *content_type);
+
+/* idempotency.c: for a route that creates, reads the key and the body's
+ * hash into r, and when the store holds a record of the key, answers it
+ * (rematd_req_replay) and returns 1; 0 to go on. */
+int rematd__idempotency_check(struct rematd_req *q);
+
+/* problems.c: the fixed title of a problem type (RFC 9457). */
+const char *rematd__problem_title(const char *slug);
+
+/* conn.c: the per-connection state of the connection defences. */
+struct rematd__conn;
+struct rematd__conn *rematd__conn_of(struct MHD_Connection *c);
+/* Ends the connection's "fresh" state (its first request has begun);
+ * returns whether it holds a health slot. */
+int rematd__conn_begin(struct rematd_server *srv, struct rematd__conn *cs);
+/* Turns the request deadline off (the request is in, or answered). */
+void rematd__conn_deadline_off(struct rematd_server *srv, struct rematd__conn *cs);
+/* The next request on a kept-alive connection has the full deadline. */
+void rematd__conn_deadline_next(struct rematd_server *srv, struct rematd__conn *cs);
+
+#endif

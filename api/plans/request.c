@@ -80,8 +80,7 @@ static int plan_request(const struct rematd_read_ctx *ctx, json_t *body,
             remat_algorithm_parse(json_string_value(v), &opts->algorithm) != 0) {
             json_decref(oj);
             char names[256];
-            rematd_problem_set(prob, 400, "validation", "/algorithm",
-                               "algorithm must be one of %s",
+            rematd_problem_set(prob, 400, "validation", "/algorithm", "algorithm must be one of %s",
                                rematx_algorithm_names(names, sizeof names));
             return -1;
         }

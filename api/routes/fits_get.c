@@ -51,8 +51,8 @@ static int advance(struct rematd_request *r, json_t *spec, size_t *pending)
         json_object_set_new(spec, "confirmed", json_true());
         if (added >= 0) {
             char *text = json_dumps(spec, JSON_COMPACT);
-            if (text == NULL || rematd_store_advance_job(r->srv->store, r->id, REMATD_JOB_QUEUED, text, NULL,
-                                                         NULL) != REMATD_STORE_OK)
+            if (text == NULL || rematd_store_advance_job(r->srv->store, r->id, REMATD_JOB_QUEUED,
+                                                         text, NULL, NULL) != REMATD_STORE_OK)
                 added = -1;
             free(text);
             if (added < 0 && !rematd_req_answered(r))
@@ -66,8 +66,8 @@ static int advance(struct rematd_request *r, json_t *spec, size_t *pending)
     }
     if (added == 0) {
         char *text = json_dumps(ans, JSON_COMPACT);
-        int stored = text != NULL && rematd_store_advance_job(r->srv->store, r->id, REMATD_JOB_DONE, NULL,
-                                                              text, NULL) == REMATD_STORE_OK;
+        int stored = text != NULL && rematd_store_advance_job(r->srv->store, r->id, REMATD_JOB_DONE,
+                                                              NULL, text, NULL) == REMATD_STORE_OK;
         free(text);
         if (!stored) {
             json_decref(ans);

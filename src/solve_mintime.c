@@ -54,6 +54,19 @@ struct remat__mt {
     size_t tab_len;
     const struct remat__cancel *cancel; /* checked once per cell; may be NULL */
     int canceled;
+    /* The time cap (remat__mt_fill_capped), HUGE_VAL when none; tt[k] is the
+     * least time of stages 1..k, Σ (tf + tb), that every schedule spends. */
+    double cap;
+    double *tt;
+    /* The amounts in units, computed once per fill (an int64 division each,
+     * which the loops would otherwise repeat O(n^3) times): ux[k] = up(x_k),
+     * uxb[k] = up(x̄_k), uown[k] = up(x̄_k + fg_k), uf0[k] = up(x_k + ft_k)
+     * (F_ck(k)'s peak), uf[k] = up(x_{k-1} + x_k + ft_k) (F_∅(k)'s), and per
+     * cell (j, l) dg = down(leaf_gain_bytes(., j, l)). */
+    int32_t *ubuf;
+    const int32_t *ux, *uxb, *uown, *uf0, *uf;
+    int32_t *dg;
+    int32_t exact_from; /* the root's values are the whole table's from here */
 };
 
 /* Whether the fill is to stop (once told, it stays stopped). */
@@ -150,6 +163,9 @@ void remat__mt_free(struct remat__mt *t)
     free(t->ca);
     free(t->off);
     free(t->tab);
+    free(t->tt);
+    free(t->ubuf);
+    free(t->dg);
     free(t);
 }
 
@@ -229,21 +245,20 @@ static void floors(struct remat__mt *t)
             return;
         for (size_t i = l; i >= 1; i--) {
             size_t c = cell(t, i, l), q = cell(t, i + 1, l);
-            int32_t a = up(t, t->xb[i]);
-            int32_t own = max32(up(t, t->xb[i] + t->fg[i]), up(t, chain_bwd_bytes(t, i, l)));
+            int32_t a = t->uxb[i];
+            int32_t own = max32(t->uown[i], up(t, chain_bwd_bytes(t, i, l)));
             int32_t lo = max32(own, min32(a + t->lo[q], S1));
             int32_t sat = max32(own, min32(a + t->sat[q], S1));
             t->ca[c] = (t->tf[i] + t->ca[q]) + t->tb[i];
-            int64_t maxd = fwd_bytes(t, i, i);
+            int32_t fd = t->uf0[i];
             for (size_t j = i + 1; j <= l && lo > 0; j++) {
                 if (j > i + 1)
-                    maxd = maxd > fwd_bytes(t, i, j - 1) ? maxd : fwd_bytes(t, i, j - 1);
-                int32_t fd = up(t, maxd);
+                    fd = max32(fd, t->uf[j - 1]);
                 if (fd > t->S)
                     break; /* the forward run only grows with j */
-                int32_t need_a = up(t, t->x[j - 1]) + t->lo[cell(t, j, l)];
+                int32_t need_a = t->ux[j - 1] + t->lo[cell(t, j, l)];
                 int32_t lob = t->lo[cell(t, i, j - 1)];
-                int32_t need_b = lob > t->S ? S1 : lob - down(t, leaf_gain_bytes(t, i, j, l));
+                int32_t need_b = lob > t->S ? S1 : lob - t->dg[cell(t, j, l)];
                 int32_t tj = max32(fd, max32(need_a, need_b));
                 lo = min32(lo, tj);
             }
@@ -294,11 +309,128 @@ static void relax(double *restrict T, int32_t ms, int32_t me, double c, const do
     }
 }
 
+/* The chain option alone: T[k] = (c + A(k - ka)) + cb for k in [ks, ke),
+ * A reading array A[k - ka] below bA and cva from bA on.  What relax
+ * stores over HUGE_VAL, without the compare. */
+static void chain_values(double *restrict T, int32_t ks, int32_t ke, double c,
+                         const double *restrict A, int32_t ka, int32_t bA, double cva, double cb)
+{
+    int32_t k = ks, mid = bA < ks ? ks : bA > ke ? ke : bA;
+    for (; k < mid; k++)
+        T[k] = (c + A[k - ka]) + cb;
+    double v = (c + cva) + cb;
+    for (; k < ke; k++)
+        T[k] = v;
+}
+
 /* Base pointer of a cell's stored values such that P[m] is the value at m
  * for lo <= m < hi.  Formed as an index offset to stay inside the array. */
 static const double *cell_vals(const struct remat__mt *t, size_t c)
 {
     return t->tab + t->off[c];
+}
+
+/* Under a time cap H, the values of cell (i, l) at or over H less the
+ * least time of the stages outside i..l cannot be on the path of a root
+ * value under H (every stage outside runs forward and backward at least
+ * once, and every option adds its cells' values to times that are not
+ * negative), so its floor is raised past them: they read as HUGE_VAL, and
+ * the cells that use this one start their ranges higher.  Every value that
+ * a root value under H rests on is unchanged, and so is every choice
+ * behind it; a value this lifts stays at or over its threshold, so the
+ * parents' values it feeds stay over theirs.  The margin (1e-9 of H) keeps
+ * the rounding of the sums from cutting a value that is in fact under. */
+static void cut_over_cap(struct remat__mt *t, size_t i, size_t l)
+{
+    size_t c = cell(t, i, l);
+    double outside = t->tt[t->n] - (t->tt[l] - t->tt[i - 1]);
+    double thr = (t->cap - outside) + 1e-9 * fabs(t->cap);
+    const double *T = t->tab + t->off[c];
+    int32_t k = t->hi[c] - t->lo[c];
+    while (k > 0 && T[k - 1] < thr)
+        k--;
+    t->lo[c] += k;
+    t->off[c] += (size_t)k;
+}
+
+/* When only the root's values from r up are wanted, raises every cell's lo
+ * to the least m at which the fill of those values (or the rebuild of their
+ * schedules) reads it: parents come before the cells they read (l falling,
+ * i rising), each passing on its own least m less what each option takes
+ * (or plus what it gives back, at most S).  Every value at or over the new
+ * lo is then the whole table's, and so is every choice made from one: the
+ * options' ranges start at or over their cells' lo either way, and an
+ * option's bisection (fill_pruned) finds the same end wherever it lies at
+ * or over the cell's lo.  A cell no parent reads stores nothing. */
+static int raise_to_needs(struct remat__mt *t, int32_t r)
+{
+    size_t n = t->n, ncell = (n + 2) * (n + 1);
+    int32_t S = t->S, none = S + 1;
+    int32_t *need = malloc(ncell * sizeof(int32_t));
+    if (need == NULL)
+        return REMAT_ENOMEM;
+    for (size_t c = 0; c < ncell; c++)
+        need[c] = none;
+    need[cell(t, 1, n)] = r;
+    for (size_t l = n; l >= 1; l--) {
+        for (size_t i = 1; i <= l; i++) {
+            size_t c = cell(t, i, l);
+            int32_t lo = max32(t->lo[c], need[c]);
+            if (need[c] > S || lo >= t->hi[c]) {
+                /* Nothing read here: the value at hi and over is the plain
+                 * chain's, or nothing fits at all. */
+                t->lo[c] = t->hi[c];
+                continue;
+            }
+            t->lo[c] = lo;
+            size_t q = cell(t, i + 1, l);
+            if (i < l)
+                need[q] = min32(need[q], lo - t->uxb[i]);
+            int32_t fd = t->uf0[i];
+            for (size_t j = i + 1; j <= l; j++) {
+                if (j > i + 1)
+                    fd = max32(fd, t->uf[j - 1]);
+                if (fd > S)
+                    break;
+                size_t ca = cell(t, j, l), cb = cell(t, i, j - 1);
+                int32_t dj = t->dg[ca];
+                if (j <= l)
+                    need[ca] = min32(need[ca], lo - t->ux[j - 1]);
+                int32_t mb = lo + dj > S ? S : lo + dj;
+                need[cb] = min32(need[cb], mb);
+            }
+        }
+    }
+    free(need);
+    return REMAT_OK;
+}
+
+/* Fills the amounts in units (struct remat__mt) once the unit is known. */
+static int unit_tables(struct remat__mt *t)
+{
+    size_t n = t->n;
+    t->ubuf = malloc(5 * (n + 1) * sizeof(int32_t));
+    t->dg = malloc((n + 2) * (n + 1) * sizeof(int32_t));
+    if (t->ubuf == NULL || t->dg == NULL)
+        return REMAT_ENOMEM;
+    int32_t *ux = t->ubuf, *uxb = ux + (n + 1), *uown = uxb + (n + 1), *uf0 = uown + (n + 1);
+    int32_t *uf = uf0 + (n + 1);
+    for (size_t k = 0; k <= n; k++) {
+        ux[k] = up(t, t->x[k]);
+        uxb[k] = up(t, t->xb[k]);
+        uown[k] = up(t, t->xb[k] + t->fg[k]);
+        uf0[k] = up(t, fwd_bytes(t, k, k));
+        uf[k] = k == 0 ? 0 : up(t, fwd_bytes(t, 0, k));
+    }
+    for (size_t l = 1; l <= n; l++)
+        for (size_t j = 2; j <= l; j++)
+            t->dg[cell(t, j, l)] = down(t, leaf_gain_bytes(t, 0, j, l));
+    t->ux = ux;
+    t->uxb = uxb;
+    t->uown = uown;
+    t->uf0 = uf0;
+    t->uf = uf;
+    return REMAT_OK;
 }
 
 static void fill_pruned(struct remat__mt *t)
@@ -316,31 +448,30 @@ static void fill_pruned(struct remat__mt *t)
             int32_t lo = t->lo[c], hi = t->hi[c];
             double *T = t->tab + t->off[c];
             int32_t me = hi - lo; /* T is indexed from lo */
-            for (int32_t k = 0; k < me; k++)
-                T[k] = HUGE_VAL;
             if (me > 0) {
-                /* chain: (tf_i + cell(i+1, l)[m - a]) + tb_i */
-                int32_t a = up(t, t->xb[i]);
-                int32_t ms =
-                    max32(lo, max32(up(t, t->xb[i] + t->fg[i]), up(t, chain_bwd_bytes(t, i, l))));
+                /* chain: (tf_i + cell(i+1, l)[m - a]) + tb_i, written over
+                 * HUGE_VAL (what relax would compare it with). */
+                int32_t a = t->uxb[i];
+                int32_t ms = max32(lo, max32(t->uown[i], up(t, chain_bwd_bytes(t, i, l))));
                 ms = max32(ms, t->lo[q] + a);
-                if (ms < hi)
-                    relax(T, ms - lo, me, t->tf[i], cell_vals(t, q), a + t->lo[q] - lo,
-                          t->hi[q] + a - lo, t->cv[q], NULL, 0, INT32_MIN, t->tb[i]);
+                int32_t k1 = ms < hi ? ms - lo : me;
+                for (int32_t k = 0; k < k1; k++)
+                    T[k] = HUGE_VAL;
+                if (k1 < me)
+                    chain_values(T, k1, me, t->tf[i], cell_vals(t, q), a + t->lo[q] - lo,
+                                 t->hi[q] + a - lo, t->cv[q], t->tb[i]);
                 double cf = t->tf[i];
-                int64_t maxd = fwd_bytes(t, i, i);
+                int32_t fd = t->uf0[i];
                 for (size_t j = i + 1; j <= l; j++) {
                     if (j > i + 1) {
-                        int64_t d = fwd_bytes(t, i, j - 1);
-                        maxd = maxd > d ? maxd : d;
+                        fd = max32(fd, t->uf[j - 1]);
                         cf += t->tf[j - 1];
                     }
-                    int32_t fd = up(t, maxd);
                     if (fd > S)
                         break;
                     size_t ca = cell(t, j, l), cb = cell(t, i, j - 1);
-                    int32_t aj = up(t, t->x[j - 1]);
-                    int32_t dj = down(t, leaf_gain_bytes(t, i, j, l));
+                    int32_t aj = t->ux[j - 1];
+                    int32_t dj = t->dg[ca];
                     if (t->lo[cb] > S || t->lo[ca] > S)
                         continue;
                     int32_t s0 = max32(max32(lo, fd), max32(t->lo[ca] + aj, t->lo[cb] - dj));
@@ -357,16 +488,21 @@ static void fill_pruned(struct remat__mt *t)
                         /* The option's value only falls with m, so its value
                          * at the top of the range bounds it below everywhere;
                          * T only falls with m too, so where T is already at
-                         * or under that bound the option cannot win, from
-                         * some k on: bisect for it, then again with the
-                         * value at the new top.  The margin keeps rounding
-                         * from cutting a real improvement. */
-                        for (int round = 0; round < 3 && end > k0; round++) {
-                            int32_t k = end - 1;
-                            double v = (cf + (k < bA ? A[k - ka] : t->cv[ca])) +
-                                       (k < bB ? B[k + kb] : t->cv[cb]);
-                            double thr = v - 1e-12 * fabs(v);
-                            int32_t a0 = k0, b0 = end;
+                         * or under that bound the option cannot win: from
+                         * the first such k on, found by bisection after a
+                         * look at both ends (most options are cut whole or
+                         * not at all).  Once was measured best: a second
+                         * round with the value at the new top cut too little
+                         * to pay for itself.  The margin keeps rounding from
+                         * cutting a real improvement. */
+                        int32_t k = end - 1;
+                        double v = (cf + (k < bA ? A[k - ka] : t->cv[ca])) +
+                                   (k < bB ? B[k + kb] : t->cv[cb]);
+                        double thr = v - 1e-12 * fabs(v);
+                        if (T[k0] <= thr)
+                            continue;
+                        if (T[k] <= thr) {
+                            int32_t a0 = k0 + 1, b0 = k;
                             while (a0 < b0) {
                                 int32_t mid = a0 + (b0 - a0) / 2;
                                 if (T[mid] <= thr)
@@ -374,12 +510,8 @@ static void fill_pruned(struct remat__mt *t)
                                 else
                                     a0 = mid + 1;
                             }
-                            if (a0 == end)
-                                break;
                             end = a0;
                         }
-                        if (end <= k0)
-                            continue;
                     }
                     relax(T, k0, end, cf, A, ka, bA, t->cv[ca], B, kb, bB, t->cv[cb]);
                 }
@@ -390,6 +522,8 @@ static void fill_pruned(struct remat__mt *t)
                 t->cv[c] = t->ca[c]; /* hi is the saturation point */
             else
                 t->cv[c] = T[S - lo];
+            if (t->cap != HUGE_VAL)
+                cut_over_cap(t, i, l);
         }
     }
 }
@@ -404,23 +538,22 @@ static double cell_best(const struct remat__mt *t, size_t i, size_t l, int32_t m
     int32_t S = t->S;
     double best = HUGE_VAL;
     size_t pick = 0;
-    int32_t a = up(t, t->xb[i]);
-    int32_t own = max32(up(t, t->xb[i] + t->fg[i]), up(t, chain_bwd_bytes(t, i, l)));
+    int32_t a = t->uxb[i];
+    int32_t own = max32(t->uown[i], up(t, chain_bwd_bytes(t, i, l)));
     if (m >= own && m - a >= 0)
         best = (t->tf[i] + get(t, cell(t, i + 1, l), m - a)) + t->tb[i];
     double cf = t->tf[i];
-    int64_t maxd = fwd_bytes(t, i, i);
+    int32_t fd = t->uf0[i];
     for (size_t j = i + 1; j <= l; j++) {
         if (j > i + 1) {
-            int64_t d = fwd_bytes(t, i, j - 1);
-            maxd = maxd > d ? maxd : d;
+            fd = max32(fd, t->uf[j - 1]);
             cf += t->tf[j - 1];
         }
-        /* maxd never falls as j grows: no later leaf fits either. */
-        if (up(t, maxd) > m)
+        /* fd never falls as j grows: no later leaf fits either. */
+        if (fd > m)
             break;
-        int32_t aj = up(t, t->x[j - 1]);
-        int64_t mb = (int64_t)m + down(t, leaf_gain_bytes(t, i, j, l));
+        int32_t aj = t->ux[j - 1];
+        int64_t mb = (int64_t)m + t->dg[cell(t, j, l)];
         if (m - aj < 0 || mb < 0)
             continue;
         double v =
@@ -467,7 +600,22 @@ int remat__mt_fill_cancel(const struct remat_profile *p, int64_t budget_bytes, s
                           int prune, const struct remat__cancel *cancel, struct remat__mt **out,
                           struct remat_error *err)
 {
+    return remat__mt_fill_capped(p, budget_bytes, slots, prune, HUGE_VAL, 0, cancel, out, err);
+}
+
+size_t remat__mt_exact_from(const struct remat__mt *t)
+{
+    return (size_t)t->exact_from;
+}
+
+int remat__mt_fill_capped(const struct remat_profile *p, int64_t budget_bytes, size_t slots,
+                          int prune, double cap_ms, int64_t root_lo_bytes,
+                          const struct remat__cancel *cancel, struct remat__mt **out,
+                          struct remat_error *err)
+{
     *out = NULL;
+    if (prune != 1)
+        cap_ms = HUGE_VAL; /* the cut needs the pruned fill's layout */
     if (slots == 0)
         slots = REMAT__MT_DEFAULT_SLOTS;
     if (slots > REMAT_MT_MAX_SLOTS)
@@ -480,7 +628,16 @@ int remat__mt_fill_cancel(const struct remat_profile *p, int64_t budget_bytes, s
     if (t == NULL)
         return remat__error(err, REMAT_ENOMEM, "", "out of memory");
     t->cancel = cancel;
+    t->cap = cap_ms;
     int rc = load_stages(t, p, err);
+    if (rc == REMAT_OK && cap_ms != HUGE_VAL) {
+        t->tt = malloc((t->n + 1) * sizeof(double));
+        if (t->tt == NULL)
+            rc = remat__error(err, REMAT_ENOMEM, "", "out of memory");
+        else
+            for (size_t k = 0; k <= t->n; k++)
+                t->tt[k] = k == 0 ? 0.0 : t->tt[k - 1] + (t->tf[k] + t->tb[k]);
+    }
     if (rc != REMAT_OK) {
         remat__mt_free(t);
         return rc;
@@ -499,6 +656,10 @@ int remat__mt_fill_cancel(const struct remat_profile *p, int64_t budget_bytes, s
         t->unit = 1;
     t->S = (int32_t)(avail / t->unit);
     size_t n = t->n, ncell = (n + 2) * (n + 1);
+    if (unit_tables(t) != REMAT_OK) {
+        remat__mt_free(t);
+        return remat__error(err, REMAT_ENOMEM, "", "out of memory");
+    }
     t->lo = malloc(ncell * sizeof(int32_t));
     t->hi = malloc(ncell * sizeof(int32_t));
     t->sat = malloc(ncell * sizeof(int32_t));
@@ -514,7 +675,8 @@ int remat__mt_fill_cancel(const struct remat_profile *p, int64_t budget_bytes, s
         remat__mt_free(t);
         return remat__error(err, REMAT_ECANCELED, "", "the solve was canceled");
     }
-    /* Lay out the stored ranges. */
+    /* Lay out the stored ranges.  The limit is on the whole table's, so that
+     * whether a fill is refused does not depend on root_lo. */
     size_t len = 0;
     for (size_t l = 1; l <= n; l++) {
         for (size_t i = 1; i <= l; i++) {
@@ -527,7 +689,6 @@ int remat__mt_fill_cancel(const struct remat_profile *p, int64_t budget_bytes, s
                 if (t->hi[c] < t->lo[c])
                     t->hi[c] = t->lo[c];
             }
-            t->off[c] = len;
             len += (size_t)(t->hi[c] - t->lo[c]);
         }
     }
@@ -535,6 +696,22 @@ int remat__mt_fill_cancel(const struct remat_profile *p, int64_t budget_bytes, s
         remat__mt_free(t);
         return remat__error(err, REMAT_ELIMIT, "/mem_slots", "the table would take over %lld MiB",
                             (long long)(REMAT_MT_MAX_TABLE_BYTES >> 20));
+    }
+    int64_t r = (root_lo_bytes - t->base) / t->unit;
+    t->exact_from = prune != 1 || r <= 0 || n == 0 ? 0 : r > t->S ? t->S : (int32_t)r;
+    if (t->exact_from > 0) {
+        if (raise_to_needs(t, t->exact_from) != REMAT_OK) {
+            remat__mt_free(t);
+            return remat__error(err, REMAT_ENOMEM, "", "out of memory");
+        }
+    }
+    len = 0;
+    for (size_t l = 1; l <= n; l++) {
+        for (size_t i = 1; i <= l; i++) {
+            size_t c = cell(t, i, l);
+            t->off[c] = len;
+            len += (size_t)(t->hi[c] - t->lo[c]);
+        }
     }
     t->tab_len = len;
     t->tab = malloc((len ? len : 1) * sizeof(double));
@@ -617,7 +794,7 @@ static int rebuild(const struct remat__mt *t, size_t i, size_t l, int32_t m,
     if (choice == 0) {
         rc = remat_schedule_push(s, REMAT_OP_F_ALL, (uint32_t)i);
         if (rc == REMAT_OK)
-            rc = rebuild(t, i + 1, l, m - up(t, t->xb[i]), s);
+            rc = rebuild(t, i + 1, l, m - t->uxb[i], s);
         if (rc == REMAT_OK)
             rc = remat_schedule_push(s, REMAT_OP_B, (uint32_t)i);
         return rc;
@@ -627,8 +804,8 @@ static int rebuild(const struct remat__mt *t, size_t i, size_t l, int32_t m,
     for (size_t k = i + 1; k < j && rc == REMAT_OK; k++)
         rc = remat_schedule_push(s, REMAT_OP_F_NONE, (uint32_t)k);
     if (rc == REMAT_OK)
-        rc = rebuild(t, j, l, m - up(t, t->x[j - 1]), s);
-    int64_t mb = (int64_t)m + down(t, leaf_gain_bytes(t, i, j, l));
+        rc = rebuild(t, j, l, m - t->ux[j - 1], s);
+    int64_t mb = (int64_t)m + t->dg[cell(t, j, l)];
     if (rc == REMAT_OK)
         rc = rebuild(t, i, j - 1, (int32_t)(mb > S ? S : mb), s);
     return rc;
@@ -900,36 +1077,24 @@ static int report_model(const struct remat_profile *p, const struct remat_option
     return REMAT_OK;
 }
 
-/* The units' rounding can hide a faster schedule that fits: at VGG-19
- * batch 64's least budget (docs/accuracy.md, "Side by side ... (GPU)") the
- * table filled at the budget answered 73.5 ms while a schedule of the same
- * peak takes 62.2 ms.  A table filled at store-all's peak (the frontier's,
- * its units elsewhere) is walked from its top down, each step's schedule
- * re-simulated exactly: the first that fits the budget is the fastest of
- * them that fits, and replaces *best (whose time is have) when it is
- * faster.  A table over the limits skips this search; a cancel stops the
- * solve. */
-static int faster_from_store_all_table(const struct remat_profile *p, int64_t budget,
-                                       int64_t sa_peak, size_t slots,
-                                       const struct remat__cancel *cancel, double have,
-                                       struct remat_schedule *best, struct remat_error *err)
+/* One walk of the store-all table t: 1 when it would read a value below
+ * remat__mt_exact_from(t) (the caller fills the whole table and walks
+ * again), else 0 with *best replaced when a faster schedule fits, or
+ * negative. */
+static int walk_store_all_table(const struct remat_profile *p, const struct remat__mt *t,
+                                int64_t budget, double have, struct remat_schedule *best,
+                                struct remat_error *err)
 {
     struct remat_sim sim;
-    struct remat__mt *t = NULL;
-    struct remat_error skip;
-    memset(&skip, 0, sizeof skip);
-    int rc = remat__mt_fill_cancel(p, sa_peak, slots, 1, cancel, &t, &skip);
-    if (rc == REMAT_ECANCELED) {
-        if (err != NULL)
-            *err = skip;
-        return rc;
-    }
-    if (rc != REMAT_OK)
-        return REMAT_OK;
     struct remat_schedule s;
     remat_schedule_init(&s);
-    size_t top = remat__mt_top(t);
+    size_t top = remat__mt_top(t), exact = remat__mt_exact_from(t);
+    int rc = REMAT_OK;
     for (size_t m = top + 1; m-- > 0 && rc == REMAT_OK;) {
+        if (m < exact || (m > 0 && m - 1 < exact)) {
+            rc = 1;
+            break;
+        }
         double v = remat__mt_time(t, m);
         if (!(v < have))
             break; /* the times only grow below: nothing faster is left */
@@ -955,7 +1120,45 @@ static int faster_from_store_all_table(const struct remat_profile *p, int64_t bu
         remat_schedule_clear(&s);
     }
     remat_schedule_clear(&s);
-    remat__mt_free(t);
+    return rc;
+}
+
+/* The units' rounding can hide a faster schedule that fits: at VGG-19
+ * batch 64's least budget (docs/accuracy.md, "Side by side ... (GPU)") the
+ * table filled at the budget answered 73.5 ms while a schedule of the same
+ * peak takes 62.2 ms.  A table filled at store-all's peak (the frontier's,
+ * its units elsewhere) is walked from its top down, each step's schedule
+ * re-simulated exactly: the first that fits the budget is the fastest of
+ * them that fits, and replaces *best (whose time is have) when it is
+ * faster.  A table over the limits skips this search; a cancel stops the
+ * solve.
+ *
+ * The walk reads only times under have, and stops at the latest at the
+ * first step at or under the budget (whose schedule fits), so the table is
+ * filled capped at have and from the budget up; a walk that goes below that
+ * (a flat run across the budget) is done again on the whole table. */
+static int faster_from_store_all_table(const struct remat_profile *p, int64_t budget,
+                                       int64_t sa_peak, size_t slots,
+                                       const struct remat__cancel *cancel, double have,
+                                       struct remat_schedule *best, struct remat_error *err)
+{
+    int rc = 1;
+    for (int whole = 0; whole < 2 && rc == 1; whole++) {
+        struct remat__mt *t = NULL;
+        struct remat_error skip;
+        memset(&skip, 0, sizeof skip);
+        rc = remat__mt_fill_capped(p, sa_peak, slots, 1, have, whole ? 0 : budget, cancel, &t,
+                                   &skip);
+        if (rc == REMAT_ECANCELED) {
+            if (err != NULL)
+                *err = skip;
+            return rc;
+        }
+        if (rc != REMAT_OK)
+            return REMAT_OK;
+        rc = walk_store_all_table(p, t, budget, have, best, err);
+        remat__mt_free(t);
+    }
     return rc;
 }
 
@@ -998,7 +1201,9 @@ int remat__solve_min_time(const struct remat_profile *p, const struct remat_opti
     if (budget != 0 && budget < sa_peak) {
         remat_schedule_clear(&best);
         struct remat__mt *t = NULL;
-        rc = remat__mt_fill_cancel(p, budget, opts->mem_slots, 1, &cancel, &t, err);
+        /* Only the top's value and schedule are read. */
+        rc = remat__mt_fill_capped(p, budget, opts->mem_slots, 1, HUGE_VAL, budget, &cancel, &t,
+                                   err);
         if (rc != REMAT_OK)
             goto out;
         size_t top = remat__mt_top(t);

@@ -15,7 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "mintime.h"
+#include "solve_mintime.h"
 #include "bench.h"
 
 static uint64_t mix(uint64_t *s)

@@ -27,7 +27,7 @@
 #include <time.h>
 
 #include "bench.h"
-#include "minpeak.h"
+#include "solve_minpeak.h"
 #include "randchain.h"
 #include "remat_private.h"
 

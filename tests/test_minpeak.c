@@ -9,7 +9,7 @@
 #include <cmocka.h>
 
 #include "exhaustive.h"
-#include "minpeak.h"
+#include "solve_minpeak.h"
 #include "randchain.h"
 
 static const enum remat__minpeak_method methods[] = {

@@ -18,7 +18,7 @@
 
 #include <cmocka.h>
 
-#include "mintime.h"
+#include "solve_mintime.h"
 
 /* ------------------------------------------------------------------------
  * Tiny random chains

@@ -1,10 +1,10 @@
-/* minpeak.h - the min-peak solver (least traced peak over checkpoint sets).
+/* solve_minpeak.h - the min-peak solver (least traced peak over checkpoint sets).
  *
  * Both functions solve the same problem exactly and return the same plan;
  * docs/min-peak.md derives the recurrence, proves the fast algorithm and
  * states what the tie-breaking guarantees. */
-#ifndef REMAT_MINPEAK_H
-#define REMAT_MINPEAK_H
+#ifndef REMAT_SOLVE_MINPEAK_H
+#define REMAT_SOLVE_MINPEAK_H
 #include "remat_private.h"
 
 /* Fills plan->checkpoints / n_checkpoints and plan->objective_value (the

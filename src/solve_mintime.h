@@ -1,11 +1,11 @@
-/* mintime.h - min-time schedules under a byte budget, and the frontier.
+/* solve_mintime.h - min-time schedules under a byte budget, and the frontier.
  *
  * The dynamic program is Rotor's table over persistent multi-level schedules
  * (docs/min-time.md), with the `traced` accounting of docs/memory-model.md
  * folded in exactly: a table cell (i, l, m) is the least time to back-propagate
  * stages i..l when x_{i-1} and δ_l are live and m memory units are free. */
-#ifndef REMAT_MINTIME_H
-#define REMAT_MINTIME_H
+#ifndef REMAT_SOLVE_MINTIME_H
+#define REMAT_SOLVE_MINTIME_H
 #include "remat_private.h"
 
 /* Fills *plan completely (schedule, checkpoints when single-level, peak,

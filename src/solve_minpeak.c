@@ -95,7 +95,7 @@ static int chain_build(const struct remat_profile *p, struct chain *c, struct re
         goto too_big;
 
     size_t len = n + 1;
-    c->mem = malloc(8 * len * sizeof(int64_t));
+    c->mem = remat__big_alloc(8 * len * sizeof(int64_t));
     if (!c->mem)
         return remat__error(err, REMAT_ENOMEM, "", "out of memory for %zu stages", n);
     c->n = n;
@@ -219,7 +219,7 @@ static int tree_init(struct tree *t, size_t n)
         t->log++;
     }
     size_t len = 2 * t->size;
-    t->mem = malloc(len * (sizeof(struct node) + 2 * sizeof(int64_t)));
+    t->mem = remat__big_alloc(len * (sizeof(struct node) + 2 * sizeof(int64_t)));
     if (!t->mem)
         return -1;
     t->nd = t->mem;
@@ -506,8 +506,8 @@ static int dp_fast(struct chain *c, size_t budget, int use_deque)
 {
     size_t n = c->n;
     struct tree t = {0};
-    size_t *zs = malloc(6 * n * sizeof(size_t));
-    int64_t *zv = malloc(4 * n * sizeof(int64_t));
+    size_t *zs = remat__big_alloc(6 * n * sizeof(size_t));
+    int64_t *zv = remat__big_alloc(4 * n * sizeof(int64_t));
     uint8_t *xfree = malloc(n);
     if (!zs || !zv || !xfree) {
         free(zs);
@@ -683,7 +683,7 @@ int remat__min_peak_with(const struct remat_profile *p, enum remat__minpeak_meth
     /* EARLY_SWITCH also leaves out the least-recompute pass, so that the
      * tests see the greedy set alone. */
     size_t set_budget = method == REMAT__MINPEAK_EARLY_SWITCH ? 0 : FWD_PER_STAGE * n + SCAN_BASE;
-    rc = remat__mp_choose_set(&c, p, set_budget, plan, err);
+    rc = remat__mp_choose_set(&c, p, set_budget, method == REMAT__MINPEAK_SPENT_PASS, plan, err);
     chain_free(&c);
     if (rc == REMAT_OK)
         rc = step_floor(p, plan, err);

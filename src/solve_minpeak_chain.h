@@ -46,8 +46,9 @@ struct chain {
 /* The checkpoint set of least peak read off c's values M (and Tlast), into
  * plan->checkpoints / n_checkpoints: the greedy scan's, or the
  * least-recompute pass's (at most `budget` steps; 0: not run) when that one
- * finishes and comes first in the tie order.  Returns REMAT_OK or
- * REMAT_ENOMEM (plan cleared). */
+ * finishes and comes first in the tie order.  A pass that would give up is
+ * not run, unless spend (then it runs until it gives up; the same set).
+ * Returns REMAT_OK or REMAT_ENOMEM (plan cleared). */
 int remat__mp_choose_set(const struct chain *c, const struct remat_profile *p, size_t budget,
-                         struct remat_plan *plan, struct remat_error *err);
+                         int spend, struct remat_plan *plan, struct remat_error *err);
 #endif

@@ -54,6 +54,11 @@ int remat__optimizer_validate(const struct remat_profile *p, struct remat_error 
  * a block 512 times faster.  Freed with free. */
 #define REMAT__BIG_BYTES ((size_t)4 << 20)
 void *remat__big_alloc(size_t bytes);
+/* realloc(p, bytes) for such arrays, old_bytes of p kept: from
+ * REMAT__BIG_BYTES up a new block from remat__big_alloc and a copy (a
+ * realloc would fault the copy in 4 KiB pages).  NULL, p untouched, when
+ * out of memory. */
+void *remat__big_grow(void *p, size_t old_bytes, size_t bytes);
 
 /* d_i of the paper's models: d_0 = input_bytes, d_i = out_bytes of stage i. */
 static inline int64_t remat__d(const struct remat_profile *p, size_t i)

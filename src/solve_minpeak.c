@@ -46,7 +46,8 @@
 /* The least-recompute pass (least_recompute_set) may look at
  * FWD_PER_STAGE * n + SCAN_BASE (predecessor, stage) pairs before it gives
  * up: enough for every chain of up to ~90 stages and for most of a thousand
- * on the benchmarks, at most ~50 ms at 10^6 stages when it does give up. */
+ * on the benchmarks.  A pass that would give up is not run (its count is
+ * known in O(n) beforehand, solve_minpeak_set.c). */
 #define FWD_PER_STAGE 16
 /* Up to this many stages the default method runs the quadratic program: it
  * allocates less and is quicker there (bench: about 1.5 against 2.2 us at

@@ -314,8 +314,7 @@ static int raise_to_needs(struct remat__mt *t, int32_t r)
                     break;
                 size_t ca = cell(t, j, l), cb = cell(t, i, j - 1);
                 int32_t dj = t->dg[ca];
-                if (j <= l)
-                    need[ca] = min32(need[ca], lo - t->ux[j - 1]);
+                need[ca] = min32(need[ca], lo - t->ux[j - 1]);
                 int32_t mb = lo + dj > S ? S : lo + dj;
                 need[cb] = min32(need[cb], mb);
             }

@@ -6,14 +6,16 @@
  * so the activations are about twice what fits, as in the Rotor figures of
  * ../shared/research/anchors.md §1.  Each row also times the bare table fill
  * pruned and unpruned (Rotor's full table) in the same process, and reports
- * the table memory of both. */
+ * the table memory of both, and the solver's two fills (the budget's and the
+ * store-all table's) whole, as they were, beside the parts it now fills:
+ * fill_ns against top_fill_ns, sa_whole_fill_ns against sa_part_fill_ns. */
 #include <inttypes.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "mintime.h"
+#include "solve_mintime.h"
 #include "bench.h"
 
 static uint64_t mix(uint64_t *s)
@@ -69,9 +71,10 @@ static int runs_for(const struct bench_config *cfg, int base)
     return r < 1 ? 1 : r;
 }
 
-/* Median ns of one table fill; sets *bytes to its table memory. */
-static int64_t time_fill(const struct remat_profile *p, int64_t budget, size_t slots, int prune,
-                         int runs, size_t *bytes)
+/* Median ns of one table fill; sets *bytes to its table memory.  cap and
+ * root are remat__mt_fill_capped's (HUGE_VAL and 0: the whole table). */
+static int64_t time_part_fill(const struct remat_profile *p, int64_t budget, size_t slots,
+                              int prune, double cap, int64_t root, int runs, size_t *bytes)
 {
     if (runs < 1)
         return -1;
@@ -81,7 +84,7 @@ static int64_t time_fill(const struct remat_profile *p, int64_t budget, size_t s
     for (int r = 0; r < runs; r++) {
         struct remat__mt *t = NULL;
         int64_t t0 = bench_now_ns();
-        int rc = remat__mt_fill(p, budget, slots, prune, &t, NULL);
+        int rc = remat__mt_fill_capped(p, budget, slots, prune, cap, root, NULL, &t, NULL);
         ns[r] = bench_now_ns() - t0;
         if (rc != REMAT_OK) {
             free(ns);
@@ -93,6 +96,35 @@ static int64_t time_fill(const struct remat_profile *p, int64_t budget, size_t s
     int64_t m = median(ns, runs);
     free(ns);
     return m;
+}
+
+static int64_t time_fill(const struct remat_profile *p, int64_t budget, size_t slots, int prune,
+                         int runs, size_t *bytes)
+{
+    return time_part_fill(p, budget, slots, prune, HUGE_VAL, 0, runs, bytes);
+}
+
+/* The solver's two fills, each as it was (the whole table) and as it is:
+ * the budget's table for its top only, and the store-all table that the
+ * walk for a faster schedule reads (src/solve_mintime.c), from the budget
+ * up and capped at the budget table's top time (the solver's cap is that
+ * or less). */
+static void time_solver_fills(const struct remat_profile *p, int64_t budget, int64_t sa,
+                              size_t slots, int runs, char *out, size_t cap)
+{
+    size_t bytes = 0;
+    struct remat__mt *t = NULL;
+    double top_ms = HUGE_VAL;
+    if (remat__mt_fill(p, budget, slots, 1, &t, NULL) == REMAT_OK)
+        top_ms = remat__mt_time(t, remat__mt_top(t));
+    remat__mt_free(t);
+    int64_t b_top = time_part_fill(p, budget, slots, 1, HUGE_VAL, budget, runs, &bytes);
+    int64_t sa_whole = time_part_fill(p, sa, slots, 1, HUGE_VAL, 0, runs, &bytes);
+    int64_t sa_part = time_part_fill(p, sa, slots, 1, top_ms, budget, runs, &bytes);
+    snprintf(out, cap,
+             ", \"top_fill_ns\": %" PRId64 ", \"sa_whole_fill_ns\": %" PRId64
+             ", \"sa_part_fill_ns\": %" PRId64,
+             b_top, sa_whole, sa_part);
 }
 
 static void bench_solve(const struct bench_config *cfg, size_t n, size_t slots, int runs,
@@ -149,14 +181,16 @@ static void bench_solve(const struct bench_config *cfg, size_t n, size_t slots, 
     int64_t rotor_ns = full_runs > 0 && n <= 100
                            ? time_fill(p, o.budget_bytes, slots, 0, full_runs, &full_bytes)
                            : -1;
-    char extra[640];
+    char fills[160];
+    time_solver_fills(p, o.budget_bytes, sa, slots, runs, fills, sizeof fills);
+    char extra[800];
     snprintf(extra, sizeof extra,
              "\"slots\": %zu, \"budget_bytes\": %" PRId64 ", \"peak_bytes\": %" PRId64
              ", \"total_ms\": %.3f, \"store_all_ms\": %.3f, \"table_bytes\": %zu, "
              "\"fill_ns\": %" PRId64 ", \"unpruned_fill_ns\": %" PRId64
-             ", \"rotor_loop_fill_ns\": %" PRId64 ", \"unpruned_table_bytes\": %zu",
+             ", \"rotor_loop_fill_ns\": %" PRId64 ", \"unpruned_table_bytes\": %zu%s",
              slots, o.budget_bytes, peak, total_ms, sa_ms, pruned_bytes, fill_ns, nofloor_ns,
-             rotor_ns, full_bytes);
+             rotor_ns, full_bytes, fills);
     bench_report(cfg, "min-time", n, solve_ns, runs, extra);
     remat_profile_free(p);
 }

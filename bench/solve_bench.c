@@ -1,7 +1,7 @@
 /* solve_bench.c - times every solver on seeded random chains of 10 to
  * 1,000,000 stages and prints the median of repeated runs (make bench).
  *
- *   bench/solve_bench [--json] [--quick] [--only SOLVER] [--dist D]
+ *   bench/solve_bench [--json] [--quick] [--only SOLVER|min-time] [--dist D]
  *   bench/solve_bench --print-request
  *
  * D is the size distribution of the random chains (tests/randchain.h):
@@ -10,6 +10,8 @@
  * What is timed is the solver itself (the checkpoint choice), not the
  * schedule, simulation and JSON that remat_solve adds around it; the
  * "simulate" row times one traced simulation of a sqrt plan for scale.
+ * "min-peak-old" is min-peak as it was: the least-recompute pass run until
+ * it gives up, where min-peak now knows beforehand that it would.
  * The "parse" row times remat_profile_parse (the streaming reader) of the
  * chain's compact JSON text, made once, at n = 50 (a service request) and
  * n = 1,000,000 (the largest profile); "parse-jansson" times what it
@@ -27,7 +29,7 @@
 #include <time.h>
 
 #include "bench.h"
-#include "minpeak.h"
+#include "solve_minpeak.h"
 #include "randchain.h"
 #include "remat_private.h"
 
@@ -73,6 +75,7 @@ enum which {
     W_LINEAR,
     W_PREFIX_REF,
     W_MIN_PEAK,
+    W_MIN_PEAK_SPENT,
     W_SIMULATE,
     W_PARSE,
     W_PARSE_JANSSON,
@@ -84,14 +87,14 @@ enum which {
 };
 
 static const char *const names[W_COUNT] = {
-    "store-all",     "sqrt",       "uniform",   "acg",       "paper-cubic",
-    "paper-linear",  "prefix-ref", "min-peak",  "simulate",  "parse",
-    "parse-jansson", "request50",  "req-parse", "req-solve", "req-dump"};
+    "store-all",  "sqrt",      "uniform",      "acg",      "paper-cubic", "paper-linear",
+    "prefix-ref", "min-peak",  "min-peak-old", "simulate", "parse",       "parse-jansson",
+    "request50",  "req-parse", "req-solve",    "req-dump"};
 
 /* The largest n each one runs at (the next size would pass ~2 s a run). */
-static const size_t max_n[W_COUNT] = {1000000, 1000000, 1000000, 1000,    1000,
-                                      1000000, 10000,   1000000, 1000000, 1000000,
-                                      50,      50,      50,      50,      50};
+static const size_t max_n[W_COUNT] = {1000000, 1000000, 1000000, 1000,    1000,    1000000,
+                                      10000,   1000000, 1000000, 1000000, 1000000, 50,
+                                      50,      50,      50,      50};
 
 /* The parse rows run only at these sizes. */
 static int parse_size(size_t n)
@@ -202,6 +205,9 @@ static int run_once(enum which w, const struct remat_profile *p, const struct te
     case W_MIN_PEAK:
         rc = remat__solve_min_peak(p, &plan, NULL);
         break;
+    case W_MIN_PEAK_SPENT:
+        rc = remat__min_peak_with(p, REMAT__MINPEAK_SPENT_PASS, &plan, NULL);
+        break;
     case W_PARSE: {
         struct remat_profile *q = remat_profile_parse(text->s, text->len, "", NULL);
         rc = q != NULL ? REMAT_OK : REMAT_EINVAL;
@@ -258,7 +264,7 @@ static int cmp_i64(const void *a, const void *b)
 int main(int argc, char **argv)
 {
     struct bench_config cfg = {.json = 0, .scale = 1.0};
-    const char *only = NULL; /* --only: one solver, and no min-time part */
+    const char *only = NULL; /* --only: one solver (min-time: the min-time part alone) */
     int dist = RANDCHAIN_UNIFORM;
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "--json") == 0) {
@@ -298,7 +304,8 @@ int main(int argc, char **argv)
     static const size_t sizes[] = {10, 50, 100, 1000, 10000, 100000, 1000000};
     if (!cfg.json)
         printf("%-14s %9s %13s %7s\n", "solver", "n", "median", "runs");
-    for (size_t s = 0; s < sizeof sizes / sizeof sizes[0]; s++) {
+    int mintime_only = only != NULL && strcmp(only, "min-time") == 0;
+    for (size_t s = 0; !mintime_only && s < sizeof sizes / sizeof sizes[0]; s++) {
         size_t n = sizes[s];
         struct remat_profile *p = randchain_profile(42, n, (enum randchain_dist)dist, 1);
         if (p == NULL) {
@@ -349,7 +356,7 @@ int main(int argc, char **argv)
         remat_profile_free(p);
     }
     request_clear(&req);
-    if (only == NULL)
+    if (only == NULL || mintime_only)
         bench_mintime(&cfg);
     return 0;
 }

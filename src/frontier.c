@@ -11,7 +11,7 @@
  */
 #include <math.h>
 
-#include "mintime.h"
+#include "solve_mintime.h"
 
 struct cand {
     struct remat_plan plan;

@@ -1,6 +1,6 @@
 /* plan.c - plans: names of the algorithms, freeing, and the JSON that
  * `remat plan` and the service print. */
-#include "mintime.h"
+#include "solve_mintime.h"
 
 static const char *const alg_names[REMAT_ALG_COUNT] = {
     [REMAT_ALG_STORE_ALL] = "store-all",     [REMAT_ALG_SQRT] = "sqrt",

@@ -11,7 +11,7 @@
 #include <math.h>
 #include <stdio.h>
 
-#include "mintime.h"
+#include "solve_mintime.h"
 #include "rematx/dynbuf.h"
 #include "rematx/real.h"
 

@@ -226,7 +226,7 @@ int remat__pb_reserve(struct remat__pbuild *pb, size_t n)
         n = REMAT_MAX_STAGES;
     if (n <= pb->cap)
         return REMAT_OK;
-    struct remat_stage *st = realloc(pb->stages, n * sizeof *st);
+    struct remat_stage *st = remat__big_grow(pb->stages, pb->cap * sizeof *st, n * sizeof *st);
     if (st == NULL)
         return REMAT_ENOMEM;
     pb->stages = st;
@@ -273,7 +273,7 @@ int remat__pb_stage_name(struct remat__pbuild *pb, struct remat__pstage *c, cons
         size_t cap = pb->names_cap ? pb->names_cap : 4096;
         while (cap < pb->names_len + len + 1)
             cap *= 2;
-        char *a = realloc(pb->names, cap);
+        char *a = remat__big_grow(pb->names, pb->names_len, cap);
         if (a == NULL)
             return REMAT_ENOMEM;
         pb->names = a;

@@ -49,6 +49,17 @@ int remat__profile_total_bytes(const struct remat_profile *p, int64_t *out);
 /* Checks profile->optimizer (optimizer.c): REMAT_OK or negative, err filled. */
 int remat__optimizer_validate(const struct remat_profile *p, struct remat_error *err);
 
+/* malloc for the arrays a long chain needs (big_alloc.c): from
+ * REMAT__BIG_BYTES up it asks the kernel for huge pages, which fault in
+ * a block 512 times faster.  Freed with free. */
+#define REMAT__BIG_BYTES ((size_t)4 << 20)
+void *remat__big_alloc(size_t bytes);
+/* realloc(p, bytes) for such arrays, old_bytes of p kept: from
+ * REMAT__BIG_BYTES up a new block from remat__big_alloc and a copy (a
+ * realloc would fault the copy in 4 KiB pages).  NULL, p untouched, when
+ * out of memory. */
+void *remat__big_grow(void *p, size_t old_bytes, size_t bytes);
+
 /* d_i of the paper's models: d_0 = input_bytes, d_i = out_bytes of stage i. */
 static inline int64_t remat__d(const struct remat_profile *p, size_t i)
 {

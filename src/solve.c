@@ -3,8 +3,8 @@
  * so every number a plan reports is one the simulator would give. */
 #include <stdio.h>
 
-#include "minpeak.h"
-#include "mintime.h"
+#include "solve_minpeak.h"
+#include "solve_mintime.h"
 
 int64_t remat__sum_value(const struct remat_profile *p, const size_t *ck, size_t m)
 {

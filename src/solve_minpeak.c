@@ -29,19 +29,12 @@
  * O(n log n) in all.  remat__min_peak_ref evaluates the recurrence directly.
  *
  * The checkpoint set is then read off the values M(i) by a forward greedy
- * scan (pick_set), the same for both programs, so they return the same set.
+ * scan (solve_minpeak_set.c), the same for both programs, so they return
+ * the same set.
  */
-#include "minpeak.h"
+#include "solve_minpeak_chain.h"
 
 #include <stdint.h>
-
-/* Byte counts above this total are refused so that no sum below can
- * overflow: every value the solver forms is at most a few totals. */
-#define TOTAL_LIMIT (INT64_C(1) << 58)
-/* Larger than any real value (each is at most 4 * TOTAL_LIMIT = 2^60), and
- * INF plus or minus a real value still fits in 64 bits. */
-#define INF (INT64_C(1) << 61)
-#define NONE INT64_MIN
 
 /* The direct scans may look at SCAN_PER_STAGE * n + SCAN_BASE candidates in
  * all before the sweep moves to the tree (dp_fast).  They usually stop after
@@ -53,41 +46,13 @@
 /* The least-recompute pass (least_recompute_set) may look at
  * FWD_PER_STAGE * n + SCAN_BASE (predecessor, stage) pairs before it gives
  * up: enough for every chain of up to ~90 stages and for most of a thousand
- * on the benchmarks, at most ~50 ms at 10^6 stages when it does give up. */
+ * on the benchmarks.  A pass that would give up is not run (its count is
+ * known in O(n) beforehand, solve_minpeak_set.c). */
 #define FWD_PER_STAGE 16
 /* Up to this many stages the default method runs the quadratic program: it
  * allocates less and is quicker there (bench: about 1.5 against 2.2 us at
  * n = 50). */
 #define SMALL_N 64
-
-static inline int64_t max64(int64_t a, int64_t b)
-{
-    return a > b ? a : b;
-}
-
-static inline int64_t min64(int64_t a, int64_t b)
-{
-    return a < b ? a : b;
-}
-
-/* The per-stage quantities of docs/min-peak.md, indices 0..n (index 0 only
- * where it means something), all relative to W, the weights. */
-struct chain {
-    size_t n;
-    int64_t w;        /* W: the weights, live throughout */
-    int64_t loss;     /* Sb_n + x_n: the LOSS op of the last segment */
-    int saved_ge_out; /* every x̄_i >= x_i and x̄_i + f^g_i >= x_i + f_i: the no-grad
-                       * forward term is dominated (Lemma 2) */
-    int64_t *x;       /* x_i, out_bytes; x_0 the input */
-    int64_t *sb;      /* Sb_i = x̄_1 + ... + x̄_i */
-    int64_t *u;       /* u_l = Sb_l + f^g_l: F_all(l) during recompute */
-    int64_t *beta;    /* beta_l = Sb_l + x_l + G_{>=l} + [l>1] x_{l-1} + b_l - r_l: B(l) */
-    int64_t *gam; /* gam_j = x_j + G_{>j}: delta_j and dW live while segment (., j] recomputes */
-    int64_t *g;   /* g_l = x_l + f_l: F_∅/F_ck(l); h_l = x_{l-1} + g_l when l is not first */
-    int64_t *m;   /* M(i), i in 0..n-1 */
-    int64_t *tl;  /* Tlast(i), i in 0..n-1 */
-    int64_t *mem; /* the one allocation behind the arrays */
-};
 
 static void chain_free(struct chain *c)
 {
@@ -131,7 +96,7 @@ static int chain_build(const struct remat_profile *p, struct chain *c, struct re
         goto too_big;
 
     size_t len = n + 1;
-    c->mem = malloc(8 * len * sizeof(int64_t));
+    c->mem = remat__big_alloc(8 * len * sizeof(int64_t));
     if (!c->mem)
         return remat__error(err, REMAT_ENOMEM, "", "out of memory for %zu stages", n);
     c->n = n;
@@ -255,7 +220,7 @@ static int tree_init(struct tree *t, size_t n)
         t->log++;
     }
     size_t len = 2 * t->size;
-    t->mem = malloc(len * (sizeof(struct node) + 2 * sizeof(int64_t)));
+    t->mem = remat__big_alloc(len * (sizeof(struct node) + 2 * sizeof(int64_t)));
     if (!t->mem)
         return -1;
     t->nd = t->mem;
@@ -542,8 +507,8 @@ static int dp_fast(struct chain *c, size_t budget, int use_deque)
 {
     size_t n = c->n;
     struct tree t = {0};
-    size_t *zs = malloc(6 * n * sizeof(size_t));
-    int64_t *zv = malloc(4 * n * sizeof(int64_t));
+    size_t *zs = remat__big_alloc(6 * n * sizeof(size_t));
+    int64_t *zv = remat__big_alloc(4 * n * sizeof(int64_t));
     uint8_t *xfree = malloc(n);
     if (!zs || !zv || !xfree) {
         free(zs);
@@ -663,206 +628,6 @@ static int dp_fast(struct chain *c, size_t budget, int use_deque)
     return 0;
 }
 
-/* ------------------------------------------------------------------------
- * The checkpoint set, read off M.  From state (i, P), P the checkpoint bytes
- * live (x_0 included), a move to j is allowed when its segment fits the
- * optimum K and the rest can still be finished within it:
- * P + T(i,j) <= K and P + x_j + M(j) <= K (M(i) <= K - P promises one).
- * Take the last segment as soon as it fits (the least recompute among the
- * optimal plans that share the checkpoints so far); else the least allowed j
- * after which the last segment fits (the plan ends there); else the farthest
- * allowed j (few checkpoints).  No j beyond the first with
- * P + B(i,j) - Sb_i > K can be allowed (B only grows with j), so the scan
- * stops there.  Those scans can overlap; past WORK_PER_STAGE * n scanned
- * stages the rest of the path takes the nearest allowed j instead, whose
- * scans do not overlap, so the whole is O(n).  docs/min-peak.md says
- * exactly what this guarantees.
- */
-#define WORK_PER_STAGE 8
-
-static int pick_set(const struct chain *c, struct remat_plan *plan, struct remat_error *err)
-{
-    size_t n = c->n, count = 0;
-    size_t *cps = n > 1 ? malloc((n - 1) * sizeof(size_t)) : NULL;
-    if (n > 1 && !cps)
-        return remat__error(err, REMAT_ENOMEM, "", "out of memory for the checkpoint list");
-    int64_t k = c->x[0] + c->m[0];
-    int64_t pl = c->x[0];
-    size_t i = 0, work = 0, budget = WORK_PER_STAGE * n;
-    while (pl + c->tl[i] > k) {
-        int nearest = work > budget;
-        int64_t uu = -INF, bb = -INF, hh = -INF;
-        size_t pick = n, finish = n;
-        for (size_t j = i + 1; j < n; j++) {
-            uu = max64(uu, c->u[j]);
-            bb = max64(bb, c->beta[j]);
-            if (pl + bb - c->sb[i] > k)
-                break;
-            if (j >= i + 2)
-                hh = max64(hh, c->x[j - 1] + c->g[j]);
-            int64_t t = max64(c->gam[j] + uu, bb) - c->sb[i];
-            t = max64(t, max64(c->g[i + 1], hh));
-            work++;
-            if (pl + t <= k && pl + c->x[j] + c->m[j] <= k) {
-                pick = j;
-                if (nearest)
-                    break;
-                if (pl + c->x[j] + c->tl[j] <= k) {
-                    finish = j;
-                    break;
-                }
-            }
-        }
-        if (finish < n)
-            pick = finish;
-        if (pick >= n) {
-            /* Unreachable when M is right: M(i) <= k - pl promises a move. */
-            free(cps);
-            return remat__error(err, REMAT_EINVAL, "", "min-peak: no move fits the optimum");
-        }
-        cps[count++] = pick;
-        pl += c->x[pick];
-        i = pick;
-    }
-    if (count == 0) {
-        free(cps);
-        cps = NULL;
-    }
-    plan->checkpoints = cps;
-    plan->n_checkpoints = count;
-    plan->objective_value = c->w + k;
-    return REMAT_OK;
-}
-
-/* The least recompute among the optimal sets, exactly, when it is cheap
- * enough.  With K known, a set is optimal iff every segment fits:
- * P_k + T_k <= K.  Keep, per stage c, the least checkpoint bytes P(c) over
- * the paths 0 -> ... -> c whose segments all fit (then the fewest
- * checkpoints); a smaller P never hurts a later segment, so c can be the last
- * checkpoint of an optimal set iff P(c) + Tlast(c) <= K, and the least
- * recompute time is the least fwd-time prefix F(c) over those c.  The
- * predecessors i of c are scanned from c-1 down, stopping where
- * x_0 + B(i,c) - Sb_i > K (every P is at least x_0 and B only grows as i
- * falls).  Only stages c < stop are looked at (stop <= n: the greedy set's
- * last checkpoint, which nothing later can beat).  Past `budget` scanned
- * pairs, or when no optimal set ends before stop, it returns 0; else it
- * writes the path to the best c into out (n entries) and returns 1.
- * -1: out of memory. */
-static int least_recompute_set(const struct chain *c, const struct remat_profile *p, size_t budget,
-                               size_t stop, size_t *out, size_t *out_m)
-{
-    size_t n = stop;
-    int64_t k = c->x[0] + c->m[0];
-    void *mem = malloc(n * (sizeof(int64_t) + sizeof(double) + 2 * sizeof(uint32_t) + 1));
-    if (!mem)
-        return -1;
-    int64_t *pl = mem;
-    /* One allocation carved into typed arrays, each at an offset aligned
-     * for its type (8-byte ones first), and each used only as that type:
-     * cppcheck's invalidPointerCast (reading one type's bits as another)
-     * does not happen here. */
-    /* cppcheck-suppress invalidPointerCast */
-    double *fw = (double *)(pl + n);
-    /* cppcheck-suppress invalidPointerCast */
-    uint32_t *cnt = (uint32_t *)(fw + n), *pred = cnt + n;
-    uint8_t *reach = (uint8_t *)(pred + n);
-
-    pl[0] = c->x[0];
-    cnt[0] = 0;
-    reach[0] = 1;
-    fw[0] = 0;
-    size_t last = 0, work = 0;
-    int have = pl[0] + c->tl[0] <= k;
-    /* The no-grad forward term, dominated when saved >= out (Lemma 2). */
-    int need_f = !c->saved_ge_out;
-    for (size_t e = 1; e < n; e++) {
-        fw[e] = fw[e - 1] + p->stages[e - 1].fwd_ms;
-        reach[e] = 0;
-        int64_t uu = -INF, bb = -INF, hh = -INF, bestp = INF;
-        size_t from = n;
-        for (size_t i = e; i-- > 0;) {
-            uu = max64(uu, c->u[i + 1]);
-            bb = max64(bb, c->beta[i + 1]);
-            if (need_f && i + 2 <= e)
-                hh = max64(hh, c->x[i + 1] + c->g[i + 2]);
-            if (c->x[0] + bb - c->sb[i] > k)
-                break;
-            if (++work > budget) {
-                free(mem);
-                return 0;
-            }
-            if (!reach[i])
-                continue;
-            int64_t t = max64(c->gam[e] + uu, bb) - c->sb[i];
-            if (need_f)
-                t = max64(t, max64(c->g[i + 1], hh));
-            if (pl[i] + t <= k && (pl[i] < bestp || (pl[i] == bestp && cnt[i] < cnt[from]))) {
-                bestp = pl[i];
-                from = i;
-            }
-        }
-        if (from == n)
-            continue;
-        reach[e] = 1;
-        pl[e] = bestp + c->x[e];
-        cnt[e] = cnt[from] + 1;
-        pred[e] = (uint32_t)from;
-        if (pl[e] + c->tl[e] <= k &&
-            (!have || fw[e] < fw[last] || (fw[e] == fw[last] && cnt[e] < cnt[last]))) {
-            last = e;
-            have = 1;
-        }
-    }
-    if (!have) {
-        /* No optimal set ends before `stop`: the greedy set stays. */
-        free(mem);
-        return 0;
-    }
-    size_t m = last == 0 ? 0 : cnt[last];
-    for (size_t e = last, q = m; q > 0; e = pred[e])
-        out[--q] = e;
-    *out_m = m;
-    free(mem);
-    return 1;
-}
-
-/* The set: the greedy scan's, or the least-recompute pass's when that one
- * finishes and comes first in the tie order (remat__tie_cmp). */
-static int choose_set(const struct chain *c, const struct remat_profile *p, size_t budget,
-                      struct remat_plan *plan, struct remat_error *err)
-{
-    int rc = pick_set(c, plan, err);
-    if (rc || budget == 0 || c->n < 2 || plan->n_checkpoints == 0)
-        return rc;
-    /* A necessary condition on a last checkpoint c of an optimal set: its
-     * last segment fits with at least x_0 + x_c held.  When the greedy set's
-     * last checkpoint already has the recompute time of the first c that
-     * passes it, nothing can do better. */
-    size_t cm = plan->checkpoints[plan->n_checkpoints - 1], first = 0;
-    int64_t k = c->x[0] + c->m[0];
-    while (first < cm && c->x[0] + (first > 0 ? c->x[first] : 0) + c->tl[first] > k)
-        first++;
-    if (remat__recompute_ms(p, first) == remat__recompute_ms(p, cm))
-        return REMAT_OK;
-    size_t *alt = malloc((c->n - 1) * sizeof(size_t)), m = 0;
-    int got = alt ? least_recompute_set(c, p, budget, cm, alt, &m) : -1;
-    if (got < 0) {
-        free(alt);
-        remat_plan_clear(plan);
-        return remat__error(err, REMAT_ENOMEM, "", "out of memory for the checkpoint list");
-    }
-    if (got && remat__tie_cmp(p, alt, m, plan->checkpoints, plan->n_checkpoints) < 0) {
-        free(plan->checkpoints);
-        plan->checkpoints = m > 0 ? alt : NULL;
-        plan->n_checkpoints = m;
-        if (m == 0)
-            free(alt);
-    } else {
-        free(alt);
-    }
-    return REMAT_OK;
-}
-
 /* The optimizer step is a floor under every set's peak (optimizer.c): the
  * peak is the larger of the two.  When the floor reaches store-all's peak,
  * every set is optimal and store-all, with no recompute, is the canonical
@@ -919,7 +684,7 @@ int remat__min_peak_with(const struct remat_profile *p, enum remat__minpeak_meth
     /* EARLY_SWITCH also leaves out the least-recompute pass, so that the
      * tests see the greedy set alone. */
     size_t set_budget = method == REMAT__MINPEAK_EARLY_SWITCH ? 0 : FWD_PER_STAGE * n + SCAN_BASE;
-    rc = choose_set(&c, p, set_budget, plan, err);
+    rc = remat__mp_choose_set(&c, p, set_budget, method == REMAT__MINPEAK_SPENT_PASS, plan, err);
     chain_free(&c);
     if (rc == REMAT_OK)
         rc = step_floor(p, plan, err);

@@ -38,7 +38,7 @@ static int work_alloc(const struct remat_profile *p, struct prefix_work *w, stru
     if (n > UINT32_MAX - 2)
         return remat__error(err, REMAT_ELIMIT, "/stages", "too many stages");
     size_t wide = (n + 1) * sizeof(int64_t), narrow = (n + 2) * sizeof(uint32_t);
-    char *mem = malloc(3 * wide + 4 * narrow);
+    char *mem = remat__big_alloc(3 * wide + 4 * narrow);
     if (mem == NULL)
         return remat__error(err, REMAT_ENOMEM, "", "out of memory for %zu stages", n);
     w->mem = mem;
@@ -68,7 +68,7 @@ static void take(const struct remat_profile *p, struct prefix_work *w, size_t i,
 {
     size_t n = p->n_stages;
     if (i > 0)
-        w->V[i] = remat__d(p, i) + val;
+        w->V[i] = (w->S[i] - w->S[i - 1]) + val; /* d_i, without a read of the stage */
     else
         w->m0 = val;
     w->next[i] = (uint32_t)j;
@@ -129,7 +129,7 @@ static size_t least_recompute_last(const struct remat_profile *p, struct prefix_
         if (head == tail)
             break; /* no later stage is reachable either */
         size_t i = dq[head];
-        P[c] = P[i] + remat__d(p, c);
+        P[c] = P[i] + (S[c] - S[c - 1]); /* d_c */
         cnt[c] = cnt[i] + 1;
         pred[c] = (uint32_t)i;
         while (head < tail &&

@@ -18,7 +18,7 @@
 
 #include <cmocka.h>
 
-#include "mintime.h"
+#include "solve_mintime.h"
 
 /* ------------------------------------------------------------------------
  * Tiny random chains
@@ -415,6 +415,65 @@ static void test_pruned_equals_full(void **state)
     }
 }
 
+/* The part fill (remat__mt_fill_capped) against the whole table: from its
+ * exact_from up, every time under the cap and its schedule are the whole
+ * table's, op for op; the times at or over the cap read no lower.  Caps at
+ * a few of the table's own times and roots from the bottom to the top. */
+static void test_part_fill_equals_whole(void **state)
+{
+    (void)state;
+    size_t compared = 0, over = 0;
+    for (uint64_t seed = 1; seed <= 8; seed++) {
+        size_t n = 5 + (size_t)seed * 4;
+        struct remat_profile *p = big_chain(seed + 900, n);
+        int64_t sa = store_all_peak(p, NULL);
+        size_t slots = seed % 2 ? 97 : 300;
+        struct remat__mt *w = NULL;
+        assert_int_equal(remat__mt_fill(p, sa, slots, 1, &w, NULL), 0);
+        size_t top = remat__mt_top(w);
+        for (int k = 0; k < 4; k++) {
+            /* The cap at the time of a quarter of the way up, or none. */
+            double cap = k == 3 ? HUGE_VAL : remat__mt_time(w, top * (size_t)(k + 1) / 4);
+            int64_t root = remat__mt_budget_at(w, top * (size_t)k / 3);
+            struct remat__mt *t = NULL;
+            assert_int_equal(remat__mt_fill_capped(p, sa, slots, 1, cap, root, NULL, &t, NULL), 0);
+            assert_int_equal(remat__mt_top(t), top);
+            assert_true(remat__mt_table_bytes(t) <= remat__mt_table_bytes(w));
+            size_t from = remat__mt_exact_from(t);
+            assert_true(from <= top * (size_t)k / 3);
+            for (size_t m = from; m <= top; m++) {
+                double x = remat__mt_time(t, m), y = remat__mt_time(w, m);
+                if (!(y < cap)) {
+                    assert_true(x >= y);
+                    over++;
+                    continue;
+                }
+                assert_true(x == y);
+                if (y == HUGE_VAL)
+                    continue;
+                struct remat_schedule a, b;
+                remat_schedule_init(&a);
+                remat_schedule_init(&b);
+                assert_int_equal(remat__mt_schedule(t, m, &a), 0);
+                assert_int_equal(remat__mt_schedule(w, m, &b), 0);
+                assert_int_equal(a.n_ops, b.n_ops);
+                for (size_t o = 0; o < a.n_ops; o++) {
+                    assert_int_equal(a.ops[o].kind, b.ops[o].kind);
+                    assert_int_equal(a.ops[o].stage, b.ops[o].stage);
+                }
+                remat_schedule_clear(&a);
+                remat_schedule_clear(&b);
+                compared++;
+            }
+            remat__mt_free(t);
+        }
+        remat__mt_free(w);
+        remat_profile_free(p);
+    }
+    assert_true(compared > 1000);
+    assert_true(over > 100);
+}
+
 /* No budget, or any budget at or above store-all: the store-all plan. */
 static void test_unlimited_is_store_all(void **state)
 {
@@ -755,6 +814,7 @@ int main(void)
         cmocka_unit_test(test_exhaustive_exact),
         cmocka_unit_test(test_exhaustive_coarse),
         cmocka_unit_test(test_pruned_equals_full),
+        cmocka_unit_test(test_part_fill_equals_whole),
         cmocka_unit_test(test_unlimited_is_store_all),
         cmocka_unit_test(test_least_budget),
         cmocka_unit_test(test_nested_beats_single_level),

@@ -15,7 +15,7 @@
 #include <cmocka.h>
 
 #include "failalloc.h"
-#include "mintime.h"
+#include "solve_mintime.h"
 
 /* A chain where the answers are nested (see test_mintime.c). */
 static struct remat_profile *chain(size_t n)

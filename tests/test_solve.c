@@ -12,7 +12,7 @@
 
 #include "exhaustive.h"
 #include "randchain.h"
-#include "mintime.h"
+#include "solve_mintime.h"
 #include "remat_private.h"
 
 /* A profile whose d = [d_0, ..., d_n], the rest at the defaults. */

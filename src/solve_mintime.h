@@ -1,11 +1,11 @@
-/* mintime.h - min-time schedules under a byte budget, and the frontier.
+/* solve_mintime.h - min-time schedules under a byte budget, and the frontier.
  *
  * The dynamic program is Rotor's table over persistent multi-level schedules
  * (docs/min-time.md), with the `traced` accounting of docs/memory-model.md
  * folded in exactly: a table cell (i, l, m) is the least time to back-propagate
  * stages i..l when x_{i-1} and δ_l are live and m memory units are free. */
-#ifndef REMAT_MINTIME_H
-#define REMAT_MINTIME_H
+#ifndef REMAT_SOLVE_MINTIME_H
+#define REMAT_SOLVE_MINTIME_H
 #include "remat_private.h"
 
 /* Fills *plan completely (schedule, checkpoints when single-level, peak,
@@ -46,6 +46,24 @@ int remat__mt_fill(const struct remat_profile *p, int64_t budget_bytes, size_t s
 int remat__mt_fill_cancel(const struct remat_profile *p, int64_t budget_bytes, size_t slots,
                           int prune, const struct remat__cancel *cancel, struct remat__mt **out,
                           struct remat_error *err);
+/* The pruned fill (prune must be 1; other values fill the whole table) of
+ * only what two limits leave wanted, so faster when they leave little:
+ *  - the root's values from root_lo_bytes (a budget, in traced bytes) up:
+ *    remat__mt_time and remat__mt_schedule at every m from
+ *    remat__mt_exact_from(t) up give what the whole table gives, and below
+ *    it nothing (HUGE_VAL).  root_lo_bytes = budget_bytes wants the top
+ *    only, 0 everything;
+ *  - the values under cap_ms: at every m whose whole-table time is under
+ *    cap_ms the time and the schedule are the whole table's; at the others
+ *    the time may read higher, HUGE_VAL included.  HUGE_VAL: no cap.
+ * remat__mt_fill_cancel is (HUGE_VAL, 0).  The table limit is checked on
+ * the whole table, so the two limits never change whether a fill is
+ * refused. */
+int remat__mt_fill_capped(const struct remat_profile *p, int64_t budget_bytes, size_t slots,
+                          int prune, double cap_ms, int64_t root_lo_bytes,
+                          const struct remat__cancel *cancel, struct remat__mt **out,
+                          struct remat_error *err);
+size_t remat__mt_exact_from(const struct remat__mt *t);
 void remat__mt_free(struct remat__mt *t);
 
 /* The top index of the table (free units at the budget) and the unit. */

@@ -1,10 +1,10 @@
-/* minpeak.h - the min-peak solver (least traced peak over checkpoint sets).
+/* solve_minpeak.h - the min-peak solver (least traced peak over checkpoint sets).
  *
  * Both functions solve the same problem exactly and return the same plan;
  * docs/min-peak.md derives the recurrence, proves the fast algorithm and
  * states what the tie-breaking guarantees. */
-#ifndef REMAT_MINPEAK_H
-#define REMAT_MINPEAK_H
+#ifndef REMAT_SOLVE_MINPEAK_H
+#define REMAT_SOLVE_MINPEAK_H
 #include "remat_private.h"
 
 /* Fills plan->checkpoints / n_checkpoints and plan->objective_value (the
@@ -22,10 +22,12 @@ int remat__min_peak_ref(const struct remat_profile *p, struct remat_plan *plan,
                         struct remat_error *err);
 
 enum remat__minpeak_method {
-    REMAT__MINPEAK_AUTO = 0,        /* the deque, direct scans, the tree past a work budget */
-    REMAT__MINPEAK_REF = 1,         /* the quadratic program */
-    REMAT__MINPEAK_TREE = 2,        /* the tree alone throughout (no deque, no scans) */
-    REMAT__MINPEAK_EARLY_SWITCH = 3 /* AUTO with a budget of n, so tests see the switch */
+    REMAT__MINPEAK_AUTO = 0,         /* the deque, direct scans, the tree past a work budget */
+    REMAT__MINPEAK_REF = 1,          /* the quadratic program */
+    REMAT__MINPEAK_TREE = 2,         /* the tree alone throughout (no deque, no scans) */
+    REMAT__MINPEAK_EARLY_SWITCH = 3, /* AUTO with a budget of n, so tests see the switch */
+    REMAT__MINPEAK_SPENT_PASS = 4    /* AUTO, but a least-recompute pass that will give up
+                                      * runs until it does (the old path, for the bench) */
 };
 /* Every method but REF falls back to the quadratic program when some
  * saved_bytes < out_bytes (a profile remat_profile_validate refuses). */

@@ -1,0 +1,94 @@
+/* solve_mintime_table.h - the min-time table's layout and the byte amounts
+ * of its options, shared by the fill (solve_mintime_table.c) and the exact
+ * least-peak recursion over the same options (solve_mintime_least.c).
+ * Private to those two; everything else goes through solve_mintime.h. */
+#ifndef REMAT_SOLVE_MINTIME_TABLE_H
+#define REMAT_SOLVE_MINTIME_TABLE_H
+#include "solve_mintime.h"
+
+struct remat__mt {
+    size_t n;
+    int32_t S;    /* top index: free units at the budget */
+    int64_t unit; /* bytes per unit */
+    int64_t base; /* W + x_0: live before the first op */
+    int prune;
+    /* Stage data, 1-based; x[0] is the input. */
+    /* ft: the forward's transient without grad (F_ck, F_∅), fg: with grad
+     * (F_all), bt: the backward's, signed (bwd_tmp_bytes - bwd_freed_bytes). */
+    const int64_t *x, *xb, *ft, *fg, *bt;
+    const double *tf, *tb;
+    const int64_t *pp; /* pp[k] = Σ_{1..k} p */
+    int64_t *buf_i64;
+    double *buf_f64;
+    /* Cells (i, l) with 1 <= i <= l + 1, l in 1..n, at i * (n + 1) + l. */
+    int32_t *lo, *hi, *sat;
+    double *cv; /* the value from hi on */
+    double *ca; /* time of the plain chain F_all .. B over i..l */
+    size_t *off;
+    double *tab;
+    size_t tab_len;
+    const struct remat__cancel *cancel; /* checked once per cell; may be NULL */
+    int canceled;
+    /* The time cap (remat__mt_fill_capped), HUGE_VAL when none; tt[k] is the
+     * least time of stages 1..k, Σ (tf + tb), that every schedule spends. */
+    double cap;
+    double *tt;
+    /* The amounts in units, computed once per fill (an int64 division each,
+     * which the loops would otherwise repeat O(n^3) times): ux[k] = up(x_k),
+     * uxb[k] = up(x̄_k), uown[k] = up(x̄_k + fg_k), uf0[k] = up(x_k + ft_k)
+     * (F_ck(k)'s peak), uf[k] = up(x_{k-1} + x_k + ft_k) (F_∅(k)'s), and per
+     * cell (j, l) dg = down(leaf_gain_bytes(., j, l)). */
+    int32_t *ubuf;
+    const int32_t *ux, *uxb, *uown, *uf0, *uf;
+    int32_t *dg;
+    int32_t exact_from; /* the root's values are the whole table's from here */
+};
+
+/* Whether the fill is to stop (once told, it stays stopped). */
+static inline int stop(struct remat__mt *t)
+{
+    if (!t->canceled && remat__cancelled(t->cancel))
+        t->canceled = 1;
+    return t->canceled;
+}
+
+static inline size_t cell(const struct remat__mt *t, size_t i, size_t l)
+{
+    return i * (t->n + 1) + l;
+}
+
+/* Bytes live at B(i)'s peak above the entry of the chain option of (i, l):
+ * x̄_i, δ_i, the weight gradients of i..l, δ_{i-1} and b_i, less δ_l. */
+static inline int64_t chain_bwd_bytes(const struct remat__mt *t, size_t i, size_t l)
+{
+    int64_t v = t->xb[i] + t->x[i] + (t->pp[l] - t->pp[i - 1]) + t->bt[i];
+    if (i > 1)
+        v += t->x[i - 1];
+    if (l < t->n)
+        v -= t->x[l];
+    return v;
+}
+
+/* Bytes the leaf option of (i, l) at j gives back before cell (i, j-1):
+ * δ_l, less δ_{j-1} and the weight gradients of j..l. */
+static inline int64_t leaf_gain_bytes(const struct remat__mt *t, size_t i, size_t j, size_t l)
+{
+    (void)i;
+    int64_t v = -t->x[j - 1] - (t->pp[l] - t->pp[j - 1]);
+    if (l < t->n)
+        v += t->x[l];
+    return v;
+}
+
+/* Peak above entry of F_∅(k) for k > i in a leaf (x_{k-1} and x_k live), and
+ * of F_ck(i) (x_i). */
+static inline int64_t fwd_bytes(const struct remat__mt *t, size_t i, size_t k)
+{
+    return (k == i ? 0 : t->x[k - 1]) + t->x[k] + t->ft[k];
+}
+
+/* Copies the stage data into flat 1-based arrays (t->buf_i64, t->buf_f64)
+ * and checks that every sum the program forms stays far from overflow. */
+int remat__mt_load_stages(struct remat__mt *t, const struct remat_profile *p,
+                          struct remat_error *err);
+#endif

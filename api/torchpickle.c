@@ -114,7 +114,11 @@ static int is_torch_module(const unsigned char *m, size_t len)
 
 static int memo_put(struct scan *s, uint64_t idx)
 {
-    if (s->depth == 0 || s->stack[s->depth - 1].kind == K_MARK || idx >= MAX_MEMO)
+    /* Picklers number memo entries in order (Python's len(memo), torch's
+     * memo_id_++): an index past the next one is refused rather than
+     * grown to, so the memo never holds more than the text has put. */
+    if (s->depth == 0 || s->stack[s->depth - 1].kind == K_MARK || idx >= MAX_MEMO ||
+        idx > s->memo_used)
         return -1;
     if (idx >= s->memo_len) {
         size_t cap = s->memo_len ? s->memo_len : 64;

@@ -93,6 +93,14 @@ static void test_refused(void **state)
     assert_null(SCAN("\x80\x02"
                      "c__torch__\nNet\n)\x81}j\x05\x00\x00\x00"
                      "0b."));
+    /* Memo indices out of order: the class put at 0 is taken, the same put
+     * at 5 (no 0 to 4 before it) is refused, not grown to. */
+    json_t *in_order = SCAN("\x80\x02"
+                            "c__torch__\nNet\nq\x00)\x81}b.");
+    assert_non_null(in_order);
+    json_decref(in_order);
+    assert_null(SCAN("\x80\x02"
+                     "c__torch__\nNet\nq\x05)\x81}b."));
     /* No STOP. */
     assert_null(SCAN("\x80\x02"
                      "c__torch__\nNet\n)\x81}b"));

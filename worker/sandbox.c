@@ -658,21 +658,27 @@ static int ll_allow(int rs, const char *path, uint64_t rights, uint64_t handled)
     return rc;
 }
 
-/* The folders of every file mapped now (remat-worker, libtorch and the
- * ~290 libraries it pulled in): libraries libtorch loads later with
- * dlopen (oneDNN's, MKL's, CUDA's) sit beside them. */
+/* The folders of every library mapped now (libtorch and the ~290
+ * libraries it pulled in): libraries libtorch loads later with dlopen
+ * (oneDNN's, MKL's, CUDA's) sit beside them.  Not remat-worker's own
+ * folder, unless a library shares it: the program is mapped already, and
+ * an operator may keep other things beside it. */
 static int ll_allow_mapped(int rs, uint64_t handled)
 {
     FILE *f = fopen("/proc/self/maps", "r");
     if (f == NULL)
         return -1;
-    char line[PATH_MAX + 128], seen[64][PATH_MAX];
+    char line[PATH_MAX + 128], seen[64][PATH_MAX], exe[PATH_MAX];
+    ssize_t el = readlink("/proc/self/exe", exe, sizeof exe - 1);
+    exe[el > 0 ? el : 0] = '\0';
     int nseen = 0, rc = 0;
     while (rc == 0 && fgets(line, sizeof line, f) != NULL) {
         char *p = strchr(line, '/');
         if (p == NULL)
             continue;
         p[strcspn(p, "\n")] = '\0';
+        if (strcmp(p, exe) == 0)
+            continue;
         char *slash = strrchr(p, '/');
         if (slash == p)
             continue; /* a file at the root: nothing to allow */

@@ -500,7 +500,9 @@ json_t *rw_sandbox_run(const struct rw_sandbox *sb, const char *kind, const json
                 result = NULL;
                 fail(why, 0, "the uploaded model's process gave a result that is not an object");
             }
-        } else if (clean && last != NULL && last[0] == 'F' && last[1] == ' ') {
+        } else if (last != NULL && last[0] == 'F' && last[1] == ' ') {
+            /* The child's own words, also when it could not confine itself
+             * and exited 1. */
             read_failure(last + 2, why);
         } else {
             explain_end(status, attempt, stage, stages, activity, why);
@@ -696,7 +698,7 @@ static int ll_allow_mapped(int rs, uint64_t handled)
     return rc;
 }
 
-static int apply_landlock(int abi, const char *device, const char *scratch)
+static int apply_landlock(int abi, const char *device, const char *scratch, int archive_fd)
 {
     struct ll_ruleset_attr attr = {.handled_access_fs = ll_fs_rights(abi)};
     size_t size = sizeof attr.handled_access_fs;
@@ -760,7 +762,8 @@ static int apply_landlock(int abi, const char *device, const char *scratch)
     }
     rc |= ll_allow(rs, scratch, LL_SCRATCH, h);
     /* The archive, by its descriptor: the child opens it as /proc/self/fd/4. */
-    rc |= ll_allow_fd(rs, FD_ARCHIVE, LANDLOCK_ACCESS_FS_READ_FILE, h);
+    if (archive_fd >= 0)
+        rc |= ll_allow_fd(rs, archive_fd, LANDLOCK_ACCESS_FS_READ_FILE, h);
     if (rc == 0)
         rc = (int)syscall(SYS_landlock_restrict_self, rs, 0);
     close(rs);
@@ -898,6 +901,31 @@ static int apply_seccomp(void)
 }
 #endif
 
+int rw_sandbox_confine(const char *device, const char *scratch, int archive_fd,
+                       long long memory_bytes, char *why, size_t cap)
+{
+    int abi = landlock_abi();
+    if (set_limits(device, memory_bytes) < 0) {
+        snprintf(why, cap, "cannot set the memory limit: %s", strerror(errno));
+        return -1;
+    }
+    if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0 || abi == 0 ||
+        apply_landlock(abi, device, scratch, archive_fd) < 0) {
+        snprintf(why, cap, "cannot apply the Landlock ruleset (ABI %d): %s", abi, strerror(errno));
+        return -1;
+    }
+#ifdef HAVE_SECCOMP
+    if (apply_seccomp() < 0) {
+        snprintf(why, cap, "cannot load the seccomp filter");
+        return -1;
+    }
+    return 0;
+#else
+    snprintf(why, cap, "this remat-worker was built without libseccomp");
+    return -1;
+#endif
+}
+
 int rw_sandbox_child_main(int argc, char **argv)
 {
     (void)argc;
@@ -932,28 +960,11 @@ int rw_sandbox_child_main(int argc, char **argv)
         child_fail(&why);
         return 0;
     }
-    int abi = landlock_abi();
-    if (set_limits(device, memory_bytes) < 0) {
-        child_fail_msg("cannot set the memory limit");
-        return 1;
-    }
-    if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0 || abi == 0 ||
-        apply_landlock(abi, device, scratch) < 0) {
-        char msg[160];
-        snprintf(msg, sizeof msg, "cannot apply the Landlock ruleset (ABI %d): %s", abi,
-                 strerror(errno));
+    char msg[200];
+    if (rw_sandbox_confine(device, scratch, FD_ARCHIVE, memory_bytes, msg, sizeof msg) < 0) {
         child_fail_msg(msg);
         return 1;
     }
-#ifdef HAVE_SECCOMP
-    if (apply_seccomp() < 0) {
-        child_fail_msg("cannot load the seccomp filter");
-        return 1;
-    }
-#else
-    child_fail_msg("this remat-worker was built without libseccomp");
-    return 1;
-#endif
 
     json_t *result = strcmp(kind, "validation") == 0 ? rw_validate(spec, child_progress, NULL, &why)
                                                      : rw_profile(spec, child_progress, NULL, &why);

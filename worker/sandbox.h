@@ -21,6 +21,8 @@
 #ifndef REMAT_WORKER_SANDBOX_H
 #define REMAT_WORKER_SANDBOX_H
 
+#include <stddef.h>
+
 #include <jansson.h>
 
 #include "shim.h"
@@ -62,6 +64,15 @@ json_t *rw_sandbox_run(const struct rw_sandbox *sb, const char *kind, const json
 
 /* Whether spec (of kind) names an uploaded archive: 1 or 0. */
 int rw_sandbox_wants(const char *kind, const json_t *spec);
+
+/* Confines the calling process as the child confines itself before it
+ * loads a model: memory limit (memory_bytes beyond its address space now;
+ * 0: none), no_new_privs, Landlock (scratch read-write, archive_fd
+ * readable when >= 0, the libraries and device read-only) and seccomp.
+ * Irreversible.  Returns 0, or -1 with why filled.  Exposed for
+ * tests/worker/test_sandbox.c. */
+int rw_sandbox_confine(const char *device, const char *scratch, int archive_fd,
+                       long long memory_bytes, char *why, size_t cap);
 
 /* The child's main: argv[1] is "--sandbox-child".  Returns the exit
  * status (the result itself goes to the result descriptor). */

@@ -10,6 +10,8 @@
  * (given back without counting an attempt) and the worker exits 0.
  *
  * One process serves many jobs: libtorch takes most of a second to load.
+ * An uploaded model's job is the exception: its model loads and runs in a
+ * sandboxed child, remat-worker --sandbox-child (sandbox.h), exec'd per job.
  *
  * Local modes for tests and for machines without rematd:
  *   remat-worker --profile-local SPEC.json            prints the profile

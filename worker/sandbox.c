@@ -590,6 +590,10 @@ static int set_limits(const char *device, long long memory_bytes)
     long long vm = vm_size();
     if (vm < 0)
         return -1;
+    /* A file in the scratch folder is memory too where /tmp is a tmpfs. */
+    struct rlimit fsize = {(rlim_t)memory_bytes, (rlim_t)memory_bytes};
+    if (setrlimit(RLIMIT_FSIZE, &fsize) < 0)
+        return -1;
     if (strncmp(device, "cuda", 4) == 0) {
         /* The CUDA driver reserves address space far beyond the machine's
          * memory (unified addressing): RLIMIT_AS would make it fail to
@@ -602,11 +606,7 @@ static int set_limits(const char *device, long long memory_bytes)
     /* On a CPU every byte the model can allocate is in the address space. */
     rlim_t as = (rlim_t)(vm + memory_bytes + AS_SLACK_BYTES);
     struct rlimit lim = {as, as};
-    if (setrlimit(RLIMIT_AS, &lim) < 0)
-        return -1;
-    /* A file in the scratch folder is memory too where /tmp is a tmpfs. */
-    struct rlimit fsize = {(rlim_t)memory_bytes, (rlim_t)memory_bytes};
-    return setrlimit(RLIMIT_FSIZE, &fsize);
+    return setrlimit(RLIMIT_AS, &lim);
 }
 
 /* The rights each kind of rule grants, and the ones a rule on a file (not

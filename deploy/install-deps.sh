@@ -11,7 +11,8 @@ $SUDO apt-get install -y -qq --no-install-recommends \
     build-essential autoconf automake libtool autoconf-archive pkg-config \
     libmicrohttpd-dev libjansson-dev libcmocka-dev libsqlite3-dev libcurl4-openssl-dev \
     python3 python3-jsonschema python3-yaml curl wrk clang clang-format cppcheck libclang-rt-14-dev git ca-certificates \
-    librsvg2-bin fonts-dejavu-core
+    librsvg2-bin fonts-dejavu-core libseccomp-dev
+# libseccomp-dev: remat-worker's sandbox for uploaded models (docs/security.md).
 # librsvg2-bin (rsvg-convert) and a font: the picture tests render every SVG
 # remat draws to a PNG and check it (tests/png-check.py).
 # The PostgreSQL store: libpq to build it, and a server (PostgreSQL 15) and

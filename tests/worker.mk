@@ -5,7 +5,7 @@
 # run by hand on a GPU machine.
 EXTRA_DIST += tests/worker/e2e.py tests/worker/accuracy-ci.sh tests/worker/accuracy.sh \
 	tests/worker/gpu-accuracy.sh tests/worker/compare-timeline.py tests/worker/plan-check.py \
-	tests/worker/models-e2e.py tests/worker/gpu-time.sh tests/worker/side-by-side.py \
+	tests/worker/models-e2e.py tests/worker/hostile-models.py tests/worker/gpu-time.sh tests/worker/side-by-side.py \
 	tests/worker/step-noise.sh tests/worker/optim-e2e.py tests/worker/gpu-side-by-side.sh \
 	tests/worker/gpu-common.sh tests/worker/gpu-all.sh \
 	tests/worker/side-by-side-check.py tests/worker/lib.py bench/profile-speed.py tests/worker/fits-e2e.py \
@@ -19,5 +19,14 @@ EXTRA_DIST += tests/worker/e2e.py tests/worker/accuracy-ci.sh tests/worker/accur
 if HAVE_TORCH
 TESTS += tests/worker/e2e.py tests/worker/accuracy-ci.sh tests/worker/plan-check.py \
 	tests/worker/models-e2e.py tests/worker/optim-e2e.py tests/worker/side-by-side-check.py \
-	tests/worker/fits-e2e.py
+	tests/worker/fits-e2e.py tests/worker/hostile-models.py
 endif
+
+# The sandbox of uploaded models, one system call at a time (sandbox.c
+# without libtorch: the shim's calls are stubs in the test).
+check_PROGRAMS += tests/worker/test_sandbox
+TESTS += tests/worker/test_sandbox
+tests_worker_test_sandbox_SOURCES = tests/worker/test_sandbox.c worker/sandbox.c worker/sandbox.h
+tests_worker_test_sandbox_CFLAGS = $(AM_CFLAGS) $(JANSSON_CFLAGS) $(CMOCKA_CFLAGS) $(SECCOMP_CFLAGS)
+tests_worker_test_sandbox_LDADD = src/libremat_core.la $(SECCOMP_LIBS) $(CMOCKA_LIBS) $(JANSSON_LIBS) \
+	-lpthread -lm

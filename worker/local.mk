@@ -6,13 +6,14 @@
 EXTRA_DIST += worker/build-standalone.sh docs/worker.md docs/accuracy.md
 if HAVE_TORCH
 bin_PROGRAMS += worker/remat-worker
-worker_remat_worker_SOURCES = worker/main.c worker/http.h worker/http.c worker/cache.h worker/cache.c worker/shim.h worker/shim_private.h \
+worker_remat_worker_SOURCES = worker/main.c worker/http.h worker/http.c worker/cache.h worker/cache.c \
+	worker/sandbox.h worker/sandbox.c worker/shim.h worker/shim_private.h \
 	worker/shim.cpp worker/device.cpp worker/model.cpp worker/measure.cpp worker/execute.cpp worker/optim.cpp
 # The program is C but links C++ (libtorch): make automake use the C++ linker.
 nodist_EXTRA_worker_remat_worker_SOURCES = dummy.cxx
-worker_remat_worker_CFLAGS = $(AM_CFLAGS) $(JANSSON_CFLAGS) $(CURL_CFLAGS)
+worker_remat_worker_CFLAGS = $(AM_CFLAGS) $(JANSSON_CFLAGS) $(CURL_CFLAGS) $(SECCOMP_CFLAGS)
 worker_remat_worker_CXXFLAGS = $(AM_CXXFLAGS) $(JANSSON_CFLAGS)
 worker_remat_worker_CPPFLAGS = $(AM_CPPFLAGS) $(TORCH_CPPFLAGS)
-worker_remat_worker_LDADD = src/libremat_core.la $(TORCH_LIBS) $(CURL_LIBS) $(JANSSON_LIBS) -lm \
+worker_remat_worker_LDADD = src/libremat_core.la $(TORCH_LIBS) $(CURL_LIBS) $(JANSSON_LIBS) $(SECCOMP_LIBS) -lm \
 	-lpthread
 endif

@@ -10,6 +10,8 @@
  * (given back without counting an attempt) and the worker exits 0.
  *
  * One process serves many jobs: libtorch takes most of a second to load.
+ * An uploaded model's job is the exception: its model loads and runs in a
+ * sandboxed child, remat-worker --sandbox-child (sandbox.h), exec'd per job.
  *
  * Local modes for tests and for machines without rematd:
  *   remat-worker --profile-local SPEC.json            prints the profile
@@ -38,6 +40,7 @@
 #include "cache.h"
 #include "http.h"
 #include "rematx/rematx.h"
+#include "sandbox.h"
 #include "shim.h"
 
 #define MAX_REPLY_BYTES (16 * 1024 * 1024)
@@ -87,7 +90,8 @@ struct worker {
     const char *token;  /* NULL: none */
     const char *device;
     char id[128];
-    struct rw_cache cache; /* uploaded models (cache.h) */
+    struct rw_cache cache;     /* uploaded models (cache.h) */
+    struct rw_sandbox sandbox; /* where uploaded models run (sandbox.h) */
 };
 
 /* What the heartbeat thread reports and what it found out. */
@@ -370,7 +374,14 @@ static void run_job(const struct worker *w, json_t *lease)
     json_t *local = fetch_model(w, spec, kind, &js, &why);
     /* Without the model (why says so) there is nothing to run. */
     int have_model = local != NULL || why.reason[0] == '\0';
-    if (have_model && strcmp(kind, "profile") == 0)
+    const json_t *attempt = json_object_get(lease, "attempt");
+    /* An uploaded model's code runs in the sandboxed child (sandbox.h),
+     * under the job's deadline; a zoo model's in this process. */
+    if (have_model && local != NULL && rw_sandbox_wants(kind, local))
+        result = rw_sandbox_run(&w->sandbox, kind, local,
+                                json_is_integer(attempt) ? (int)json_integer_value(attempt) : 1,
+                                on_progress, &js, &why);
+    else if (have_model && strcmp(kind, "profile") == 0)
         result = rw_profile(local ? local : spec, on_progress, &js, &why);
     else if (have_model && strcmp(kind, "validation") == 0)
         result = rw_validate(local ? local : spec, on_progress, &js, &why);
@@ -519,13 +530,22 @@ static void usage(FILE *f)
         "       remat-worker --validate-local SPEC.json PLAN.json [--profile PROFILE.json]\n"
         "                    [--repeats N] [--warmup N] [--timeline] [--device D]\n"
         "options: --cpu-limit BYTES  fail CPU jobs as out of memory past this many live bytes\n"
+        "             (and an uploaded model's process past this much memory)\n"
+        "         --job-timeout S    kill an uploaded model's process after S seconds (900)\n"
+        "         --unsafe-no-sandbox  run uploaded models unconfined, in this process\n"
+        "             (docs/security.md)\n"
         "env: REMAT_SERVER, REMAT_WORKER_TOKEN, REMAT_DEVICE, REMAT_CPU_LIMIT_BYTES,\n"
-        "     REMAT_WORKER_CACHE_DIR, REMAT_WORKER_CACHE_BYTES (uploaded models)\n",
+        "     REMAT_WORKER_CACHE_DIR, REMAT_WORKER_CACHE_BYTES (uploaded models),\n"
+        "     REMAT_JOB_TIMEOUT, REMAT_UNSAFE_NO_SANDBOX=1\n",
         f);
 }
 
 int main(int argc, char **argv)
 {
+    /* The sandboxed child of an uploaded model's job (sandbox.h): its own
+     * main, before any option or variable of the worker's is read. */
+    if (argc == 2 && strcmp(argv[1], "--sandbox-child") == 0)
+        return rw_sandbox_child_main(argc, argv);
     struct worker w = {0};
     w.server = getenv("REMAT_SERVER");
     w.token = getenv("REMAT_WORKER_TOKEN");
@@ -535,6 +555,10 @@ int main(int argc, char **argv)
     const char *limit_env = getenv("REMAT_CPU_LIMIT_BYTES");
     long long cpu_limit = limit_env != NULL ? atoll(limit_env) : -1;
     int once = 0, repeats = 0, warmup = -1, timeline = 0;
+    const char *timeout_env = getenv("REMAT_JOB_TIMEOUT"),
+               *unsafe_env = getenv("REMAT_UNSAFE_NO_SANDBOX");
+    const char *job_timeout = timeout_env != NULL && *timeout_env != '\0' ? timeout_env : NULL;
+    int unsafe = unsafe_env != NULL && strcmp(unsafe_env, "1") == 0;
     struct local_trace trace = {0};
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
@@ -551,6 +575,10 @@ int main(int argc, char **argv)
             once = 1;
         else if (strcmp(a, "--cpu-limit") == 0 && more)
             cpu_limit = atoll(argv[++i]);
+        else if (strcmp(a, "--job-timeout") == 0 && more)
+            job_timeout = argv[++i];
+        else if (strcmp(a, "--unsafe-no-sandbox") == 0)
+            unsafe = 1;
         else if (strcmp(a, "--repeats") == 0 && more)
             repeats = atoi(argv[++i]);
         else if (strcmp(a, "--timeline") == 0)
@@ -585,6 +613,27 @@ int main(int argc, char **argv)
         long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
         cpu_limit = pages > 0 && page > 0 ? (long long)pages * page / 10 * 8 : 0;
     }
+    long timeout_s = RW_JOB_TIMEOUT_DEFAULT_S;
+    if (job_timeout != NULL) {
+        char *end;
+        timeout_s = strtol(job_timeout, &end, 10);
+        if (*end != '\0' || timeout_s <= 0 || timeout_s > 7 * 86400) {
+            fprintf(stderr,
+                    "remat-worker: --job-timeout (REMAT_JOB_TIMEOUT): want seconds in "
+                    "1..604800, not %s\n",
+                    job_timeout);
+            return 2;
+        }
+    }
+    rw_sandbox_init(&w.sandbox, w.device, cpu_limit, (int)timeout_s, unsafe);
+    if (w.sandbox.mode == RW_SANDBOX_UNSAFE)
+        fprintf(stderr, "remat-worker: --unsafe-no-sandbox: uploaded models run unconfined in "
+                        "this process\n");
+    else if (w.sandbox.mode == RW_SANDBOX_MISSING)
+        fprintf(stderr,
+                "remat-worker: no sandbox for uploaded models (%s): their jobs fail "
+                "unless --unsafe-no-sandbox is given\n",
+                w.sandbox.missing);
     if (id != NULL)
         snprintf(w.id, sizeof w.id, "%s", id);
     else {
@@ -618,7 +667,11 @@ int main(int argc, char **argv)
         if (spec == NULL)
             return 1;
         on_local_progress(&trace, 0, 0, "start");
-        int rc = print_or_fail(rw_profile(spec, on_local_progress, &trace, &why), &why);
+        int rc = print_or_fail(
+            rw_sandbox_wants("profile", spec)
+                ? rw_sandbox_run(&w.sandbox, "profile", spec, 1, on_local_progress, &trace, &why)
+                : rw_profile(spec, on_local_progress, &trace, &why),
+            &why);
         on_local_progress(&trace, 0, 0, "end");
         json_decref(spec);
         return rc;
@@ -642,7 +695,11 @@ int main(int argc, char **argv)
             json_object_set_new(job, "warmup", json_integer(warmup));
         if (timeline)
             json_object_set_new(job, "timeline", json_true());
-        int rc = print_or_fail(rw_validate(job, on_progress, NULL, &why), &why);
+        int rc = print_or_fail(
+            rw_sandbox_wants("validation", job)
+                ? rw_sandbox_run(&w.sandbox, "validation", job, 1, on_progress, NULL, &why)
+                : rw_validate(job, on_progress, NULL, &why),
+            &why);
         json_decref(job);
         return rc;
     }

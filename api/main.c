@@ -287,7 +287,7 @@ int main(int argc, char **argv)
             inet_ntop(AF_INET, &a4->sin_addr, host, sizeof host);
         snprintf(server, sizeof server, "http://%s:%u", host, port);
     }
-    struct rematd_supervisor *sv = rematd_supervisor_start(cfg, server);
+    struct rematd_supervisor *sv = rematd_supervisor_start(cfg, server, &srv.workers);
 
     int sig = 0;
     while (!sig) {

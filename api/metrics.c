@@ -129,6 +129,17 @@ char *rematd_metrics_render(struct rematd_server *srv, size_t *len)
         "remat_request_body_bytes %lld\n",
         (long long)atomic_load(&srv->body_memory));
     put(&o,
+        "# HELP remat_workers_supervised Workers this rematd runs (--workers).\n"
+        "# TYPE remat_workers_supervised gauge\nremat_workers_supervised %d\n"
+        "# HELP remat_workers_alive Of the supervised workers, those running now.\n"
+        "# TYPE remat_workers_alive gauge\nremat_workers_alive %d\n"
+        "# HELP remat_worker_exits_total Exits of supervised workers since start (shutdown's "
+        "aside).\n# TYPE remat_worker_exits_total counter\nremat_worker_exits_total %ld\n"
+        "# HELP remat_worker_crashes_total Of those exits, by a signal or a nonzero status.\n"
+        "# TYPE remat_worker_crashes_total counter\nremat_worker_crashes_total %ld\n",
+        atomic_load(&srv->workers.supervised), atomic_load(&srv->workers.alive),
+        atomic_load(&srv->workers.exits), atomic_load(&srv->workers.crashes));
+    put(&o,
         "# HELP remat_solve_memory_bytes Solver memory reserved by the solves running now, "
         "against --solve-memory-bytes.\n# TYPE remat_solve_memory_bytes gauge\n"
         "remat_solve_memory_bytes %lld\n",

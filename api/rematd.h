@@ -123,6 +123,15 @@ struct rematd_idem;
 struct rematd_http;
 struct rematd_route;
 struct MHD_Daemon;
+/* The supervised workers as /readyz and /metrics see them (supervise.c
+ * writes, the MHD threads read). */
+struct rematd_worker_stats {
+    atomic_int supervised; /* --workers started by this rematd (0: none) */
+    atomic_int alive;      /* of those, running now */
+    atomic_long exits;     /* exits of a supervised worker since start, shutdown's aside */
+    atomic_long crashes;   /* of those, by a signal or a nonzero status */
+};
+
 struct rematd_server {
     struct rematd_config cfg;
     struct rematd_store *store;
@@ -153,6 +162,7 @@ struct rematd_server {
      * a route's index in it is its metrics slot. */
     const struct rematd_route *const *routes;
     size_t n_routes;
+    struct rematd_worker_stats workers;
 };
 
 /* ------------------------------------------------------------------------

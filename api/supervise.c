@@ -5,6 +5,13 @@
  * them all on shutdown (SIGTERM, then SIGKILL after a grace period).
  * Driven from the main thread's loop; no threads, no signal handlers.
  *
+ * A worker that dies, however often and however fast, is started again
+ * (the backoff keeps a crash loop to one start in 30 s): one model that
+ * crashes its worker must not take the service's workers away for good.
+ * Only a program that cannot run at all (exec failed: 126, 127) is not
+ * restarted.  /readyz says when none is alive; /metrics counts exits and
+ * crashes (struct rematd_worker_stats).
+ *
  * A worker never outlives rematd: it is started with PR_SET_PDEATHSIG
  * SIGKILL (the main thread, which forks, lives as long as the process),
  * and it holds the read end of a pipe whose write end only rematd has, so
@@ -55,6 +62,8 @@ struct child {
 struct rematd_supervisor {
     struct child *kids;
     int n;
+    int stopping; /* rematd_supervisor_term was called: exits are shutdown's */
+    struct rematd_worker_stats *stats;
     char server[80];
     char path[1024];
     char token[256];
@@ -233,8 +242,18 @@ static void spawn(struct rematd_supervisor *sv, struct child *c, int slot)
                          c->id, "path", sv->path));
 }
 
+static void publish(struct rematd_supervisor *sv)
+{
+    int alive = 0;
+    for (int i = 0; i < sv->n; i++)
+        alive += sv->kids[i].pid > 0;
+    if (sv->stats)
+        atomic_store(&sv->stats->alive, alive);
+}
+
 struct rematd_supervisor *rematd_supervisor_start(const struct rematd_config *cfg,
-                                                  const char *server)
+                                                  const char *server,
+                                                  struct rematd_worker_stats *stats)
 {
     int n = cfg->workers;
     int gpus = 0;
@@ -253,6 +272,9 @@ struct rematd_supervisor *rematd_supervisor_start(const struct rematd_config *cf
         return NULL;
     }
     sv->n = n;
+    sv->stats = stats;
+    if (stats)
+        atomic_store(&stats->supervised, n);
     snprintf(sv->server, sizeof sv->server, "%s", server);
     snprintf(sv->path, sizeof sv->path, "%s", cfg->worker_path);
     snprintf(sv->token, sizeof sv->token, "%s", cfg->worker_token);
@@ -273,6 +295,7 @@ struct rematd_supervisor *rematd_supervisor_start(const struct rematd_config *cf
         c->backoff = 1;
         spawn(sv, c, i);
     }
+    publish(sv);
     return sv;
 }
 
@@ -295,14 +318,21 @@ void rematd_supervisor_tick(struct rematd_supervisor *sv)
             close(c->pipe_w);
             c->pipe_w = -1;
             int code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-            /* A program that cannot run (exec failed: 127, 126) or dies at
-             * once every time is not restarted forever. */
-            c->given_up = c->quick_failures >= 5 || code == 126 || code == 127;
+            /* A program that cannot run (exec failed: 127, 126) is not
+             * restarted; any other exit is, a crash loop included (after
+             * the backoff). */
+            c->given_up = code == 126 || code == 127;
+            if (sv->stats && !sv->stopping) {
+                atomic_fetch_add(&sv->stats->exits, 1);
+                if (WIFSIGNALED(status) || code != 0)
+                    atomic_fetch_add(&sv->stats->crashes, 1);
+            }
             rematd_log(c->given_up ? "error" : "warn",
                        c->given_up ? "worker exited, not restarted" : "worker exited",
-                       json_pack("{s:i, s:i, s:i, s:f, s:f}", "pid", (int)c->pid, "exit", code,
+                       json_pack("{s:i, s:i, s:i, s:f, s:f, s:i}", "pid", (int)c->pid, "exit", code,
                                  "signal", WIFSIGNALED(status) ? WTERMSIG(status) : 0, "lived_s",
-                                 lived, "restart_in_s", c->given_up ? -1.0 : c->backoff));
+                                 lived, "restart_in_s", c->given_up ? -1.0 : c->backoff,
+                                 "quick_exits_in_a_row", c->quick_failures));
             c->pid = 0;
             c->next_start = now + c->backoff;
             c->backoff = c->backoff * 2 > 30 ? 30 : c->backoff * 2;
@@ -310,12 +340,14 @@ void rematd_supervisor_tick(struct rematd_supervisor *sv)
             spawn(sv, c, i);
         }
     }
+    publish(sv);
 }
 
 void rematd_supervisor_term(struct rematd_supervisor *sv)
 {
     if (!sv)
         return;
+    sv->stopping = 1;
     for (int i = 0; i < sv->n; i++) {
         sv->kids[i].given_up = 1; /* no restart from here on */
         if (sv->kids[i].pid > 0)

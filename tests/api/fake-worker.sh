@@ -18,4 +18,6 @@ code=$(curl -s -o /dev/null -w '%{http_code}' -H 'Content-Type: application/json
     --data-binary "{\"worker_id\":\"$id\",\"devices\":[\"$device\"]}" "$server/v1/worker/lease")
 # Whether the clients' token reached the worker (it must not).
 echo "start $$ $device $id $server lease=$code client_token=${REMAT_TOKEN:+leaked}" >>"$log"
+# FAKE_WORKER_CRASH=1: a worker whose model kills it, every time.
+[ -n "${FAKE_WORKER_CRASH:-}" ] && kill -SEGV $$
 while :; do sleep 0.1; done

@@ -37,7 +37,8 @@ soak: api/rematd
 	  top_builddir=$(top_builddir) nice -n 19 $(SHELL) $(top_srcdir)/tests/api/soak.sh
 TESTS += $(API_TESTS)
 EXTRA_DIST += tests/api/lib.sh tests/api/check_schema.py tests/api/fake-worker.sh \
-	tests/api/rawhttp.py tests/api/contract.py tests/api/contract-unreachable.txt \
+	tests/api/rawhttp.py tests/api/contract.py tests/api/contract_spec.py tests/api/contract_wire.py \
+	tests/api/contract-unreachable.txt \
 	docs/examples/tiny-model.pt
 
 # The PostgreSQL store (issue 16): the endpoint, job and durability suites

@@ -60,450 +60,27 @@ import subprocess
 import sys
 import tempfile
 import time
-import xml.etree.ElementTree
 import zipfile
 
-import yaml
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import check_schema  # noqa: E402
-
-SRC = os.environ.get("top_srcdir") or os.path.join(os.path.dirname(__file__), "..", "..")
-BUILD = os.environ.get("top_builddir") or SRC
-SPEC = os.path.join(SRC, "openapi.yaml")
-REMATD = os.environ.get("REMATD") or os.path.join(BUILD, "api", "rematd")
-WORKER = os.path.join(BUILD, "worker", "remat-worker")
-UNREACHABLE = os.path.join(SRC, "tests", "api", "contract-unreachable.txt")
-CLIENT_TOKEN = "contract-client-token"
-WORKER_TOKEN = "contract-worker-token"
-METHODS = ["get", "put", "post", "delete", "patch"]
-
-failures = []
-checks = 0
-
-
-def check(cond, what):
-    global checks
-    checks += 1
-    if not cond:
-        failures.append(what)
-        print("FAIL " + what, flush=True)
-    return cond
-
-
-with open(SPEC, "rb") as f:
-    SPEC_BYTES = f.read()
-doc = yaml.safe_load(SPEC_BYTES)
-
-
-def deref(node):
-    return check_schema.deref(node, doc)
-
-
-def validator(schema):
-    return check_schema.validator(schema, doc)
-
-
-def schema_errors(schema, value):
-    return ["%s at /%s" % (e.message[:200], "/".join(str(p) for p in e.absolute_path))
-            for e in list(validator(schema).iter_errors(value))[:3]]
-
-
-# ---------------------------------------------------------------- static
-
-# YAML 1.2 core schema: what a plain scalar resolves to there.
-CORE = [
-    ("null", re.compile(r"^(~|null|Null|NULL|)$")),
-    ("bool", re.compile(r"^(true|True|TRUE|false|False|FALSE)$")),
-    ("int", re.compile(r"^([-+]?[0-9]+|0o[0-7]+|0x[0-9a-fA-F]+)$")),
-    ("float", re.compile(r"^([-+]?(\.[0-9]+|[0-9]+(\.[0-9]*)?)([eE][-+]?[0-9]+)?"
-                         r"|[-+]?\.(inf|Inf|INF)|\.nan|\.NaN|\.NAN)$")),
-]
-
-
-def core_tag(value):
-    for tag, rx in CORE:
-        if rx.match(value):
-            return tag
-    return "str"
-
-
-def static_yaml():
-    resolver = yaml.resolver.Resolver()
-    node = yaml.compose(SPEC_BYTES.decode())
-    stack = [(node, False)]
-    seen = 0
-    while stack:
-        n, in_flow = stack.pop()
-        if isinstance(n, yaml.MappingNode):
-            for k, v in n.value:
-                stack += [(k, in_flow or n.flow_style), (v, in_flow or n.flow_style)]
-        elif isinstance(n, yaml.SequenceNode):
-            stack += [(v, in_flow or n.flow_style) for v in n.value]
-        elif isinstance(n, yaml.ScalarNode) and n.style is None:
-            seen += 1
-            # YAML 1.1 has no ':' inside a plain scalar in a flow collection
-            # ([cuda:0]); PyYAML reads it since 5.1, others refuse it.
-            check(not (in_flow and ":" in n.value),
-                  "line %d: plain scalar %r holds ':' inside a flow collection: quote it"
-                  % (n.start_mark.line + 1, n.value))
-            tag11 = resolver.resolve(yaml.ScalarNode, n.value, (True, False)).rsplit(":", 1)[1]
-            tag12 = core_tag(n.value)
-            same = tag11 == tag12
-            if same and tag11 == "int":
-                same = yaml.safe_load(n.value) == int(n.value, 0)
-            check(same, "line %d: plain scalar %r is %s in YAML 1.1 but %s in YAML 1.2: quote it"
-                  % (n.start_mark.line + 1, n.value, tag11, tag12))
-    check(seen > 1000, "only %d plain scalars seen" % seen)
-
-
-KEYWORDS = {
-    "$ref", "$schema", "$id", "$defs", "$comment", "$anchor", "$dynamicRef", "$dynamicAnchor",
-    "type", "enum", "const", "multipleOf", "maximum", "exclusiveMaximum", "minimum",
-    "exclusiveMinimum", "maxLength", "minLength", "pattern", "maxItems", "minItems",
-    "uniqueItems", "maxContains", "minContains", "maxProperties", "minProperties", "required",
-    "dependentRequired", "format", "title", "description", "default", "deprecated", "readOnly",
-    "writeOnly", "examples", "example", "contentEncoding", "contentMediaType", "contentSchema",
-    "allOf", "anyOf", "oneOf", "not", "if", "then", "else", "dependentSchemas", "prefixItems",
-    "items", "contains", "properties", "patternProperties", "additionalProperties",
-    "propertyNames", "unevaluatedItems", "unevaluatedProperties", "discriminator", "xml",
-    "externalDocs",
-}
-SUB_ONE = ("not", "if", "then", "else", "items", "contains", "additionalProperties",
-           "propertyNames", "unevaluatedItems", "unevaluatedProperties", "contentSchema")
-SUB_LIST = ("allOf", "anyOf", "oneOf", "prefixItems")
-SUB_MAP = ("properties", "patternProperties", "dependentSchemas", "$defs")
-
-
-def walk_schema(s, where):
-    if isinstance(s, bool):
-        return
-    if not check(isinstance(s, dict), "%s: a schema is an object or a boolean" % where):
-        return
-    for k in s:
-        check(k in KEYWORDS or k.startswith("x-"), "%s: %r is not a schema keyword" % (where, k))
-    for k in SUB_ONE:
-        if k in s:
-            walk_schema(s[k], where + "/" + k)
-    for k in SUB_LIST:
-        for i, sub in enumerate(s.get(k, [])):
-            walk_schema(sub, "%s/%s/%d" % (where, k, i))
-    for k in SUB_MAP:
-        for name, sub in s.get(k, {}).items():
-            walk_schema(sub, "%s/%s/%s" % (where, k, name))
-
-
-def operations():
-    for path, item in doc["paths"].items():
-        for m in METHODS:
-            if m in item:
-                yield path, m, item[m]
-
-
-def op_params(path, op):
-    return [deref(p) for p in doc["paths"][path].get("parameters", []) + op.get("parameters", [])]
-
-
-# The answers that can meet any operation: the framing of the request, a
-# body over the limits (a GET's too), the bodies held together.
-ANY_OPERATION = ("400", "408", "413", "414", "431", "500", "501", "503", "505")
-# Headers rematd sends; each must be declared on the response it is on.
-SENT_HEADERS = ("x-request-id", "location", "content-location", "retry-after",
-                "idempotent-replayed", "allow", "www-authenticate", "x-remat-sha256")
-
-
-def server_problems():
-    """The problem types and titles rematd answers (api/http/problems.c's table)."""
-    with open(os.path.join(SRC, "api", "http", "problems.c")) as f:
-        text = f.read()
-    table = text.split("problem_titles[] = {", 1)[1].split("};", 1)[0]
-    return dict(re.findall(r'\{"([a-z-]+)", "([^"]*)"\}', table))
-
-
-SERVER_PROBLEMS = server_problems()
-
-
-def worker_result_fields():
-    """The members rematd takes in a validation's result, and which it
-    needs (api/worker_check.c's table)."""
-    with open(os.path.join(SRC, "api", "worker_check.c")) as f:
-        text = f.read()
-    table = text.split("validation_fields[] = {", 1)[1].split("};", 1)[0]
-    rows = re.findall(r'\{"([a-z_]+)", F_[A-Z]+, ([01])\}', table)
-    return {k for k, _ in rows}, {k for k, req in rows if req == "1"}
-
-
-def static_spec():
-    enum = doc["components"]["schemas"]["Problem"]["properties"]["type"]["enum"]
-    check(len(SERVER_PROBLEMS) > 20, "api/http/problems.c's problem table not found")
-    check(sorted(enum) == sorted("/problems/" + k for k in SERVER_PROBLEMS),
-          "Problem.type's enum %s is not the server's table %s"
-          % (sorted(set(enum) ^ set("/problems/" + k for k in SERVER_PROBLEMS)), ""))
-    for name, s in doc["components"]["schemas"].items():
-        walk_schema(s, "#/components/schemas/" + name)
-    # A validation's result as rematd takes it from the worker: the spec
-    # names the same members and needs the same ones, so that a result
-    # checked without a worker built (no libtorch) is still checked.
-    taken, needed = worker_result_fields()
-    vr = doc["components"]["schemas"]["ValidationResult"]
-    check(len(taken) > 10 and set(vr["properties"]) == taken,
-          "ValidationResult's members differ from api/worker_check.c's: %s"
-          % sorted(set(vr["properties"]) ^ taken))
-    check(set(vr.get("required", [])) == needed,
-          "ValidationResult requires %s, api/worker_check.c %s"
-          % (sorted(vr.get("required", [])), sorted(needed)))
-    for name, p in doc["components"]["parameters"].items():
-        walk_schema(p["schema"], "#/components/parameters/%s/schema" % name)
-    for name, r in doc["components"]["responses"].items():
-        for ct, media in r.get("content", {}).items():
-            walk_schema(media["schema"], "#/components/responses/%s/%s" % (name, ct))
-    check("example" not in doc["components"]["parameters"]["IdempotencyKey"] and
-          "examples" not in doc["components"]["parameters"]["IdempotencyKey"],
-          "IdempotencyKey has an example: example-driven tools would send one key again")
-    for path, m, op in operations():
-        where = "%s %s" % (m.upper(), path)
-        check(any(s.startswith("4") for s in op["responses"]), where + ": no 4xx declared")
-        for status in ANY_OPERATION:
-            check(status in op["responses"], "%s: status %s, which any operation can answer, "
-                  "not declared" % (where, status))
-        if op.get("security", doc.get("security")):
-            check({} in op.get("security", doc.get("security")),
-                  "%s: security does not say the token is optional (rematd without a token "
-                  "asks none)" % where)
-        body = op.get("requestBody", {}).get("content", {})
-        if "application/json" in body:
-            check("application/*+json" in body,
-                  "%s: takes application/*+json but does not declare it" % where)
-        for p in op_params(path, op):
-            walk_schema(p["schema"], where + " parameter " + p["name"])
-            if p["in"] == "path":
-                check("example" in p or "examples" in p,
-                      "%s: path parameter %s has no example" % (where, p["name"]))
-            if "example" in p:
-                errs = schema_errors(p["schema"], p["example"])
-                check(not errs, "%s: example of %s: %s" % (where, p["name"], errs))
-        for status, resp in op["responses"].items():
-            for ct, media in deref(resp).get("content", {}).items():
-                walk_schema(media["schema"], "%s %s %s" % (where, status, ct))
-        body = op.get("requestBody")
-        if body is None:
-            continue
-        for ct, media in body["content"].items():
-            walk_schema(media["schema"], "%s request %s" % (where, ct))
-            exs = [media["example"]] if "example" in media else []
-            exs += [e["value"] for e in media.get("examples", {}).values() if "value" in e]
-            files = [e["externalValue"] for e in media.get("examples", {}).values()
-                     if "externalValue" in e]
-            check(exs or files, "%s: request body %s has no example" % (where, ct))
-            for ex in exs:
-                errs = schema_errors(media["schema"], ex)
-                check(not errs, "%s: request example (%s) invalid: %s" % (where, ct, errs))
-            for fn in files:
-                check(os.path.isfile(os.path.join(SRC, fn)),
-                      "%s: externalValue %s is not a file in the tree" % (where, fn))
+import contract_spec  # noqa: E402
+import contract_wire  # noqa: E402
+from contract_spec import (  # noqa: E402
+    CLIENT_TOKEN, METHODS, REMATD, SERVER_PROBLEMS, SPEC_BYTES, SRC, WORKER, WORKER_TOKEN, check,
+    deref, doc, failures, operations, schema_errors, static_defaults, static_spec, static_yaml)
+from contract_wire import (  # noqa: E402
+    Answer, covered, coverage, known_ids, op_by_id, parse_answer, raw, raw_bytes, read_all,
+    undeclared, validate)
 
 
 # ---------------------------------------------------------------- live
-
-class Answer:
-    def __init__(self, status, headers, body):
-        self.status = status
-        self.headers = headers
-        self.body = body
-
-    def header(self, name):
-        return self.headers.get(name.lower())
-
-    def json(self):
-        try:
-            return json.loads(self.body)
-        except ValueError:
-            return None
-
-    def __repr__(self):
-        return "%d %s" % (self.status, self.body[:300])
-
-
-port = None
-
-
-def raw(method, path, body=b"", headers=None, content_length=None, timeout=30.0):
-    """One request on its own connection (Connection: close); the answer
-    read to the end.  content_length announces a size without sending it."""
-    h = {"Host": "127.0.0.1", "Connection": "close"}
-    h.update(headers or {})
-    if body or content_length is not None or method in ("POST", "PUT", "PATCH"):
-        h["Content-Length"] = str(len(body) if content_length is None else content_length)
-    head = "%s %s HTTP/1.1\r\n%s\r\n" % (method, path,
-                                         "".join("%s: %s\r\n" % kv for kv in h.items()))
-    s = socket.create_connection(("127.0.0.1", port), timeout=timeout)
-    buf = b""
-    try:
-        s.sendall(head.encode() + (body if content_length is None else b""))
-        while True:
-            c = s.recv(65536)
-            if not c:
-                break
-            buf += c
-    except (ConnectionResetError, BrokenPipeError):
-        pass
-    finally:
-        s.close()
-    head, _, rest = buf.partition(b"\r\n\r\n")
-    lines = head.decode("latin-1").split("\r\n")
-    if not lines[0].startswith("HTTP/"):
-        return Answer(0, {}, buf)
-    hdrs = {}
-    for l in lines[1:]:
-        k, _, v = l.partition(":")
-        hdrs[k.strip().lower()] = v.strip()
-    return Answer(int(lines[0].split()[1]), hdrs, rest)
-
-
-def parse_answer(buf):
-    head, _, rest = buf.partition(b"\r\n\r\n")
-    lines = head.decode("latin-1").split("\r\n")
-    if not lines[0].startswith("HTTP/"):
-        return Answer(0, {}, buf)
-    hdrs = {}
-    for l in lines[1:]:
-        k, _, v = l.partition(":")
-        hdrs[k.strip().lower()] = v.strip()
-    return Answer(int(lines[0].split()[1]), hdrs, rest)
-
-
-def read_all(s):
-    buf = b""
-    try:
-        while True:
-            c = s.recv(65536)
-            if not c:
-                break
-            buf += c
-    except (ConnectionResetError, BrokenPipeError, socket.timeout):
-        pass
-    finally:
-        s.close()
-    return buf
-
-
-def raw_bytes(data, timeout=30.0):
-    """Bytes exactly as given on a connection of their own; the answer read
-    until the server closes."""
-    s = socket.create_connection(("127.0.0.1", port), timeout=timeout)
-    try:
-        s.sendall(data)
-    except (ConnectionResetError, BrokenPipeError):
-        pass
-    return parse_answer(read_all(s))
-
-
-covered = {}   # (operationId) -> set of statuses seen
-known_ids = []  # ids of every resource made (from 2xx JSON answers), oldest first
-op_by_id = {}
-for _path, _m, _op in operations():
-    op_by_id[_op["operationId"]] = (_path, _m, _op)
-
 
 def auth_for(op):
     sec = op.get("security", doc.get("security", []))
     if not sec:
         return None
     return WORKER_TOKEN if "workerBearer" in sec[0] else CLIENT_TOKEN
-
-
-def validate(op_id, a, what):
-    """The answer against the spec: status declared, content type declared,
-    JSON body valid.  Records the status as covered."""
-    path, m, op = op_by_id[op_id]
-    where = "%s (%s %s): %s" % (op_id, m.upper(), path, what)
-    resp = op["responses"].get(str(a.status))
-    if not check(resp is not None, "%s: status %d not declared: %s" % (where, a.status, a.body[:300])):
-        return
-    covered.setdefault(op_id, set()).add(str(a.status))
-    resp = deref(resp)
-    declared = {k.lower() for k in resp.get("headers", {})}
-    for h in SENT_HEADERS:
-        check(a.header(h) is None or h in declared,
-              "%s: %d sends %s, not declared on the response" % (where, a.status, h))
-    content = resp.get("content", {})
-    ctype = (a.header("content-type") or "").split(";")[0].strip()
-    if not content:
-        check(a.status == 204 or not a.body,
-              "%s: %d has a body the spec does not declare" % (where, a.status))
-        return
-    if "*/*" in content and ctype not in content:
-        ctype = "*/*"
-    if not check(ctype in content, "%s: %d content type %r not declared (%s)"
-                 % (where, a.status, ctype, ", ".join(content))):
-        return
-    if ctype == "image/svg+xml":
-        try:
-            root = xml.etree.ElementTree.fromstring(a.body)
-            check(root.tag.endswith("svg") and len(root) > 0, "%s: an empty SVG" % where)
-        except xml.etree.ElementTree.ParseError as e:
-            check(False, "%s: not well-formed SVG: %s" % (where, e))
-    if ctype.endswith("json"):
-        body = a.json()
-        if not check(body is not None, "%s: %d body is not JSON: %r" % (where, a.status, a.body[:200])):
-            return
-        errs = schema_errors(content[ctype]["schema"], body)
-        check(not errs, "%s: %d body invalid: %s" % (where, a.status, errs))
-        extra = []
-        undeclared([content[ctype]["schema"]], body, "", extra)
-        check(not extra, "%s: %d members the schema does not name: %s"
-              % (where, a.status, ", ".join(extra[:5])))
-        rid = body.get("id") if isinstance(body, dict) else None
-        if a.status < 300 and isinstance(rid, str) and rid not in known_ids:
-            known_ids.append(rid)
-        if ctype == "application/problem+json":
-            check(body.get("status") == a.status, "%s: problem status %r, HTTP %d"
-                  % (where, body.get("status"), a.status))
-            slug = str(body.get("type", "")).rsplit("/", 1)[-1]
-            check(SERVER_PROBLEMS.get(slug) == body.get("title"),
-                  "%s: title %r of %s is not its fixed title %r"
-                  % (where, body.get("title"), slug, SERVER_PROBLEMS.get(slug)))
-
-
-def flatten(schemas, out, depth=0):
-    """The schemas a value is checked against, $refs followed and
-    compositions (allOf, anyOf, oneOf, then, else, dependentSchemas) opened,
-    each branch included: a member any of them names is declared."""
-    for s in schemas:
-        if s is True:
-            out.append({"additionalProperties": True})
-        if not isinstance(s, dict) or depth > 30:
-            continue
-        if "$ref" in s:
-            flatten([deref({"$ref": s["$ref"]})], out, depth + 1)
-        out.append(s)
-        for k in ("allOf", "anyOf", "oneOf"):
-            flatten(s.get(k, []), out, depth + 1)
-        flatten([s[k] for k in ("then", "else") if k in s], out, depth + 1)
-        flatten(list(s.get("dependentSchemas", {}).values()), out, depth + 1)
-    return out
-
-
-def undeclared(schemas, value, where, out):
-    """Appends to out the pointer of every member of value that no schema of
-    schemas names, where the schemas name members and take no others."""
-    flat = flatten(schemas, [])
-    if isinstance(value, dict):
-        named = {}
-        for s in flat:
-            for k, sub in s.get("properties", {}).items():
-                named.setdefault(k, []).append(sub)
-        free = not named or any(s.get("additionalProperties") not in (None, False) or
-                                s.get("patternProperties") for s in flat)
-        for k, v in value.items():
-            if k in named:
-                undeclared(named[k], v, where + "/" + k, out)
-            elif not free:
-                out.append(where + "/" + k)
-    elif isinstance(value, list):
-        items = [s["items"] for s in flat if isinstance(s.get("items"), (dict, bool))]
-        for i, v in enumerate(value):
-            undeclared(items, v, "%s/%d" % (where, i), out)
 
 
 def call(op_id, ids=None, body=None, ctype=None, headers=None, token="default", method=None,
@@ -557,7 +134,7 @@ proc = None
 
 
 def start_rematd(*flags):
-    global proc, port
+    global proc
     env = dict(os.environ, REMAT_TOKEN=CLIENT_TOKEN, REMAT_WORKER_TOKEN=WORKER_TOKEN)
     pf = os.path.join(tmp, "port")
     if os.path.exists(pf):
@@ -573,7 +150,7 @@ def start_rematd(*flags):
             sys.exit("rematd did not start")
         time.sleep(0.05)
     with open(pf) as f:
-        port = int(f.read())
+        contract_wire.port = int(f.read())
 
 
 def stop_rematd():
@@ -634,7 +211,7 @@ def run_worker(what):
     env = dict(os.environ, REMAT_WORKER_TOKEN=WORKER_TOKEN)
     env["ASAN_OPTIONS"] = env.get("ASAN_OPTIONS", "") + ":detect_leaks=0"
     log = open(os.path.join(tmp, "worker.log"), "a")
-    w = subprocess.Popen([WORKER, "--server", "http://127.0.0.1:%d" % port, "--device", "cpu",
+    w = subprocess.Popen([WORKER, "--server", "http://127.0.0.1:%d" % contract_wire.port, "--device", "cpu",
                           "--id", "contract-real", "--once"], stdout=log, stderr=log, env=env)
     try:
         check(w.wait(timeout=600) == 0, "the real worker's exit status (%s)" % what)
@@ -1165,7 +742,7 @@ def live():
     # ---- 503: a full pool, where only /healthz and /readyz are served
     idle = []
     for _ in range(4):
-        idle.append(socket.create_connection(("127.0.0.1", port), timeout=30))
+        idle.append(socket.create_connection(("127.0.0.1", contract_wire.port), timeout=30))
     deadline = time.time() + 30
     full = False
     while time.time() < deadline and not full:
@@ -1259,7 +836,7 @@ def framing(ex_id):
     # deadline together.
     socks = {}
     for op_id, (method, url, auth) in heads.items():
-        s = socket.create_connection(("127.0.0.1", port), timeout=30)
+        s = socket.create_connection(("127.0.0.1", contract_wire.port), timeout=30)
         s.sendall(("%s %s HTTP/1.1\r\nHost: t\r\n%s" % (method, url, auth)).encode())
         socks[op_id] = s
     for op_id, s in socks.items():
@@ -1269,7 +846,7 @@ def framing(ex_id):
               "%s: want 408 request-timeout, got %r" % (op_id, a))
     # The bodies held together: one announced and not sent holds 3000 of
     # the 4096 bytes; /healthz with a body of 3000 is then 503 queue-full.
-    hold = socket.create_connection(("127.0.0.1", port), timeout=30)
+    hold = socket.create_connection(("127.0.0.1", contract_wire.port), timeout=30)
     hold.sendall(("POST /v1/plans HTTP/1.1\r\nHost: t\r\nContent-Type: application/json\r\n"
                   "Authorization: Bearer %s\r\nContent-Length: 3000\r\n\r\n{"
                   % CLIENT_TOKEN).encode())
@@ -1292,57 +869,6 @@ def framing(ex_id):
     stop_rematd()
 
 
-def coverage():
-    """Every operation called, every declared status produced, or listed
-    as unreachable with a reason."""
-    unreachable = {}
-    with open(UNREACHABLE) as f:
-        for line in f:
-            line = line.split("#", 1)[0].strip()
-            if not line:
-                continue
-            op_id, status, reason = (line.split(None, 2) + ["", ""])[:3]
-            check(reason != "", "%s: %s %s is listed unreachable without a reason"
-                  % (UNREACHABLE, op_id, status))
-            # "*" stands for every operation (a status any of them may give).
-            for one in (op_by_id if op_id == "*" else [op_id]):
-                unreachable[(one, status)] = reason
-    for op_id, (path, m, op) in sorted(op_by_id.items()):
-        seen = covered.get(op_id, set())
-        check(seen, "operation %s (%s %s) was never called" % (op_id, m.upper(), path))
-        for status in op["responses"]:
-            if (op_id, status) in unreachable:
-                check(status not in seen, "%s %s is listed unreachable but was produced"
-                      % (op_id, status))
-                continue
-            check(status in seen, "%s (%s %s): declared status %s never produced"
-                  % (op_id, m.upper(), path, status))
-    for op_id, status in unreachable:
-        check(op_id in op_by_id and status in op_by_id[op_id][2]["responses"],
-              "%s lists %s %s, which the spec does not declare" % (UNREACHABLE, op_id, status))
-
-
-def static_defaults():
-    """--max-stages' default as rematd --help gives it is the one the spec
-    and docs/api.md give."""
-    out = subprocess.run([REMATD, "--help"], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                         text=True).stdout
-    m = re.search(r"--max-stages .*\n.*default (\d+)", out)
-    if not check(m is not None, "rematd --help gives no default of --max-stages"):
-        return
-    want = m.group(1)
-    text = SPEC_BYTES.decode()
-    said = re.findall(r"--max-stages[^(]*\((\d+) by default", text)
-    check(said and all(x == want for x in said),
-          "openapi.yaml gives --max-stages' default as %s, rematd --help %s" % (said, want))
-    with open(os.path.join(SRC, "docs", "api.md")) as f:
-        docs = f.read()
-    row = re.search(r"^\| `--max-stages` \| `REMAT_MAX_STAGES` \| (\d+) \|", docs, re.M)
-    check(row is not None and row.group(1) == want,
-          "docs/api.md gives --max-stages' default as %s, rematd --help %s"
-          % (row and row.group(1), want))
-
-
 def main():
     if not os.access(REMATD, os.X_OK):
         print("SKIP: %s is not built" % REMATD)
@@ -1363,7 +889,7 @@ def main():
             shutil.rmtree(tmp, ignore_errors=True)
     n = sum(len(s) for s in covered.values())
     print("%d operations, %d (operation, status) pairs produced; %d checks, %d failed"
-          % (len(covered), n, checks, len(failures)))
+          % (len(covered), n, contract_spec.checks, len(failures)))
     return 1 if failures else 0
 
 

@@ -273,6 +273,16 @@ enum rematd_zip_verdict rematd_zipcheck_fd(int fd, uint64_t size,
                     i);
             goto out;
         }
+        /* A control character (a newline, an escape) in a name would reach
+         * reasons, logs and terminals as it is; no writer of TorchScript
+         * archives makes one. */
+        for (size_t k = 0; k < nl; k++)
+            if (h[46 + k] < 0x20 || h[46 + k] == 0x7f) {
+                v = say(why, whylen, REMATD_ZIP_UNSAFE,
+                        "entry %zu's name has a control character (byte %zu is 0x%02x)", i, k,
+                        h[46 + k]);
+                goto out;
+            }
         int shown = shown_bytes(name, nl);
         names[i] = (struct entry_name){name, nl, i};
         unsigned flags = u16(h + 8), method = u16(h + 10);

@@ -341,6 +341,15 @@ static void test_names_utf8(void **state)
         assert_non_null(strstr(why, "entry 2's name is not UTF-8"));
         assert_text(why);
     }
+    /* Control characters: a newline would cut a reason in two. */
+    const char *ctl[] = {"net/code/a\n.py", "net/code/\x1b[2J.py", "net/code/a\x7f.py",
+                         "net/code/\t.py"};
+    for (size_t i = 0; i < sizeof ctl / sizeof ctl[0]; i++) {
+        struct entry e[3] = {E("net/data.pkl", "x"), E("net/code/a.py", "y"), E(ctl[i], "z")};
+        assert_int_equal(check(e, 3, 0, why), REMATD_ZIP_UNSAFE);
+        assert_non_null(strstr(why, "entry 2's name has a control character"));
+        assert_null(strchr(why, '\n'));
+    }
     /* Two-, three- and four-byte characters are names like any other. */
     struct entry ok[4] = {E("net/data.pkl", "x"), E("net/code/caf\xc3\xa9.py", "y"),
                           E("net/data/\xe2\x82\xac", "z"), E("net/data/\xf0\x9f\x98\x80", "w")};

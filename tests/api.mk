@@ -64,6 +64,9 @@ TESTS += tests/check-includes.sh
 # its rematd_req_* verbs, never http/http_private.h's tail.
 dist_check_SCRIPTS += tests/check-routes.sh
 TESTS += tests/check-routes.sh
+# No link cycle of rematd's objects spans two folders (nm over the build).
+dist_check_SCRIPTS += tests/check-cycles.sh
+TESTS += tests/check-cycles.sh
 
 # Unit tests of rematd's pure helpers (cmocka).
 check_PROGRAMS += tests/api/test_util

@@ -260,6 +260,60 @@ static int ll_allow_mapped(int rs, uint64_t handled)
     return rc;
 }
 
+/* A path and what it is allowed. */
+struct ll_path {
+    const char *path;
+    uint64_t rights;
+};
+
+/* Allows every path of the table, in order; a path that fails does not
+ * stop the others (the ruleset is dropped whole when one did). */
+static int ll_allow_all(int rs, const struct ll_path *paths, size_t n, uint64_t handled)
+{
+    int rc = 0;
+    for (size_t i = 0; i < n; i++)
+        rc |= ll_allow(rs, paths[i].path, paths[i].rights, handled);
+    return rc;
+}
+
+/* What every child may read beside the libraries: the dynamic loader's
+ * cache, for dlopen; what libtorch reads of the machine: the CPUs
+ * (cpuinfo, OpenMP), the memory.  /proc/self only: another process's /proc
+ * is denied by Landlock's ptrace rule anyway (the worker's environment
+ * holds its token). */
+static const struct ll_path everywhere[] = {
+    {"/etc/ld.so.cache", LANDLOCK_ACCESS_FS_READ_FILE},
+    {"/proc/self", LL_READ},
+    {"/proc/cpuinfo", LL_READ},
+    {"/proc/meminfo", LL_READ},
+    {"/proc/stat", LL_READ},
+    {"/sys/devices/system/cpu", LL_READ},
+    {"/sys/devices/system/node", LL_READ},
+    {"/sys/fs/cgroup", LL_READ},
+    {"/dev/null", LL_READ | LANDLOCK_ACCESS_FS_WRITE_FILE},
+    {"/dev/zero", LL_READ},
+    {"/dev/urandom", LL_READ},
+    {"/dev/random", LL_READ},
+};
+
+/* CUDA: the driver's device files with their ioctls (Landlock ABI 5 and
+ * later tell ioctls on devices apart; nothing else gets them; the
+ * numbered /dev/nvidiaN are added in apply_landlock), what the driver reads
+ * of itself and of the PCI bus, and the libraries it loads (libcuda,
+ * libnvrtc) beside the mapped ones or in CUDA's usual folders.  Not run on
+ * a GPU here: see docs/security.md. */
+static const struct ll_path cuda_devices[] = {
+    {"/dev/nvidiactl", LL_DEVICE},        {"/dev/nvidia-uvm", LL_DEVICE},
+    {"/dev/nvidia-uvm-tools", LL_DEVICE}, {"/dev/nvidia-modeset", LL_DEVICE},
+    {"/dev/nvidia-caps", LL_DEVICE},
+};
+static const struct ll_path cuda_files[] = {
+    {"/proc/driver/nvidia", LL_READ}, {"/proc/devices", LL_READ},
+    {"/sys/bus/pci", LL_READ},        {"/sys/devices", LL_READ},
+    {"/usr/local/cuda", LL_EXEC},     {"/usr/lib/x86_64-linux-gnu", LL_EXEC},
+    {"/usr/lib64", LL_EXEC},
+};
+
 static int apply_landlock(int abi, const char *device, const char *scratch, int archive_fd)
 {
     struct ll_ruleset_attr attr = {.handled_access_fs = ll_fs_rights(abi)};
@@ -280,47 +334,17 @@ static int apply_landlock(int abi, const char *device, const char *scratch, int 
         return -1;
     int rc = 0;
     rc |= ll_allow_mapped(rs, h);
-    /* The dynamic loader's cache, for dlopen. */
-    rc |= ll_allow(rs, "/etc/ld.so.cache", LANDLOCK_ACCESS_FS_READ_FILE, h);
-    /* What libtorch reads of the machine: the CPUs (cpuinfo, OpenMP), the
-     * memory.  /proc/self only: another process's /proc is denied by
-     * Landlock's ptrace rule anyway (the worker's environment holds its
-     * token). */
-    rc |= ll_allow(rs, "/proc/self", LL_READ, h);
-    rc |= ll_allow(rs, "/proc/cpuinfo", LL_READ, h);
-    rc |= ll_allow(rs, "/proc/meminfo", LL_READ, h);
-    rc |= ll_allow(rs, "/proc/stat", LL_READ, h);
-    rc |= ll_allow(rs, "/sys/devices/system/cpu", LL_READ, h);
-    rc |= ll_allow(rs, "/sys/devices/system/node", LL_READ, h);
-    rc |= ll_allow(rs, "/sys/fs/cgroup", LL_READ, h);
-    rc |= ll_allow(rs, "/dev/null", LL_READ | LANDLOCK_ACCESS_FS_WRITE_FILE, h);
-    rc |= ll_allow(rs, "/dev/zero", LL_READ, h);
-    rc |= ll_allow(rs, "/dev/urandom", LL_READ, h);
-    rc |= ll_allow(rs, "/dev/random", LL_READ, h);
+    rc |= ll_allow_all(rs, everywhere, sizeof everywhere / sizeof everywhere[0], h);
     if (strncmp(device, "cuda", 4) == 0) {
-        /* CUDA: the driver's device files with their ioctls (Landlock ABI
-         * 5 and later tell ioctls on devices apart; nothing else gets
-         * them), what the driver reads of itself and of the PCI bus, and
-         * the libraries it loads (libcuda, libnvrtc) beside the mapped
-         * ones or in CUDA's usual folders.  Not run on a GPU here: see
-         * docs/security.md. */
-        static const char *const dev[] = {"/dev/nvidiactl", "/dev/nvidia-uvm",
-                                          "/dev/nvidia-uvm-tools", "/dev/nvidia-modeset",
-                                          "/dev/nvidia-caps"};
-        for (size_t i = 0; i < sizeof dev / sizeof dev[0]; i++)
-            rc |= ll_allow(rs, dev[i], LL_DEVICE, h);
+        /* CUDA: its device files and what its driver reads (cuda_devices,
+         * cuda_files). */
+        rc |= ll_allow_all(rs, cuda_devices, sizeof cuda_devices / sizeof cuda_devices[0], h);
         for (int i = 0; i < 64; i++) {
             char p[32];
             snprintf(p, sizeof p, "/dev/nvidia%d", i);
             rc |= ll_allow(rs, p, LL_DEVICE, h);
         }
-        rc |= ll_allow(rs, "/proc/driver/nvidia", LL_READ, h);
-        rc |= ll_allow(rs, "/proc/devices", LL_READ, h);
-        rc |= ll_allow(rs, "/sys/bus/pci", LL_READ, h);
-        rc |= ll_allow(rs, "/sys/devices", LL_READ, h);
-        rc |= ll_allow(rs, "/usr/local/cuda", LL_EXEC, h);
-        rc |= ll_allow(rs, "/usr/lib/x86_64-linux-gnu", LL_EXEC, h);
-        rc |= ll_allow(rs, "/usr/lib64", LL_EXEC, h);
+        rc |= ll_allow_all(rs, cuda_files, sizeof cuda_files / sizeof cuda_files[0], h);
     }
     rc |= ll_allow(rs, scratch, LL_SCRATCH, h);
     /* The archive, by its descriptor: the child opens it as /proc/self/fd/4. */

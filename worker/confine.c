@@ -463,18 +463,12 @@ static int apply_seccomp(void)
     if (rc == 0)
         rc = seccomp_rule_add(f, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(prlimit64), 1,
                               SCMP_A2(SCMP_CMP_NE, 0));
-    /* Signals only to itself (raise, abort). */
-    if (rc == 0)
-        rc = seccomp_rule_add(f, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(kill), 1,
-                              SCMP_A0(SCMP_CMP_NE, (scmp_datum_t)self));
-    if (rc == 0)
-        rc = seccomp_rule_add(f, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(tgkill), 1,
-                              SCMP_A0(SCMP_CMP_NE, (scmp_datum_t)self));
-    if (rc == 0)
-        rc = seccomp_rule_add(f, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(rt_sigqueueinfo), 1,
-                              SCMP_A0(SCMP_CMP_NE, (scmp_datum_t)self));
-    if (rc == 0)
-        rc = seccomp_rule_add(f, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(rt_tgsigqueueinfo), 1,
+    /* Signals only to itself (raise, abort): each of these calls names
+     * its target process first. */
+    const int signalling[] = {SCMP_SYS(kill), SCMP_SYS(tgkill), SCMP_SYS(rt_sigqueueinfo),
+                              SCMP_SYS(rt_tgsigqueueinfo)};
+    for (size_t i = 0; rc == 0 && i < sizeof signalling / sizeof signalling[0]; i++)
+        rc = seccomp_rule_add(f, SCMP_ACT_ERRNO(EPERM), signalling[i], 1,
                               SCMP_A0(SCMP_CMP_NE, (scmp_datum_t)self));
     /* No typing into the worker's terminal, if its log is one. */
     if (rc == 0)

@@ -22,11 +22,12 @@ TESTS += tests/worker/e2e.py tests/worker/accuracy-ci.sh tests/worker/plan-check
 	tests/worker/fits-e2e.py tests/worker/hostile-models.py
 endif
 
-# The sandbox of uploaded models, one system call at a time (sandbox.c
-# without libtorch: the shim's calls are stubs in the test).
+# The sandbox of uploaded models, one system call at a time (sandbox.c and
+# confine.c without libtorch: the shim's calls are stubs in the test).
 check_PROGRAMS += tests/worker/test_sandbox
 TESTS += tests/worker/test_sandbox
-tests_worker_test_sandbox_SOURCES = tests/worker/test_sandbox.c worker/sandbox.c worker/sandbox.h
+tests_worker_test_sandbox_SOURCES = tests/worker/test_sandbox.c worker/sandbox.c worker/confine.c \
+	worker/sandbox.h worker/sandbox_private.h
 tests_worker_test_sandbox_CFLAGS = $(AM_CFLAGS) $(JANSSON_CFLAGS) $(CMOCKA_CFLAGS) $(SECCOMP_CFLAGS)
 tests_worker_test_sandbox_LDADD = src/libremat_core.la $(SECCOMP_LIBS) $(CMOCKA_LIBS) $(JANSSON_LIBS) \
 	-lpthread -lm

@@ -1,6 +1,6 @@
 /*
  * test_sandbox.c - what a process confined by rw_sandbox_confine (the
- * sandbox of uploaded models, worker/sandbox.c, docs/security.md) can and
+ * sandbox of uploaded models, worker/confine.c, docs/security.md) can and
  * cannot do, one system call at a time: the lines of docs/security.md that
  * no TorchScript model can drive (sockets, processes, limits, signals to
  * the worker, memfd) and the file rules again, without libtorch.

@@ -61,6 +61,21 @@ void rematd_problem_remat(struct rematd_problem *p, int rc, const struct remat_e
     }
 }
 
+int rematd_problem_array(struct rematd_problem *p, json_t *v, const char *pointer, size_t max,
+                         const char *empty, const char *noun)
+{
+    if (!json_is_array(v) || json_array_size(v) == 0) {
+        rematd_problem_set(p, 400, "validation", pointer, "%s", empty);
+        return -1;
+    }
+    if (json_array_size(v) > max) {
+        rematd_problem_set(p, 400, "limit-exceeded", pointer, "%zu %s; at most %zu",
+                           json_array_size(v), noun, max);
+        return -1;
+    }
+    return 0;
+}
+
 int rematd_problem_unknown(struct rematd_problem *p, json_t *obj, const char *prefix,
                            const char *const *allowed)
 {

@@ -41,6 +41,14 @@ void rematd_problem_remat(struct rematd_problem *p, int rc, const struct remat_e
 int rematd_problem_unknown(struct rematd_problem *p, json_t *obj, const char *prefix,
                            const char *const *allowed);
 
+/* Whether v is an array of 1..max items: 0, or -1 with p filled: 400
+ * validation at pointer saying `empty` when it is not an array or has
+ * none, 400 limit-exceeded "N <noun>; at most max" when it has more.  The
+ * one bound check of the request readers' arrays, so that they word it
+ * alike. */
+int rematd_problem_array(struct rematd_problem *p, json_t *v, const char *pointer, size_t max,
+                         const char *empty, const char *noun);
+
 /* An uploaded model as a profile spec names it. */
 struct rematd_read_model {
     char id[33];

@@ -91,13 +91,9 @@ static int get_profiles(const struct rematd_read_ctx *ctx, json_t *body, struct 
                    "give exactly one of profiles and profile_ids");
     json_t *arr = inl ? inl : ids;
     const char *name = inl ? "/profiles" : "/profile_ids";
-    if (!json_is_array(arr) || json_array_size(arr) == 0)
-        return bad(pr, name, "must be a non-empty array");
-    if (json_array_size(arr) > REMAT_FITS_MAX_PROFILES) {
-        rematd_problem_set(pr, 400, "limit-exceeded", name, "%zu profiles; at most %d",
-                           json_array_size(arr), REMAT_FITS_MAX_PROFILES);
+    if (rematd_problem_array(pr, arr, name, REMAT_FITS_MAX_PROFILES, "must be a non-empty array",
+                             "profiles") < 0)
         return -1;
-    }
     size_t i;
     json_t *v;
     json_array_foreach (arr, i, v) {
@@ -131,13 +127,10 @@ static int get_profiles(const struct rematd_read_ctx *ctx, json_t *body, struct 
 static int get_memory(struct rematd_problem *pr, json_t *body, struct rematd_fits_req *f)
 {
     json_t *m = json_object_get(body, "memory");
-    if (!json_is_array(m) || json_array_size(m) == 0)
-        return bad(pr, "/memory", "memory must be a non-empty array of byte counts or GPU names");
-    if (json_array_size(m) > REMAT_FITS_MAX_MEMORIES) {
-        rematd_problem_set(pr, 400, "limit-exceeded", "/memory", "%zu memory sizes; at most %d",
-                           json_array_size(m), REMAT_FITS_MAX_MEMORIES);
+    if (rematd_problem_array(pr, m, "/memory", REMAT_FITS_MAX_MEMORIES,
+                             "memory must be a non-empty array of byte counts or GPU names",
+                             "memory sizes") < 0)
         return -1;
-    }
     size_t i;
     json_t *v;
     json_array_foreach (m, i, v) {

@@ -42,15 +42,9 @@ static int check_layer(struct rematd_problem *pr, json_t *l, const char *ptr)
 
 static int check_layers(struct rematd_problem *pr, json_t *layers, const char *prefix, size_t max)
 {
-    if (!json_is_array(layers) || json_array_size(layers) == 0) {
-        rematd_problem_set(pr, 400, "validation", prefix, "layers must be a non-empty array");
+    if (rematd_problem_array(pr, layers, prefix, max, "layers must be a non-empty array",
+                             "layers") < 0)
         return -1;
-    }
-    if (json_array_size(layers) > max) {
-        rematd_problem_set(pr, 400, "limit-exceeded", prefix, "%zu layers; at most %zu",
-                           json_array_size(layers), max);
-        return -1;
-    }
     size_t i;
     json_t *l;
     json_array_foreach (layers, i, l) {

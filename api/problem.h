@@ -49,6 +49,14 @@ int rematd_problem_unknown(struct rematd_problem *p, json_t *obj, const char *pr
 int rematd_problem_array(struct rematd_problem *p, json_t *v, const char *pointer, size_t max,
                          const char *empty, const char *noun);
 
+/* obj's member `name`, when there is one, into *out: an integer in
+ * lo..hi.  0 (*out unchanged when there is none), or -1 with 400
+ * validation at /name: "NAME must be an integer in RANGE", RANGE being
+ * range or, when NULL, lo..hi in digits.  The request readers' one
+ * integer field reader. */
+int rematd_problem_int(struct rematd_problem *p, json_t *obj, const char *name, json_int_t lo,
+                       json_int_t hi, const char *range, json_int_t *out);
+
 /* An uploaded model as a profile spec names it. */
 struct rematd_read_model {
     char id[33];

@@ -59,18 +59,9 @@ static int check_layers(struct rematd_problem *pr, json_t *layers, const char *p
 static int get_int(struct rematd_problem *pr, json_t *body, const char *name, json_int_t lo,
                    json_int_t hi, json_int_t dflt, json_t *spec)
 {
-    json_t *v = json_object_get(body, name);
     json_int_t x = dflt;
-    if (v) {
-        char p[64];
-        snprintf(p, sizeof p, "/%s", name);
-        if (!json_is_integer(v) || json_integer_value(v) < lo || json_integer_value(v) > hi) {
-            rematd_problem_set(pr, 400, "validation", p, "%s must be an integer in %lld..%lld",
-                               name, (long long)lo, (long long)hi);
-            return -1;
-        }
-        x = json_integer_value(v);
-    }
+    if (rematd_problem_int(pr, body, name, lo, hi, NULL, &x) < 0)
+        return -1;
     json_object_set_new(spec, name, json_integer(x));
     return 0;
 }

@@ -109,3 +109,17 @@ json_t *rematd_model_view(const struct rematd_model *m)
     json_decref(meta);
     return v;
 }
+
+int rematd_model_by_id(struct rematd_request *r, struct rematd_model *m)
+{
+    enum rematd_store_result got = rematd_store_get_model(r->srv->store, r->id, m);
+    if (got == REMATD_STORE_NOT_FOUND) {
+        rematd_req_problem(r, 404, "not-found", NULL, "no uploaded model with id %s", r->id);
+        return -1;
+    }
+    if (got != REMATD_STORE_OK) {
+        rematd_req_problem(r, 503, "unavailable", NULL, "the store did not answer");
+        return -1;
+    }
+    return 0;
+}

@@ -21,6 +21,10 @@ int rematd_models_tmp_dir(const struct rematd_config *cfg, char *out, size_t cap
  * crash left (temporary files, archives without a record).  0, or -1
  * after logging why. */
 int rematd_models_prepare(const struct rematd_config *cfg, struct rematd_store *st);
+/* The model the request's {id} names into *m (the caller clears it): 0,
+ * or -1 once 404 not-found or 503 unavailable is answered.  The one
+ * look-up of the routes that serve a model, so that they answer alike. */
+int rematd_model_by_id(struct rematd_request *r, struct rematd_model *m);
 /* The model as GET /v1/models/{id} shows it: new, or NULL (no memory). */
 json_t *rematd_model_view(const struct rematd_model *m);
 /* Held around a file's rename into place and its record's adding, and

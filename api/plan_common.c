@@ -96,13 +96,26 @@ int rematd_solve_end(struct rematd_solve_guard *g, int rc, const char *what,
     return -1;
 }
 
-int rematd_plan_solve(struct rematd_request *r, const struct remat_profile *p,
-                      const struct remat_options *opts, struct remat_plan *plan)
+/* A solve under the guard, for plans and frontiers alike: run is the solve
+ * itself (its cancel argument the guard), clear frees what it made. */
+struct guarded_solve {
+    int (*run)(const struct guarded_solve *s, struct rematd_solve_guard *g,
+               struct remat_error *err);
+    void (*clear)(const struct guarded_solve *s);
+    const struct remat_profile *p;
+    const struct remat_options *opts; /* weighed by remat_solve_memory_bound */
+    struct remat_plan *plan;          /* a plan's, or NULL */
+    struct remat_frontier *f;         /* a frontier's, or NULL */
+};
+
+/* The memory bound, a share of --solve-memory-bytes, the solve, and the
+ * problem for each way that can fail (sent here): 0, or -1 once answered.
+ * One place, so that a plan and a frontier stop and fail alike. */
+static int solve_guarded(struct rematd_request *r, const struct guarded_solve *s)
 {
     struct remat_error err = {0};
-    memset(plan, 0, sizeof *plan);
     int64_t need = 0;
-    int rc = remat_solve_memory_bound(p, opts, &need, &err);
+    int rc = remat_solve_memory_bound(s->p, s->opts, &need, &err);
     if (rc != REMAT_OK) {
         rematd_answer_remat_error(r, rc, &err, NULL);
         return -1;
@@ -113,27 +126,57 @@ int rematd_plan_solve(struct rematd_request *r, const struct remat_profile *p,
         rematd_req_send_problem(r, &why);
         return -1;
     }
-    struct remat_options o = *opts;
-    o.cancel = rematd_solve_cancel;
-    o.cancel_arg = &g;
-    rc = remat_solve(p, &o, plan, &err);
+    rc = s->run(s, &g, &err);
     if (rematd_solve_end(&g, rc, "solve", &why) < 0) {
         rematd_req_send_problem(r, &why);
-        remat_plan_clear(plan);
+        s->clear(s);
         return -1;
     }
     if (rc != REMAT_OK) {
-        rematd_answer_remat_error(r, rc, &err, plan);
-        remat_plan_clear(plan);
+        rematd_answer_remat_error(r, rc, &err, s->plan);
+        s->clear(s);
         return -1;
     }
     return 0;
 }
 
+static int run_plan(const struct guarded_solve *s, struct rematd_solve_guard *g,
+                    struct remat_error *err)
+{
+    struct remat_options o = *s->opts;
+    o.cancel = rematd_solve_cancel;
+    o.cancel_arg = g;
+    return remat_solve(s->p, &o, s->plan, err);
+}
+
+static void clear_plan(const struct guarded_solve *s)
+{
+    remat_plan_clear(s->plan);
+}
+
+int rematd_plan_solve(struct rematd_request *r, const struct remat_profile *p,
+                      const struct remat_options *opts, struct remat_plan *plan)
+{
+    memset(plan, 0, sizeof *plan);
+    struct guarded_solve s = {run_plan, clear_plan, p, opts, plan, NULL};
+    return solve_guarded(r, &s);
+}
+
+static int run_frontier(const struct guarded_solve *s, struct rematd_solve_guard *g,
+                        struct remat_error *err)
+{
+    return remat_frontier_compute_cancel(s->p, s->opts->mem_slots, rematd_solve_cancel, g, s->f,
+                                         err);
+}
+
+static void clear_frontier(const struct guarded_solve *s)
+{
+    remat_frontier_clear(s->f);
+}
+
 int rematd_frontier_solve(struct rematd_request *r, const struct remat_profile *p, size_t mem_slots,
                           struct remat_frontier *f)
 {
-    struct remat_error err = {0};
     memset(f, 0, sizeof *f);
     /* The frontier is one min-time table fill (at store-all's peak), so
      * min-time's bound is its bound; the budget does not change it. */
@@ -142,29 +185,8 @@ int rematd_frontier_solve(struct rematd_request *r, const struct remat_profile *
     o.algorithm = REMAT_ALG_MIN_TIME;
     o.budget_bytes = 1;
     o.mem_slots = mem_slots;
-    int64_t need = 0;
-    int rc = remat_solve_memory_bound(p, &o, &need, &err);
-    if (rc != REMAT_OK) {
-        rematd_answer_remat_error(r, rc, &err, NULL);
-        return -1;
-    }
-    struct rematd_solve_guard g;
-    struct rematd_problem why = {0};
-    if (rematd_solve_begin(r, need, "solve", &g, &why) < 0) {
-        rematd_req_send_problem(r, &why);
-        return -1;
-    }
-    rc = remat_frontier_compute_cancel(p, mem_slots, rematd_solve_cancel, &g, f, &err);
-    if (rematd_solve_end(&g, rc, "solve", &why) < 0) {
-        rematd_req_send_problem(r, &why);
-        remat_frontier_clear(f);
-        return -1;
-    }
-    if (rc != REMAT_OK) {
-        rematd_answer_remat_error(r, rc, &err, NULL);
-        return -1;
-    }
-    return 0;
+    struct guarded_solve s = {run_frontier, clear_frontier, p, &o, NULL, f};
+    return solve_guarded(r, &s);
 }
 
 struct remat_profile *rematd_profile_by_id(struct rematd_request *r, const char *id,

@@ -61,6 +61,39 @@ void rematd_problem_remat(struct rematd_problem *p, int rc, const struct remat_e
     }
 }
 
+int rematd_problem_array(struct rematd_problem *p, json_t *v, const char *pointer, size_t max,
+                         const char *empty, const char *noun)
+{
+    if (!json_is_array(v) || json_array_size(v) == 0) {
+        rematd_problem_set(p, 400, "validation", pointer, "%s", empty);
+        return -1;
+    }
+    if (json_array_size(v) > max) {
+        rematd_problem_set(p, 400, "limit-exceeded", pointer, "%zu %s; at most %zu",
+                           json_array_size(v), noun, max);
+        return -1;
+    }
+    return 0;
+}
+
+int rematd_problem_int(struct rematd_problem *p, json_t *obj, const char *name, json_int_t lo,
+                       json_int_t hi, const char *range, json_int_t *out)
+{
+    json_t *v = json_object_get(obj, name);
+    if (v == NULL)
+        return 0;
+    if (!json_is_integer(v) || json_integer_value(v) < lo || json_integer_value(v) > hi) {
+        char ptr[64], digits[48];
+        snprintf(ptr, sizeof ptr, "/%s", name);
+        snprintf(digits, sizeof digits, "%lld..%lld", (long long)lo, (long long)hi);
+        rematd_problem_set(p, 400, "validation", ptr, "%s must be an integer in %s", name,
+                           range != NULL ? range : digits);
+        return -1;
+    }
+    *out = json_integer_value(v);
+    return 0;
+}
+
 int rematd_problem_unknown(struct rematd_problem *p, json_t *obj, const char *prefix,
                            const char *const *allowed)
 {

@@ -41,6 +41,22 @@ void rematd_problem_remat(struct rematd_problem *p, int rc, const struct remat_e
 int rematd_problem_unknown(struct rematd_problem *p, json_t *obj, const char *prefix,
                            const char *const *allowed);
 
+/* Whether v is an array of 1..max items: 0, or -1 with p filled: 400
+ * validation at pointer saying `empty` when it is not an array or has
+ * none, 400 limit-exceeded "N <noun>; at most max" when it has more.  The
+ * one bound check of the request readers' arrays, so that they word it
+ * alike. */
+int rematd_problem_array(struct rematd_problem *p, json_t *v, const char *pointer, size_t max,
+                         const char *empty, const char *noun);
+
+/* obj's member `name`, when there is one, into *out: an integer in
+ * lo..hi.  0 (*out unchanged when there is none), or -1 with 400
+ * validation at /name: "NAME must be an integer in RANGE", RANGE being
+ * range or, when NULL, lo..hi in digits.  The request readers' one
+ * integer field reader. */
+int rematd_problem_int(struct rematd_problem *p, json_t *obj, const char *name, json_int_t lo,
+                       json_int_t hi, const char *range, json_int_t *out);
+
 /* An uploaded model as a profile spec names it. */
 struct rematd_read_model {
     char id[33];

@@ -59,7 +59,9 @@ int cli_parse_model(const char *cmd, const char *v, enum remat_model *model)
     return -1;
 }
 
-int cli_help_option(const char *arg, const char *help)
+/* Whether arg asks for help (--help or -h): then the help is printed on
+ * stdout and 1 returned (the command exits 0); 0 otherwise. */
+static int help_option(const char *arg, const char *help)
 {
     if (strcmp(arg, "--help") != 0 && strcmp(arg, "-h") != 0)
         return 0;
@@ -74,7 +76,10 @@ static double monotonic_s(void)
     return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
-int cli_deadline_option(const char *cmd, int argc, char **argv, int *i, struct cli_deadline *d)
+/* Takes --deadline VALUE at argv[*i] (a number of seconds in (0, 10^6]): 1
+ * when taken, 0 when argv[*i] is another option, -1 after one line on
+ * stderr (exit 2).  The clock starts when it is read. */
+static int deadline_option(const char *cmd, int argc, char **argv, int *i, struct cli_deadline *d)
 {
     int missing = 0;
     const char *v = cli_opt_value(argc, argv, i, "--deadline", &missing);
@@ -103,4 +108,20 @@ int cli_deadline_failed(const char *cmd, const struct cli_deadline *d)
     fprintf(stderr, "remat %s: stopped at the --deadline of %g s before an answer\n", cmd,
             d->seconds);
     return 1;
+}
+
+int cli_shared_option(const char *cmd, const char *help, int argc, char **argv, int *i,
+                      int allow_svg, enum cli_format *fmt, struct cli_deadline *d, int *exit_status)
+{
+    *exit_status = -1;
+    if (help_option(argv[*i], help)) {
+        *exit_status = 0;
+        return 1;
+    }
+    int taken = cli_format_option(cmd, argc, argv, i, allow_svg, fmt);
+    if (taken == 0 && d != NULL)
+        taken = deadline_option(cmd, argc, argv, i, d);
+    if (taken < 0)
+        *exit_status = 2;
+    return taken != 0;
 }

@@ -68,24 +68,27 @@ int cli_table_fits(const struct remat_fits_answer *a, size_t n, const struct rem
 /* Each command's help (main.c): its usage and what each option means. */
 extern const char cli_help_plan[], cli_help_simulate[], cli_help_frontier[], cli_help_fits[];
 
-/* Whether arg asks for help (--help or -h): then the help is printed on
- * stdout and 1 returned (the command exits 0); 0 otherwise. */
-int cli_help_option(const char *arg, const char *help);
-
 /* A wall-clock bound on a command's solve (--deadline SECONDS). */
 struct cli_deadline {
     double seconds; /* as given; 0: none */
     double end;     /* CLOCK_MONOTONIC seconds past which the solve stops */
 };
-/* Takes --deadline VALUE at argv[*i] (a number of seconds in (0, 10^6]): 1
- * when taken, 0 when argv[*i] is another option, -1 after one line on
- * stderr (exit 2).  The clock starts when it is read. */
-int cli_deadline_option(const char *cmd, int argc, char **argv, int *i, struct cli_deadline *d);
 /* The solvers' cancel callback (arg: a struct cli_deadline): nonzero once
  * the deadline has passed; never with no deadline. */
 int cli_deadline_passed(void *arg);
 /* The line for a solve stopped by its deadline; returns the exit status 1. */
 int cli_deadline_failed(const char *cmd, const struct cli_deadline *d);
+
+/* Takes at argv[*i] the options every command reads the same way: --help
+ * or -h (help printed), --format (svg only when allow_svg) and, when d is
+ * not NULL, --deadline.  Returns 1 when argv[*i] was one of them, and then
+ * the command ends with *exit_status when it is not -1: 0 after the help,
+ * 2 after one line on stderr for a bad or missing value; returns 0 when
+ * argv[*i] is another argument.  One place, so that the commands cannot
+ * drift apart in how they read these. */
+int cli_shared_option(const char *cmd, const char *help, int argc, char **argv, int *i,
+                      int allow_svg, enum cli_format *fmt, struct cli_deadline *d,
+                      int *exit_status);
 
 /* The value of --name VALUE or --name=VALUE at argv[*i] (advancing *i past
  * a separate VALUE); NULL when argv[*i] is another option, with *missing set

@@ -41,15 +41,12 @@ int cli_cmd_fits(int argc, char **argv)
         int missing = 0;
         const char *v;
         int64_t x;
-        if (cli_help_option(argv[i], cli_help_fits))
-            return 0;
-        int fo = cli_format_option("fits", argc, argv, &i, 0, &fmt);
-        if (fo == 0)
-            fo = cli_deadline_option("fits", argc, argv, &i, &deadline);
-        if (fo < 0)
-            return 2;
-        if (fo > 0)
+        int done;
+        if (cli_shared_option("fits", cli_help_fits, argc, argv, &i, 0, &fmt, &deadline, &done)) {
+            if (done >= 0)
+                return done;
             continue;
+        }
         if ((v = cli_opt_value(argc, argv, &i, "--memory", &missing)) != NULL) {
             if (n_mem == REMAT_FITS_MAX_MEMORIES) {
                 fprintf(stderr, "remat fits: at most %d --memory\n", REMAT_FITS_MAX_MEMORIES);

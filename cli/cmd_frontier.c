@@ -13,15 +13,13 @@ int cli_cmd_frontier(int argc, char **argv)
     enum cli_format fmt = CLI_FORMAT_AUTO;
     struct cli_deadline deadline = {0, 0};
     for (int i = 1; i < argc; i++) {
-        if (cli_help_option(argv[i], cli_help_frontier))
-            return 0;
-        int fo = cli_format_option("frontier", argc, argv, &i, 1, &fmt);
-        if (fo == 0)
-            fo = cli_deadline_option("frontier", argc, argv, &i, &deadline);
-        if (fo < 0)
-            return 2;
-        if (fo > 0)
+        int done;
+        if (cli_shared_option("frontier", cli_help_frontier, argc, argv, &i, 1, &fmt, &deadline,
+                              &done)) {
+            if (done >= 0)
+                return done;
             continue;
+        }
         int missing = 0;
         int64_t x;
         const char *v = cli_opt_value(argc, argv, &i, "--slots", &missing);

@@ -16,15 +16,12 @@ int cli_cmd_plan(int argc, char **argv)
         int missing = 0;
         const char *v;
         int64_t x;
-        if (cli_help_option(argv[i], cli_help_plan))
-            return 0;
-        int f = cli_format_option("plan", argc, argv, &i, 0, &fmt);
-        if (f == 0)
-            f = cli_deadline_option("plan", argc, argv, &i, &deadline);
-        if (f < 0)
-            return 2;
-        if (f > 0)
+        int done;
+        if (cli_shared_option("plan", cli_help_plan, argc, argv, &i, 0, &fmt, &deadline, &done)) {
+            if (done >= 0)
+                return done;
             continue;
+        }
         if ((v = cli_opt_value(argc, argv, &i, "--algorithm", &missing)) != NULL) {
             if (remat_algorithm_parse(v, &opts.algorithm) < 0) {
                 fprintf(stderr, "remat plan: --algorithm: unknown algorithm '%s'\n", v);

@@ -46,13 +46,13 @@ int cli_cmd_simulate(int argc, char **argv)
     for (int i = 1; i < argc; i++) {
         int missing = 0;
         const char *v;
-        if (cli_help_option(argv[i], cli_help_simulate))
-            return 0;
-        int fo = cli_format_option("simulate", argc, argv, &i, 0, &fmt);
-        if (fo < 0)
-            return 2;
-        if (fo > 0)
+        int done;
+        if (cli_shared_option("simulate", cli_help_simulate, argc, argv, &i, 0, &fmt, NULL,
+                              &done)) {
+            if (done >= 0)
+                return done;
             continue;
+        }
         if ((v = cli_opt_value(argc, argv, &i, "--checkpoints", &missing)) != NULL) {
             list = v;
         } else if ((v = cli_opt_value(argc, argv, &i, "--model", &missing)) != NULL) {

@@ -49,6 +49,10 @@ struct rematd_route {
      * rematd_req_resume to be called; then resumed() is called to answer. */
     enum rematd_handled (*handler)(struct rematd_request *r);
     void (*resumed)(struct rematd_request *r);
+    /* In place of handler, for a route whose whole work runs on a planning
+     * thread: http defers job(r) (rematd_req_defer) itself, so that such
+     * routes do not each write the same handler around it. */
+    void (*job)(struct rematd_request *r);
     /* A route whose body is streamed (an upload) rather than buffered:
      * body_limit_of gives its limit from the configuration (413 from
      * Content-Length before anything is read, else once the body passes

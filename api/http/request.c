@@ -458,7 +458,12 @@ static void dispatch(struct rematd_req *q)
     }
     if (r->route->created_status && rematd__idempotency_check(q))
         return;
-    if (r->route->handler(r) == REMATD_SUSPENDED)
+    enum rematd_handled h;
+    if (r->route->job != NULL)
+        h = rematd_req_defer(r, r->route->job) < 0 ? REMATD_HANDLED : REMATD_SUSPENDED;
+    else
+        h = r->route->handler(r);
+    if (h == REMATD_SUSPENDED)
         return;
     if (!q->responded)
         rematd_req_problem(r, 500, "internal", NULL, "the handler gave no answer");

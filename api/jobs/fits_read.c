@@ -91,13 +91,9 @@ static int get_profiles(const struct rematd_read_ctx *ctx, json_t *body, struct 
                    "give exactly one of profiles and profile_ids");
     json_t *arr = inl ? inl : ids;
     const char *name = inl ? "/profiles" : "/profile_ids";
-    if (!json_is_array(arr) || json_array_size(arr) == 0)
-        return bad(pr, name, "must be a non-empty array");
-    if (json_array_size(arr) > REMAT_FITS_MAX_PROFILES) {
-        rematd_problem_set(pr, 400, "limit-exceeded", name, "%zu profiles; at most %d",
-                           json_array_size(arr), REMAT_FITS_MAX_PROFILES);
+    if (rematd_problem_array(pr, arr, name, REMAT_FITS_MAX_PROFILES, "must be a non-empty array",
+                             "profiles") < 0)
         return -1;
-    }
     size_t i;
     json_t *v;
     json_array_foreach (arr, i, v) {
@@ -131,13 +127,10 @@ static int get_profiles(const struct rematd_read_ctx *ctx, json_t *body, struct 
 static int get_memory(struct rematd_problem *pr, json_t *body, struct rematd_fits_req *f)
 {
     json_t *m = json_object_get(body, "memory");
-    if (!json_is_array(m) || json_array_size(m) == 0)
-        return bad(pr, "/memory", "memory must be a non-empty array of byte counts or GPU names");
-    if (json_array_size(m) > REMAT_FITS_MAX_MEMORIES) {
-        rematd_problem_set(pr, 400, "limit-exceeded", "/memory", "%zu memory sizes; at most %d",
-                           json_array_size(m), REMAT_FITS_MAX_MEMORIES);
+    if (rematd_problem_array(pr, m, "/memory", REMAT_FITS_MAX_MEMORIES,
+                             "memory must be a non-empty array of byte counts or GPU names",
+                             "memory sizes") < 0)
         return -1;
-    }
     size_t i;
     json_t *v;
     json_array_foreach (m, i, v) {
@@ -159,24 +152,20 @@ static int get_memory(struct rematd_problem *pr, json_t *body, struct rematd_fit
 int rematd_fits_read_options(json_t *body, struct rematd_fits_req *f, struct rematd_problem *pr)
 {
     remat_fits_options_init(&f->o);
+    json_int_t x = f->o.margin_bytes;
+    if (rematd_problem_int(pr, body, "margin_bytes", 0, REMAT_MAX_BYTES, "0..2^60", &x) < 0)
+        return -1;
+    f->o.margin_bytes = x;
     json_t *v;
-    if ((v = json_object_get(body, "margin_bytes")) != NULL) {
-        if (!json_is_integer(v) || json_integer_value(v) < 0 ||
-            json_integer_value(v) > REMAT_MAX_BYTES)
-            return bad(pr, "/margin_bytes", "margin_bytes must be an integer in 0..2^60");
-        f->o.margin_bytes = json_integer_value(v);
-    }
     if ((v = json_object_get(body, "margin_fraction")) != NULL) {
         if (!json_is_number(v) || !(json_number_value(v) >= 0 && json_number_value(v) <= 0.9))
             return bad(pr, "/margin_fraction", "margin_fraction must be a number in [0, 0.9]");
         f->o.margin_fraction = json_number_value(v);
     }
-    if ((v = json_object_get(body, "max_batch")) != NULL) {
-        if (!json_is_integer(v) || json_integer_value(v) < 1 ||
-            json_integer_value(v) > REMAT_FITS_MAX_BATCH)
-            return bad(pr, "/max_batch", "max_batch must be an integer in 1..16777216");
-        f->o.max_batch = json_integer_value(v);
-    }
+    x = f->o.max_batch;
+    if (rematd_problem_int(pr, body, "max_batch", 1, REMAT_FITS_MAX_BATCH, NULL, &x) < 0)
+        return -1;
+    f->o.max_batch = x;
     if ((v = json_object_get(body, "throughput")) != NULL) {
         if (!json_is_boolean(v))
             return bad(pr, "/throughput", "throughput must be true or false");

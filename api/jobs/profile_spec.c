@@ -42,15 +42,9 @@ static int check_layer(struct rematd_problem *pr, json_t *l, const char *ptr)
 
 static int check_layers(struct rematd_problem *pr, json_t *layers, const char *prefix, size_t max)
 {
-    if (!json_is_array(layers) || json_array_size(layers) == 0) {
-        rematd_problem_set(pr, 400, "validation", prefix, "layers must be a non-empty array");
+    if (rematd_problem_array(pr, layers, prefix, max, "layers must be a non-empty array",
+                             "layers") < 0)
         return -1;
-    }
-    if (json_array_size(layers) > max) {
-        rematd_problem_set(pr, 400, "limit-exceeded", prefix, "%zu layers; at most %zu",
-                           json_array_size(layers), max);
-        return -1;
-    }
     size_t i;
     json_t *l;
     json_array_foreach (layers, i, l) {
@@ -65,18 +59,9 @@ static int check_layers(struct rematd_problem *pr, json_t *layers, const char *p
 static int get_int(struct rematd_problem *pr, json_t *body, const char *name, json_int_t lo,
                    json_int_t hi, json_int_t dflt, json_t *spec)
 {
-    json_t *v = json_object_get(body, name);
     json_int_t x = dflt;
-    if (v) {
-        char p[64];
-        snprintf(p, sizeof p, "/%s", name);
-        if (!json_is_integer(v) || json_integer_value(v) < lo || json_integer_value(v) > hi) {
-            rematd_problem_set(pr, 400, "validation", p, "%s must be an integer in %lld..%lld",
-                               name, (long long)lo, (long long)hi);
-            return -1;
-        }
-        x = json_integer_value(v);
-    }
+    if (rematd_problem_int(pr, body, name, lo, hi, NULL, &x) < 0)
+        return -1;
     json_object_set_new(spec, name, json_integer(x));
     return 0;
 }

@@ -137,15 +137,10 @@ static void fits_job(struct rematd_request *r)
     rematd_req_end_job(r);
 }
 
-static enum rematd_handled create(struct rematd_request *r)
-{
-    return rematd_req_defer(r, fits_job) < 0 ? REMATD_HANDLED : REMATD_SUSPENDED;
-}
-
 const struct rematd_route rematd_route_fits = {.method = "POST",
                                                .pattern = "/v1/fits",
                                                .name = "fits",
                                                .auth = REMATD_AUTH_CLIENT,
                                                /* a model spec without cached profiles */
                                                .created_status = 202,
-                                               .handler = create};
+                                               .job = fits_job};

@@ -125,13 +125,8 @@ end:
     rematd_req_end_job(r);
 }
 
-static enum rematd_handled get(struct rematd_request *r)
-{
-    return rematd_req_defer(r, get_job) < 0 ? REMATD_HANDLED : REMATD_SUSPENDED;
-}
-
 const struct rematd_route rematd_route_fits_get = {.method = "GET",
                                                    .pattern = "/v1/fits/{id}",
                                                    .name = "fits_get",
                                                    .auth = REMATD_AUTH_CLIENT,
-                                                   .handler = get};
+                                                   .job = get_job};

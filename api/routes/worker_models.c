@@ -13,15 +13,8 @@
 static enum rematd_handled get(struct rematd_request *r)
 {
     struct rematd_model m;
-    enum rematd_store_result got = rematd_store_get_model(r->srv->store, r->id, &m);
-    if (got == REMATD_STORE_NOT_FOUND) {
-        rematd_req_problem(r, 404, "not-found", NULL, "no uploaded model with id %s", r->id);
+    if (rematd_model_by_id(r, &m) < 0)
         return REMATD_HANDLED;
-    }
-    if (got != REMATD_STORE_OK) {
-        rematd_req_problem(r, 503, "unavailable", NULL, "the store did not answer");
-        return REMATD_HANDLED;
-    }
     char path[1200];
     /* With a store shared by replicas the upload may have been another
      * replica's: its archive is fetched from the store first. */

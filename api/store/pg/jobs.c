@@ -143,15 +143,9 @@ enum rematd_store_result rematd__pg_create_job(struct rematd_store *base,
         /* FOR SHARE: a delete of the model (FOR UPDATE on its row) either
          * waits for this job and sees it, or this waits for the delete and
          * finds the model gone. */
-        const char *v[] = {job->model_id};
-        res = rematd__pg_exec(c, "INSERT job", "SELECT 1 FROM models WHERE id = $1 FOR SHARE", 1, v,
-                              NULL);
-        if (!res)
-            return rematd__pg_end_write(st, c, REMATD_STORE_ERROR);
-        int have = PQntuples(res) > 0;
-        PQclear(res);
-        if (!have)
-            return rematd__pg_end_write(st, c, REMATD_STORE_NOT_FOUND);
+        enum rematd_store_result locked = rematd__pg_lock_model(c, "INSERT job", job->model_id, 0);
+        if (locked != REMATD_STORE_OK)
+            return rematd__pg_end_write(st, c, locked);
     }
     char t[64];
     fmt_time(t, job->created_at);
@@ -317,19 +311,15 @@ static enum rematd_store_result lease_update(struct rematd_pg *st, const char *s
     const char *v[] = {id, lease_id, t, text, x};
     const Oid types[] = {TEXT_OID, TEXT_OID, FLOAT8_OID, TEXT_OID, FLOAT8_OID};
     PGconn *c = rematd__pg_get(st);
-    PGresult *res = rematd__pg_exec(c, "UPDATE job", sql, 5, v, types);
-    if (!res) {
-        rematd__pg_write_failed(st, c);
+    long n = rematd__pg_write_count(st, c, "UPDATE job", sql, 5, v, types);
+    if (n < 0) {
         rematd__pg_put(st, c);
         return REMATD_STORE_ERROR;
     }
-    rematd__pg_write_ok(st);
-    int n = atoi(PQcmdTuples(res));
-    PQclear(res);
     enum rematd_store_result found = REMATD_STORE_OK;
     if (n == 0) {
         const char *w[] = {id};
-        res = rematd__pg_exec(c, NULL, "SELECT 1 FROM jobs WHERE id = $1", 1, w, NULL);
+        PGresult *res = rematd__pg_exec(c, NULL, "SELECT 1 FROM jobs WHERE id = $1", 1, w, NULL);
         found = !res                 ? REMATD_STORE_ERROR
                 : PQntuples(res) > 0 ? REMATD_STORE_CONFLICT
                                      : REMATD_STORE_NOT_FOUND;
@@ -405,19 +395,11 @@ enum rematd_store_result rematd__pg_advance_job(struct rematd_store *base, const
     const char *v[] = {id, rematd_job_status_name(status), spec, result, reason, t};
     const Oid types[] = {TEXT_OID, TEXT_OID, TEXT_OID, TEXT_OID, TEXT_OID, FLOAT8_OID};
     PGconn *c = rematd__pg_get(st);
-    PGresult *res = rematd__pg_exec(c, "UPDATE job",
+    long n = rematd__pg_write_count(st, c, "UPDATE job",
                                     "UPDATE jobs SET status = $2, spec = coalesce($3, spec),"
                                     " result = $4, reason = $5, updated_at = $6"
                                     " WHERE id = $1 AND kind = 'fits' AND status = 'queued'",
                                     6, v, types);
-    if (!res) {
-        rematd__pg_write_failed(st, c);
-        rematd__pg_put(st, c);
-        return REMATD_STORE_ERROR;
-    }
-    rematd__pg_write_ok(st);
-    int n = atoi(PQcmdTuples(res));
-    PQclear(res);
     rematd__pg_put(st, c);
-    return n > 0 ? REMATD_STORE_OK : REMATD_STORE_NOT_FOUND;
+    return n < 0 ? REMATD_STORE_ERROR : n > 0 ? REMATD_STORE_OK : REMATD_STORE_NOT_FOUND;
 }

@@ -198,6 +198,21 @@ enum rematd_store_result rematd__pg_list_models(struct rematd_store *base, size_
     return REMATD_STORE_OK;
 }
 
+enum rematd_store_result rematd__pg_lock_model(PGconn *c, const char *what, const char *id,
+                                               int for_update)
+{
+    const char *v[] = {id};
+    PGresult *res = rematd__pg_exec(c, what,
+                                    for_update ? "SELECT 1 FROM models WHERE id = $1 FOR UPDATE"
+                                               : "SELECT 1 FROM models WHERE id = $1 FOR SHARE",
+                                    1, v, NULL);
+    if (!res)
+        return REMATD_STORE_ERROR;
+    int have = PQntuples(res) > 0;
+    PQclear(res);
+    return have ? REMATD_STORE_OK : REMATD_STORE_NOT_FOUND;
+}
+
 enum rematd_store_result rematd__pg_delete_model(struct rematd_store *base, const char *id)
 {
     struct rematd_pg *st = (struct rematd_pg *)base;
@@ -207,18 +222,13 @@ enum rematd_store_result rematd__pg_delete_model(struct rematd_store *base, cons
     const char *v[] = {id};
     /* FOR UPDATE: a job naming the model takes FOR SHARE on this row in
      * its transaction (pg/jobs.c): the count below sees it. */
+    enum rematd_store_result locked = rematd__pg_lock_model(c, "DELETE model", id, 1);
+    if (locked != REMATD_STORE_OK)
+        return rematd__pg_end_write(st, c, locked);
     PGresult *res = rematd__pg_exec(c, "DELETE model",
-                                    "SELECT 1 FROM models WHERE id = $1 FOR UPDATE", 1, v, NULL);
-    if (!res)
-        return rematd__pg_end_write(st, c, REMATD_STORE_ERROR);
-    int have = PQntuples(res) > 0;
-    PQclear(res);
-    if (!have)
-        return rematd__pg_end_write(st, c, REMATD_STORE_NOT_FOUND);
-    res = rematd__pg_exec(c, "DELETE model",
-                          "SELECT count(*) FROM jobs WHERE model_id = $1"
-                          " AND status IN ('queued', 'running')",
-                          1, v, NULL);
+                                    "SELECT count(*) FROM jobs WHERE model_id = $1"
+                                    " AND status IN ('queued', 'running')",
+                                    1, v, NULL);
     if (!res)
         return rematd__pg_end_write(st, c, REMATD_STORE_ERROR);
     long users = atol(PQgetvalue(res, 0, 0));

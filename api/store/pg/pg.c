@@ -82,6 +82,20 @@ void rematd__pg_write_ok(struct rematd_pg *st)
         rematd_log("info", "store writable again", NULL);
 }
 
+long rematd__pg_write_count(struct rematd_pg *st, PGconn *c, const char *what, const char *sql,
+                            int n, const char *const *values, const Oid *types)
+{
+    PGresult *res = rematd__pg_exec(c, what, sql, n, values, types);
+    if (!res) {
+        rematd__pg_write_failed(st, c);
+        return -1;
+    }
+    rematd__pg_write_ok(st);
+    long count = atol(PQcmdTuples(res));
+    PQclear(res);
+    return count;
+}
+
 /* The writer connection's events: the SQLSTATE of its last failed
  * statement, which write_batch reads to tell a lost race from a fault. */
 static int writer_events(PGEventId id, void *info, void *arg)

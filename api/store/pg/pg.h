@@ -88,6 +88,17 @@ int rematd__pg_cmd(PGconn *c, const char *what, const char *sql, int n, const ch
  * open and marks the store failed until a write succeeds. */
 void rematd__pg_write_failed(struct rematd_pg *st, PGconn *c);
 void rematd__pg_write_ok(struct rematd_pg *st);
+/* One write on c: the count of rows it changed (the store marked
+ * writable), or -1 after rematd__pg_write_failed (c is still the
+ * caller's to put back). */
+long rematd__pg_write_count(struct rematd_pg *st, PGconn *c, const char *what, const char *sql,
+                            int n, const char *const *values, const Oid *types);
+/* Locks model id's row in c's open transaction: FOR UPDATE when
+ * for_update (a delete), else FOR SHARE (a job naming the model), so that
+ * a delete and a new job naming the model see each other.  OK when the
+ * model is there, NOT_FOUND, or ERROR (logged under what). */
+enum rematd_store_result rematd__pg_lock_model(PGconn *c, const char *what, const char *id,
+                                               int for_update);
 /* Begins a write transaction on c holding the advisory lock lock (one of
  * REMATD_PG_LOCK_*) until it ends, so that replicas take turns at what the
  * lock guards.  0, or -1 (logged under what; end it with

@@ -370,6 +370,18 @@ static enum rematd_store_result lease_update(struct rematd_sqlite *st, const cha
     return found;
 }
 
+/* lease_update under wmu, now: what completing, failing and releasing a
+ * lease each did in the same few lines. */
+static enum rematd_store_result lease_update_locked(struct rematd_sqlite *st, const char *sql,
+                                                    const char *id, const char *lease_id,
+                                                    const char *text, double extra)
+{
+    pthread_mutex_lock(&st->wmu);
+    enum rematd_store_result rc = lease_update(st, sql, id, lease_id, text, rematd_now(), extra);
+    pthread_mutex_unlock(&st->wmu);
+    return rc;
+}
+
 #define HELD " WHERE id = ?1 AND lease_id = ?2 AND status = 'running' AND lease_expires_at >= ?3"
 
 enum rematd_store_result rematd__sqlite_renew_lease(struct rematd_store *base, const char *id,
@@ -391,17 +403,11 @@ enum rematd_store_result rematd__sqlite_renew_lease(struct rematd_store *base, c
 enum rematd_store_result rematd__sqlite_complete_job(struct rematd_store *base, const char *id,
                                                      const char *lease_id, const char *result)
 {
-    struct rematd_sqlite *st = (struct rematd_sqlite *)base;
-    pthread_mutex_lock(&st->wmu);
-    double now = rematd_now();
-    enum rematd_store_result rc =
-        lease_update(st,
-                     "UPDATE jobs SET status = 'done', result = ?4, lease_id = NULL,"
-                     " lease_expires_at = NULL, updated_at = ?3, attempts = attempts + 1,"
-                     " reason = NULL" HELD,
-                     id, lease_id, result, now, 0);
-    pthread_mutex_unlock(&st->wmu);
-    return rc;
+    return lease_update_locked((struct rematd_sqlite *)base,
+                               "UPDATE jobs SET status = 'done', result = ?4, lease_id = NULL,"
+                               " lease_expires_at = NULL, updated_at = ?3, attempts = attempts + 1,"
+                               " reason = NULL" HELD,
+                               id, lease_id, result, 0);
 }
 
 enum rematd_store_result rematd__sqlite_fail_job(struct rematd_store *base, const char *id,
@@ -409,40 +415,30 @@ enum rematd_store_result rematd__sqlite_fail_job(struct rematd_store *base, cons
                                                  int retryable)
 {
     struct rematd_sqlite *st = (struct rematd_sqlite *)base;
-    pthread_mutex_lock(&st->wmu);
-    enum rematd_store_result rc;
     if (retryable)
-        rc = lease_update(st,
-                          "UPDATE jobs SET"
-                          " status = CASE WHEN attempts + 1 >= ?5 THEN 'failed' ELSE 'queued' END,"
-                          " reason = CASE WHEN attempts + 1 >= ?5 THEN ?4 ELSE reason END,"
-                          " last_error = ?4, attempts = attempts + 1, lease_id = NULL,"
-                          " lease_expires_at = NULL, worker_id = NULL, updated_at = ?3" HELD,
-                          id, lease_id, reason, rematd_now(), (double)st->max_attempts);
-    else
-        rc = lease_update(st,
-                          "UPDATE jobs SET status = 'failed', reason = ?4, last_error = ?4,"
-                          " attempts = attempts + 1, lease_id = NULL, lease_expires_at = NULL,"
-                          " updated_at = ?3" HELD,
-                          id, lease_id, reason, rematd_now(), (double)st->max_attempts);
-    pthread_mutex_unlock(&st->wmu);
-    return rc;
+        return lease_update_locked(
+            st,
+            "UPDATE jobs SET"
+            " status = CASE WHEN attempts + 1 >= ?5 THEN 'failed' ELSE 'queued' END,"
+            " reason = CASE WHEN attempts + 1 >= ?5 THEN ?4 ELSE reason END,"
+            " last_error = ?4, attempts = attempts + 1, lease_id = NULL,"
+            " lease_expires_at = NULL, worker_id = NULL, updated_at = ?3" HELD,
+            id, lease_id, reason, (double)st->max_attempts);
+    return lease_update_locked(st,
+                               "UPDATE jobs SET status = 'failed', reason = ?4, last_error = ?4,"
+                               " attempts = attempts + 1, lease_id = NULL, lease_expires_at = NULL,"
+                               " updated_at = ?3" HELD,
+                               id, lease_id, reason, (double)st->max_attempts);
 }
 
 enum rematd_store_result rematd__sqlite_release_job(struct rematd_store *base, const char *id,
                                                     const char *lease_id)
 {
-    struct rematd_sqlite *st = (struct rematd_sqlite *)base;
-    pthread_mutex_lock(&st->wmu);
-    double now = rematd_now();
-    enum rematd_store_result rc =
-        lease_update(st,
-                     "UPDATE jobs SET status = 'queued', lease_id = NULL,"
-                     " lease_expires_at = NULL, worker_id = NULL,"
-                     " updated_at = ?3, progress = coalesce(?4, progress)" HELD,
-                     id, lease_id, NULL, now, 0);
-    pthread_mutex_unlock(&st->wmu);
-    return rc;
+    return lease_update_locked((struct rematd_sqlite *)base,
+                               "UPDATE jobs SET status = 'queued', lease_id = NULL,"
+                               " lease_expires_at = NULL, worker_id = NULL,"
+                               " updated_at = ?3, progress = coalesce(?4, progress)" HELD,
+                               id, lease_id, NULL, 0);
 }
 
 enum rematd_store_result rematd__sqlite_advance_job(struct rematd_store *base, const char *id,

@@ -90,10 +90,10 @@ static double odd_time(struct randchain_rng *g)
         return 0.1 + 0.2; /* 0.30000000000000004 */
     case 2:
         return 5e-324; /* the least subnormal */
-    case 3:
-        return (double)randchain_next(g) / 3.0;
-    case 4:
-        return 1e300;
+    case 3:            /* 17 significant digits, under REMAT_MAX_MS */
+        return fmod((double)randchain_next(g) / 3.0, REMAT_MAX_MS);
+    case 4: /* the largest a profile takes, and the double just under it */
+        return randchain_below(g, 2) ? REMAT_MAX_MS : nextafter(REMAT_MAX_MS, 0);
     case 5:
         return (double)randchain_below(g, 1000000) / 1000.0;
     case 6:

@@ -199,6 +199,15 @@ static int try_ptrace_environ(void)
     return result(open(p, O_RDONLY));
 }
 
+/* In the sanitizer build: an allocation the memory limit refuses returns
+ * NULL, as malloc does, instead of aborting the process (ASan's default),
+ * so that the limit is tested, not the sanitizer. */
+const char *__asan_default_options(void);
+const char *__asan_default_options(void)
+{
+    return "allocator_may_return_null=1";
+}
+
 static int try_big_malloc(void)
 {
     /* 2 GiB past a 1 GiB limit (plus its 1 GiB of slack). */

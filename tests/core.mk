@@ -96,6 +96,9 @@ EXTRA_DIST += \
 	tests/data/profiles/bad/stages_not_array.json \
 	tests/data/profiles/bad/string_bytes.json \
 	tests/data/profiles/bad/string_time.json \
+	tests/data/profiles/bad/step_time_over_limit.json \
+	tests/data/profiles/bad/time_just_over_limit.json \
+	tests/data/profiles/bad/time_over_limit.json \
 	tests/data/profiles/bad/total_over_limit.json \
 	tests/data/profiles/bad/unknown_format.json \
 	tests/data/profiles/good/full.json \

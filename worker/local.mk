@@ -3,7 +3,7 @@
 # libremat for the op lists it runs and rematx for the zoo and the buffer.
 # Built only when configure found libtorch (m4/remat_torch.m4); everything
 # else builds without it.
-EXTRA_DIST += worker/build-standalone.sh docs/worker.md docs/accuracy.md
+EXTRA_DIST += worker/build-standalone.sh docs/worker.md docs/accuracy.md docs/security.md
 if HAVE_TORCH
 bin_PROGRAMS += worker/remat-worker
 worker_remat_worker_SOURCES = worker/main.c worker/http.h worker/http.c worker/cache.h worker/cache.c \

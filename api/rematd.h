@@ -103,12 +103,8 @@ void rematd_new_id(char out[REMATD_ID_LEN + 1]);
 /* 48 bits of milliseconds, then 80 random bits: ids that sort by time. */
 void rematd_new_ordered_id(char out[REMATD_ID_LEN + 1]);
 int rematd_is_id(const char *s); /* exactly 32 lowercase hex characters */
-/* The length of the valid UTF-8 sequence at s (n bytes left), 0 when the
- * bytes there are not one (overlong, surrogate, cut, past U+10FFFF). */
-size_t rematd_utf8_seq(const unsigned char *s, size_t n);
-int rematd_utf8_valid(const char *s, size_t n); /* 1 when all of s is valid UTF-8 */
-double rematd_now(void);                        /* seconds since the epoch, wall clock */
-double rematd_mono(void);                       /* seconds, monotonic */
+double rematd_now(void);         /* seconds since the epoch, wall clock */
+double rematd_mono(void);        /* seconds, monotonic */
 void rematd_rfc3339(double t, char out[32]);
 /* SHA-256 of data as 64 lowercase hex characters. */
 void rematd_sha256_hex(const void *data, size_t len, char out[65]);

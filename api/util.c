@@ -10,6 +10,7 @@
 
 #include "rematd.h"
 #include "rematx/sha256.h"
+#include "rematx/utf8.h"
 
 /* Fills raw from the kernel's CSPRNG. */
 static void random_bytes(unsigned char *raw, size_t len)
@@ -209,41 +210,6 @@ static void lput(struct line *l, const char *s, size_t n)
     l->len += n;
 }
 
-/* A JSON string as jansson's json_dumps escapes it by default. */
-size_t rematd_utf8_seq(const unsigned char *s, size_t n)
-{
-    if (n == 0)
-        return 0;
-    unsigned char c = s[0];
-    if (c < 0x80)
-        return 1;
-    size_t len = c >= 0xC2 && c <= 0xDF   ? 2
-                 : c >= 0xE0 && c <= 0xEF ? 3
-                 : c >= 0xF0 && c <= 0xF4 ? 4
-                                          : 0;
-    if (len == 0 || len > n)
-        return 0;
-    for (size_t k = 1; k < len; k++)
-        if ((s[k] & 0xC0) != 0x80)
-            return 0;
-    /* Overlong forms, surrogates and code points past U+10FFFF. */
-    if ((c == 0xE0 && s[1] < 0xA0) || (c == 0xED && s[1] > 0x9F) || (c == 0xF0 && s[1] < 0x90) ||
-        (c == 0xF4 && s[1] > 0x8F))
-        return 0;
-    return len;
-}
-
-int rematd_utf8_valid(const char *s, size_t n)
-{
-    for (size_t i = 0; i < n;) {
-        size_t k = rematd_utf8_seq((const unsigned char *)s + i, n - i);
-        if (k == 0)
-            return 0;
-        i += k;
-    }
-    return 1;
-}
-
 /* A JSON string of s; a byte that is not part of valid UTF-8 is written as
  * the text \xNN, so that every log line is valid UTF-8 whatever a client
  * sent (a request path, a method). */
@@ -254,7 +220,7 @@ static void lput_str(struct line *l, const char *s, size_t n)
     for (size_t i = 0; i < n; i++) {
         unsigned char c = (unsigned char)s[i];
         if (c >= 0x80) {
-            size_t k = rematd_utf8_seq((const unsigned char *)s + i, n - i);
+            size_t k = rematx_utf8_seq((const unsigned char *)s + i, n - i);
             if (k > 0) {
                 i += k - 1;
                 continue;

@@ -9,6 +9,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "rematx/utf8.h"
 #include "zipcheck.h"
 
 /* The central directory is read whole: at most this many bytes. */
@@ -80,42 +81,6 @@ static int climbs(const char *name, size_t n)
         i = j + 1;
     }
     return 0;
-}
-
-/* Whether n bytes are well-formed UTF-8 (RFC 3629: no overlong forms, no
- * surrogates, nothing past U+10FFFF).  An entry's name goes into a problem's
- * JSON text and is what libtorch looks entries up by: a name that is not
- * text is refused rather than passed on. */
-static int utf8_ok(const unsigned char *s, size_t n)
-{
-    for (size_t i = 0; i < n;) {
-        unsigned c = s[i];
-        size_t len;
-        unsigned min;
-        if (c < 0x80) {
-            i++;
-            continue;
-        }
-        if (c >= 0xc2 && c <= 0xdf)
-            len = 2, min = 0x80, c &= 0x1f;
-        else if (c >= 0xe0 && c <= 0xef)
-            len = 3, min = 0x800, c &= 0x0f;
-        else if (c >= 0xf0 && c <= 0xf4)
-            len = 4, min = 0x10000, c &= 0x07;
-        else
-            return 0;
-        if (n - i < len)
-            return 0;
-        for (size_t k = 1; k < len; k++) {
-            if ((s[i + k] & 0xc0) != 0x80)
-                return 0;
-            c = c << 6 | (s[i + k] & 0x3f);
-        }
-        if (c < min || c > 0x10ffff || (c >= 0xd800 && c <= 0xdfff))
-            return 0;
-        i += len;
-    }
-    return 1;
 }
 
 /* How many bytes of a UTF-8 name a reason shows: at most 100, never half a
@@ -266,7 +231,9 @@ enum rematd_zip_verdict rematd_zipcheck_fd(int fd, uint64_t size,
             goto out;
         }
         const char *name = (const char *)h + 46;
-        if (!utf8_ok(h + 46, nl)) {
+        /* A name goes into a problem's JSON text and is what libtorch looks
+         * entries up by: one that is not text is refused, not passed on. */
+        if (!rematx_utf8_valid(name, nl)) {
             v = say(why, whylen, REMATD_ZIP_UNSAFE,
                     "entry %zu's name is not UTF-8 text: archives whose names rematd and "
                     "libtorch could read differently are refused",

@@ -153,4 +153,4 @@ TESTS += tests/api/test_zipcheck
 tests_api_test_zipcheck_SOURCES = tests/api/test_zipcheck.c api/zipcheck.c api/zipcheck.h
 tests_api_test_zipcheck_CFLAGS = $(AM_CFLAGS) $(JANSSON_CFLAGS) $(CMOCKA_CFLAGS)
 tests_api_test_zipcheck_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/api
-tests_api_test_zipcheck_LDADD = $(JANSSON_LIBS) $(CMOCKA_LIBS)
+tests_api_test_zipcheck_LDADD = src/rematx/librematx.la $(JANSSON_LIBS) $(CMOCKA_LIBS)

@@ -17,6 +17,7 @@
 #include <string>
 #include <vector>
 
+#include "rematx/utf8.h"
 #include "shim.h"
 #include "shim_private.h"
 
@@ -88,28 +89,16 @@ std::string first_line(const char *msg)
 std::string job_reason(const std::string &s, size_t max_bytes)
 {
     std::string out;
+    const unsigned char *p = reinterpret_cast<const unsigned char *>(s.data());
     for (size_t i = 0; i < s.size();) {
-        unsigned char c = (unsigned char)s[i];
-        size_t len = c < 0x80                 ? 1
-                     : c >= 0xc2 && c <= 0xdf ? 2
-                     : c >= 0xe0 && c <= 0xef ? 3
-                     : c >= 0xf0 && c <= 0xf4 ? 4
-                                              : 0;
-        bool ok = len > 0 && i + len <= s.size();
-        unsigned cp = len == 1 ? c : len == 2 ? c & 0x1f : len == 3 ? c & 0x0f : c & 0x07;
-        for (size_t k = 1; ok && k < len; k++) {
-            unsigned char d = (unsigned char)s[i + k];
-            ok = (d & 0xc0) == 0x80;
-            cp = cp << 6 | (d & 0x3f);
-        }
-        static const unsigned min_cp[5] = {0, 0, 0x80, 0x800, 0x10000};
-        if (ok && len > 1)
-            ok = cp >= min_cp[len] && cp <= 0x10ffff && !(cp >= 0xd800 && cp <= 0xdfff);
-        std::string ch = !ok ? "?" : (len == 1 && (c < 0x20 || c == 0x7f)) ? " " : s.substr(i, len);
+        size_t len = rematx_utf8_seq(p + i, s.size() - i);
+        std::string ch = len == 0                                    ? "?"
+                         : len == 1 && (p[i] < 0x20 || p[i] == 0x7f) ? " "
+                                                                     : s.substr(i, len);
         if (out.size() + ch.size() > max_bytes)
             break;
         out += ch;
-        i += ok ? len : 1;
+        i += len == 0 ? 1 : len;
     }
     out = trimmed(out);
     return out.empty() ? "(the error had no message)" : out;

@@ -25,6 +25,7 @@
 #include <strings.h>
 
 #include "http_private.h"
+#include "rematx/utf8.h"
 
 /* Matches path against a pattern segment by segment; {id} takes one
  * segment, which is copied to id_out (validated later, so that a bad id is a
@@ -113,7 +114,7 @@ static void escape_into(char *out, size_t cap, const char *s)
     size_t o = 0, n = strlen(s);
     for (size_t i = 0; i < n && o + 5 < cap;) {
         unsigned char c = (unsigned char)s[i];
-        size_t k = rematd_utf8_seq((const unsigned char *)s + i, n - i);
+        size_t k = rematx_utf8_seq((const unsigned char *)s + i, n - i);
         if (k == 0 || c < 0x20 || c == 0x7f) {
             snprintf(out + o, cap - o, "\\x%02X", c);
             o += 4;
@@ -203,7 +204,7 @@ static int refuse_framing(struct rematd_req *q, const char *url, const char *met
         rematd_req_problem(r, 400, "bad-request", NULL, "the method is not an HTTP token");
         return 1;
     }
-    int path_ok = rematd_utf8_valid(url, strlen(url));
+    int path_ok = rematx_utf8_valid(url, strlen(url));
     for (const char *p = url; path_ok && *p; p++)
         path_ok = (unsigned char)*p > 0x20 && *p != 0x7f;
     if (!path_ok) {

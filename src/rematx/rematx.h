@@ -38,6 +38,7 @@
 #include "rematx/real.h"
 #include "rematx/sha256.h"
 #include "rematx/svg.h"
+#include "rematx/utf8.h"
 #include "rematx/zoo.h"
 
 #endif

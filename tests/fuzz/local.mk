@@ -53,7 +53,7 @@ tests_fuzz_fuzz_zip_SOURCES = tests/fuzz/fuzz_zip.c tests/fuzz/fuzz_check.h api/
 	api/zipcheck.h api/torchpickle.c api/torchpickle.h $(FUZZ_MAIN)
 tests_fuzz_fuzz_zip_CFLAGS = $(FUZZ_CFLAGS)
 tests_fuzz_fuzz_zip_LDFLAGS = $(FUZZ_LINK)
-tests_fuzz_fuzz_zip_LDADD = $(FUZZ_LIBS)
+tests_fuzz_fuzz_zip_LDADD = src/rematx/librematx.la $(FUZZ_LIBS)
 
 tests_fuzz_fuzz_pickle_SOURCES = tests/fuzz/fuzz_pickle.c tests/fuzz/fuzz_check.h \
 	api/torchpickle.c api/torchpickle.h $(FUZZ_MAIN)

@@ -105,6 +105,17 @@ static const struct opt opts[] = {
      "concurrent connections from one client address (0: no limit, e.g. behind a proxy)"},
     {"health-connections", "REMAT_HEALTH_CONNECTIONS", O_UINT, OFF(health_connections), 0, 1, 1000,
      "connections kept beyond --max-connections for /healthz and /readyz only"},
+    /* Tenants (tenants.c, docs/security.md "Tenants"). */
+    {"tokens-file", "REMAT_TOKENS_FILE", O_STR, OFF(tokens_file), SZ(tokens_file), 0, 0,
+     "file of '<tenant> <token>' lines: each token is a client of that tenant (read at start)"},
+    {"tenant-max-models-bytes", "REMAT_TENANT_MAX_MODELS_BYTES", O_SIZE,
+     OFF(tenant_max_models_bytes), 0, 0, (1ULL << 46),
+     "bytes of uploaded models one tenant may keep (507 past it); 0: --max-models-bytes divided "
+     "among the tenants"},
+    {"tenant-max-queued-jobs", "REMAT_TENANT_MAX_QUEUED_JOBS", O_UINT, OFF(tenant_max_queued_jobs),
+     0, 0, 10000000,
+     "jobs one tenant may have queued (503 past it); 0: --max-queued-jobs divided among the "
+     "tenants"},
 };
 #define N_OPTS (sizeof opts / sizeof opts[0])
 
@@ -325,9 +336,11 @@ static void usage(const struct rematd_config *d)
     }
     json_decref(j);
     printf("  --print-config         print the effective configuration as JSON and exit\n"
+           "  --allow-anonymous      let clients in without a token even when listening beyond\n"
+           "                         loopback (env REMAT_ALLOW_ANONYMOUS=1; logged as a warning)\n"
            "  --help, --version\n\n"
-           "Environment only: REMAT_TOKEN (Bearer token every /v1 route requires),\n"
-           "REMAT_WORKER_TOKEN (Bearer token of the /v1/worker routes).\n");
+           "Environment only: REMAT_TOKEN (Bearer token every /v1 route requires: the tenant\n"
+           "\"default\"), REMAT_WORKER_TOKEN (Bearer token of the /v1/worker routes).\n");
 }
 
 /* --store: sqlite:DIR is --data-dir DIR (the models' files go beside the
@@ -397,13 +410,24 @@ int rematd_config_load(struct rematd_config *c, int argc, char **argv)
         load_token(c->worker_token, sizeof c->worker_token, "REMAT_WORKER_TOKEN") < 0)
         return -1;
 
-    struct option lo[N_OPTS + 4];
+    const char *anon = getenv("REMAT_ALLOW_ANONYMOUS");
+    if (anon && *anon) {
+        if (strcmp(anon, "1") == 0 || strcmp(anon, "true") == 0 || strcmp(anon, "yes") == 0) {
+            c->allow_anonymous = 1;
+        } else if (strcmp(anon, "0") != 0 && strcmp(anon, "false") != 0 &&
+                   strcmp(anon, "no") != 0) {
+            fprintf(stderr, "rematd: REMAT_ALLOW_ANONYMOUS: want 1 or 0, got '%s'\n", anon);
+            return -1;
+        }
+    }
+    struct option lo[N_OPTS + 5];
     for (size_t i = 0; i < N_OPTS; i++)
         lo[i] = (struct option){opts[i].flag, required_argument, NULL, (int)(256 + i)};
     lo[N_OPTS] = (struct option){"help", no_argument, NULL, 'h'};
     lo[N_OPTS + 1] = (struct option){"version", no_argument, NULL, 'V'};
     lo[N_OPTS + 2] = (struct option){"print-config", no_argument, NULL, 'P'};
-    lo[N_OPTS + 3] = (struct option){NULL, 0, NULL, 0};
+    lo[N_OPTS + 3] = (struct option){"allow-anonymous", no_argument, NULL, 'A'};
+    lo[N_OPTS + 4] = (struct option){NULL, 0, NULL, 0};
     optind = 1;
     int ch;
     while ((ch = getopt_long(argc, argv, "hV", lo, NULL)) != -1) {
@@ -415,6 +439,8 @@ int rematd_config_load(struct rematd_config *c, int argc, char **argv)
             return 1;
         } else if (ch == 'P') {
             c->print_config = 1;
+        } else if (ch == 'A') {
+            c->allow_anonymous = 1;
         } else if (ch >= 256 && ch < 256 + (int)N_OPTS) {
             char src[64];
             snprintf(src, sizeof src, "--%s", opts[ch - 256].flag);
@@ -473,5 +499,6 @@ json_t *rematd_config_to_json(const struct rematd_config *c)
     json_object_set_new(j, "store", json_string(store));
     json_object_set_new(j, "token", json_string(c->token[0] ? "(set)" : ""));
     json_object_set_new(j, "worker-token", json_string(c->worker_token[0] ? "(set)" : ""));
+    json_object_set_new(j, "allow-anonymous", json_boolean(c->allow_anonymous));
     return j;
 }

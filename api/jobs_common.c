@@ -50,6 +50,15 @@ json_t *rematd_job_view(const struct rematd_job *j)
     return v;
 }
 
+void rematd_tenant_reuse_key(const struct rematd_request *r, char key[65])
+{
+    if (!r->tenant || strcmp(r->tenant, REMATD_TENANT_DEFAULT) == 0)
+        return;
+    char keyed[65 + 1 + REMATD_TENANT_MAX + 1];
+    int n = snprintf(keyed, sizeof keyed, "%s/%s", key, r->tenant);
+    rematd_sha256_hex(keyed, (size_t)n, key);
+}
+
 void rematd_queue_job(struct rematd_request *r, const char *kind, json_t *spec)
 {
     rematd_queue_job_keyed(r, kind, spec, NULL);
@@ -83,10 +92,11 @@ void rematd_queue_job_keyed(struct rematd_request *r, const char *kind, json_t *
         .device = device ? device : "cpu",
         .spec = text,
         .idem_key = r->idem_key,
-        .idem_scope = r->route->name,
+        .idem_scope = r->idem_scope,
         .body_hash = r->body_hash,
         .body = answer,
         .reuse_key = reuse_key,
+        .tenant = r->tenant,
     };
     struct rematd_idem existing;
     enum rematd_store_result rc =
@@ -123,7 +133,7 @@ enum rematd_handled rematd_get_job(struct rematd_request *r, const char *kind)
         rematd_req_problem(r, 503, "unavailable", NULL, "the store did not answer");
         return REMATD_HANDLED;
     }
-    if (got != REMATD_STORE_OK || strcmp(j.kind, kind) != 0) {
+    if (got != REMATD_STORE_OK || strcmp(j.kind, kind) != 0 || !rematd_req_owns(r, j.tenant)) {
         if (got == REMATD_STORE_OK)
             rematd_job_clear(&j);
         rematd_req_problem(r, 404, "not-found", NULL, "no %s job with id %s", kind, r->id);

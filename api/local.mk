@@ -37,7 +37,7 @@ REMATD_ROUTE_SOURCES = api/routes/table.c api/routes/healthz.c api/routes/readyz
 	api/routes/worker_fail.c api/routes/worker_release.c api/routes/worker_models.c
 bin_PROGRAMS += api/rematd
 api_rematd_SOURCES = \
-	api/rematd.h api/main.c api/config.c api/util.c $(REMATD_HTTP_SOURCES) $(REMATD_STORE_SOURCES) \
+	api/rematd.h api/main.c api/config.c api/util.c api/tenants.h api/tenants.c $(REMATD_HTTP_SOURCES) $(REMATD_STORE_SOURCES) \
 	api/zipcheck.h api/zipcheck.c api/torchpickle.h api/torchpickle.c api/models_common.h api/models_common.c \
 	api/metrics.c api/supervise.h api/supervise.c api/pool.h api/pool.c \
 	api/plan_common.h api/plan_common.c api/request_limits.h \

@@ -47,6 +47,7 @@
 #include "pool.h"
 #include "store.h"
 #include "supervise.h"
+#include "tenants.h"
 
 static int sig_pipe[2] = {-1, -1};
 
@@ -117,6 +118,51 @@ static int worker_auth(struct rematd_config *cfg, int loopback)
     return 0;
 }
 
+/* Clients are authenticated whenever rematd listens beyond loopback: with
+ * REMAT_TOKEN or a tokens file, or, when the operator says so with
+ * --allow-anonymous, not at all (a warning in the log each start).  On
+ * loopback no token stays anonymous, as it always was.  Loads the tenants
+ * into srv and sets each tenant's share of the quotas.  Returns 0, or -1
+ * after saying why. */
+static int client_auth(struct rematd_server *srv, int loopback)
+{
+    struct rematd_config *cfg = &srv->cfg;
+    char err[1400];
+    srv->tenants = rematd_tenants_load(cfg->token, cfg->tokens_file, err, sizeof err);
+    if (!srv->tenants) {
+        fprintf(stderr, "rematd: %s\n", err);
+        return -1;
+    }
+    if (!rematd_tenants_any(srv->tenants) && !loopback) {
+        if (!cfg->allow_anonymous) {
+            fprintf(stderr,
+                    "rematd: --listen %s is beyond loopback and no client token is set: set "
+                    "REMAT_TOKEN or --tokens-file (uploads and deletes would be open to anyone "
+                    "who reaches it), or say --allow-anonymous\n",
+                    cfg->listen);
+            return -1;
+        }
+        rematd_log("warn", "anonymous clients beyond loopback",
+                   json_pack("{s:s, s:s}", "listen", cfg->listen, "detail",
+                             "--allow-anonymous: every client route is open to anyone who "
+                             "reaches this address"));
+    }
+    /* A tenant's share: what the operator set, else an even part of the
+     * whole, so that one tenant never fills what the others need. */
+    size_t n = rematd_tenants_count(srv->tenants);
+    if (cfg->tenant_max_models_bytes == 0)
+        cfg->tenant_max_models_bytes = cfg->max_models_bytes / n;
+    if (cfg->tenant_max_queued_jobs == 0)
+        cfg->tenant_max_queued_jobs =
+            cfg->max_queued_jobs / (unsigned)n > 0 ? cfg->max_queued_jobs / (unsigned)n : 1;
+    if (rematd_tenants_any(srv->tenants))
+        rematd_log("info", "tenants",
+                   json_pack("{s:I, s:I, s:I}", "tenants", (json_int_t)n, "tenant_max_models_bytes",
+                             (json_int_t)cfg->tenant_max_models_bytes, "tenant_max_queued_jobs",
+                             (json_int_t)cfg->tenant_max_queued_jobs));
+    return 0;
+}
+
 static void status_line(struct rematd_server *srv)
 {
     struct rematd_job_counts jc;
@@ -174,8 +220,11 @@ int main(int argc, char **argv)
         fprintf(stderr, "rematd: --listen %s: want host:port\n", cfg->listen);
         return 2;
     }
-    if (worker_auth(cfg, is_loopback(&addr)) < 0 || rematd_supervisor_check(cfg) < 0)
+    if (worker_auth(cfg, is_loopback(&addr)) < 0 || client_auth(&srv, is_loopback(&addr)) < 0 ||
+        rematd_supervisor_check(cfg) < 0) {
+        rematd_tenants_free(srv.tenants);
         return 2;
+    }
     if (pipe(sig_pipe) < 0) {
         perror("rematd: pipe");
         return 1;
@@ -351,6 +400,7 @@ int main(int argc, char **argv)
      * stop: the exit status says so (a supervisor then looks). */
     int store_ok = rematd_store_ready(srv.store) == REMATD_STORE_OK;
     rematd_store_close(srv.store);
+    rematd_tenants_free(srv.tenants);
     if (!store_ok) {
         rematd_log("error", "stopped with the store failing", NULL);
         return 1;

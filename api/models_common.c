@@ -49,13 +49,8 @@ static int sweep(const char *dir, struct rematd_store *st)
         if (e->d_name[0] == '.' || strcmp(e->d_name, "tmp") == 0)
             continue;
         if (st && rematx_is_sha256_hex(e->d_name)) {
-            struct rematd_model m;
-            char id[REMATD_ID_LEN + 1];
-            memcpy(id, e->d_name, REMATD_ID_LEN);
-            id[REMATD_ID_LEN] = '\0';
-            enum rematd_store_result got = rematd_store_get_model(st, id, &m);
-            if (got == REMATD_STORE_OK)
-                rematd_model_clear(&m);
+            /* Any tenant's record keeps the file (tenants share it). */
+            enum rematd_store_result got = rematd_store_model_sha_used(st, e->d_name);
             if (got != REMATD_STORE_NOT_FOUND)
                 continue; /* kept, or the store cannot tell: keep */
         } else if (st) {
@@ -113,6 +108,10 @@ json_t *rematd_model_view(const struct rematd_model *m)
 int rematd_model_by_id(struct rematd_request *r, struct rematd_model *m)
 {
     enum rematd_store_result got = rematd_store_get_model(r->srv->store, r->id, m);
+    if (got == REMATD_STORE_OK && !rematd_req_owns(r, m->tenant)) {
+        rematd_model_clear(m);
+        got = REMATD_STORE_NOT_FOUND;
+    }
     if (got == REMATD_STORE_NOT_FOUND) {
         rematd_req_problem(r, 404, "not-found", NULL, "no uploaded model with id %s", r->id);
         return -1;

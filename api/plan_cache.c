@@ -3,6 +3,7 @@
 #include "config.h"
 
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -17,6 +18,9 @@ struct plan_cache {
     size_t record_len, record_cap;
     char *options;
     char profile_id[REMATD_ID_LEN + 1];
+    /* The tenant it answered: a body naming a profile_id was checked to be
+     * that tenant's, so another tenant's same body is not answered here. */
+    char tenant[REMATD_TENANT_MAX + 1];
     enum remat_algorithm algorithm;
 };
 
@@ -45,6 +49,7 @@ int rematd_plan_cache_answer(struct rematd_request *r, struct rematd_plan_write 
     struct plan_cache *c = pthread_getspecific(cache_key);
     size_t len = rematx_dyn_len(&r->body);
     if (!c || !c->text || rematx_dyn_len(&c->body) != len ||
+        strcmp(c->tenant, r->tenant ? r->tenant : REMATD_TENANT_DEFAULT) != 0 ||
         memcmp(rematx_dyn_ptr(&c->body), rematx_dyn_ptr(&r->body), len) != 0)
         return 0;
     w->body = rematd_plan_finish(c->text, c->text_len, w->id, w->created_at);
@@ -97,5 +102,6 @@ void rematd_plan_cache_store(struct rematd_request *r, const struct rematd_plan_
     c->text_len = text_len;
     *text = NULL;
     memcpy(c->profile_id, w->profile_id, sizeof w->profile_id);
+    snprintf(c->tenant, sizeof c->tenant, "%s", r->tenant ? r->tenant : REMATD_TENANT_DEFAULT);
     c->algorithm = alg;
 }

@@ -193,7 +193,7 @@ struct remat_profile *rematd_profile_by_id(struct rematd_request *r, const char 
                                            const char *pointer)
 {
     struct rematd_problem prob = {0};
-    struct remat_profile *p = rematd_profile_lookup(r->srv->store, id, pointer, &prob);
+    struct remat_profile *p = rematd_profile_lookup(r, id, pointer, &prob);
     if (!p)
         rematd_req_send_problem(r, &prob);
     return p;
@@ -259,6 +259,10 @@ int rematd_plan_load(struct rematd_request *r, const char *id, char **body)
     *body = NULL;
     struct rematd_stored_plan sp;
     enum rematd_store_result got = rematd_store_get_plan(r->srv->store, id, &sp);
+    if (got == REMATD_STORE_OK && !rematd_req_owns(r, sp.tenant)) {
+        rematd_stored_plan_clear(&sp);
+        got = REMATD_STORE_NOT_FOUND; /* another tenant's: as if none */
+    }
     if (got != REMATD_STORE_OK)
         return got == REMATD_STORE_NOT_FOUND ? 0 : -1;
     if (sp.legacy_body) {

@@ -12,13 +12,14 @@
 /* The done profile job's result as a profile (new), or NULL after answering. */
 struct remat_profile *rematd_profile_by_id(struct rematd_request *r, const char *id,
                                            const char *pointer);
-/* The same from the store (a struct rematd_store *), filling prob instead
- * of answering: the lookup readers are given (struct rematd_read_ctx). */
-struct remat_profile *rematd_profile_lookup(void *store, const char *id, const char *pointer,
+/* The same for the request req (a struct rematd_request *: its store and
+ * tenant), filling prob instead of answering: the lookup readers are given
+ * (struct rematd_read_ctx). */
+struct remat_profile *rematd_profile_lookup(void *req, const char *id, const char *pointer,
                                             struct rematd_problem *prob);
-/* A reader's context for requests to srv: its stage limit and the store's
- * profile jobs. */
-void rematd_read_ctx_init(struct rematd_read_ctx *ctx, struct rematd_server *srv);
+/* A reader's context for the request r: the stage limit, and the profile
+ * jobs and models r's tenant owns. */
+void rematd_read_ctx_init(struct rematd_read_ctx *ctx, struct rematd_request *r);
 void rematd_answer_remat_error(struct rematd_request *r, int rc, const struct remat_error *err,
                                const struct remat_plan *plan);
 /* remat_solve under the service's bounds: the solver's memory bound

@@ -6,20 +6,23 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "http/http.h"
 #include "read_ctx.h"
 #include "store.h"
 
-struct remat_profile *rematd_profile_lookup(void *store, const char *id, const char *pointer,
+struct remat_profile *rematd_profile_lookup(void *req, const char *id, const char *pointer,
                                             struct rematd_problem *prob)
 {
+    struct rematd_request *r = req;
     if (!rematd_is_id(id)) {
         rematd_problem_set(prob, 400, "validation", pointer,
                            "ids are 32 lowercase hexadecimal characters");
         return NULL;
     }
     struct rematd_job job;
-    enum rematd_store_result got = rematd_store_get_job(store, id, &job);
-    if (got == REMATD_STORE_OK && strcmp(job.kind, "profile") != 0) {
+    enum rematd_store_result got = rematd_store_get_job(r->srv->store, id, &job);
+    if (got == REMATD_STORE_OK &&
+        (strcmp(job.kind, "profile") != 0 || !rematd_req_owns(r, job.tenant))) {
         rematd_job_clear(&job);
         got = REMATD_STORE_NOT_FOUND;
     }
@@ -45,11 +48,16 @@ struct remat_profile *rematd_profile_lookup(void *store, const char *id, const c
     return p;
 }
 
-static int model_lookup(void *store, const char *id, struct rematd_read_model *out,
+static int model_lookup(void *req, const char *id, struct rematd_read_model *out,
                         struct rematd_problem *p)
 {
+    struct rematd_request *r = req;
     struct rematd_model m;
-    enum rematd_store_result got = rematd_store_get_model(store, id, &m);
+    enum rematd_store_result got = rematd_store_get_model(r->srv->store, id, &m);
+    if (got == REMATD_STORE_OK && !rematd_req_owns(r, m.tenant)) {
+        rematd_model_clear(&m);
+        got = REMATD_STORE_NOT_FOUND;
+    }
     if (got != REMATD_STORE_OK) {
         if (got == REMATD_STORE_NOT_FOUND)
             rematd_problem_set(p, 404, "not-found", "/model_id", "no uploaded model with id %s",
@@ -65,10 +73,10 @@ static int model_lookup(void *store, const char *id, struct rematd_read_model *o
     return 0;
 }
 
-void rematd_read_ctx_init(struct rematd_read_ctx *ctx, struct rematd_server *srv)
+void rematd_read_ctx_init(struct rematd_read_ctx *ctx, struct rematd_request *r)
 {
-    ctx->max_stages = srv->cfg.max_stages;
+    ctx->max_stages = r->srv->cfg.max_stages;
     ctx->profile_by_id = rematd_profile_lookup;
     ctx->model_by_id = model_lookup;
-    ctx->cls = srv->store;
+    ctx->cls = r;
 }

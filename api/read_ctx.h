@@ -5,12 +5,15 @@
 #include "problem.h"
 #include "rematd.h"
 
-/* A reader's context for requests to srv: its stage limit, the store's
- * profile jobs and uploaded models. */
-void rematd_read_ctx_init(struct rematd_read_ctx *ctx, struct rematd_server *srv);
+struct rematd_request;
+
+/* A reader's context for the request r: its stage limit, and the profile
+ * jobs and uploaded models of r's tenant (another tenant's read as none:
+ * 404). */
+void rematd_read_ctx_init(struct rematd_read_ctx *ctx, struct rematd_request *r);
 /* The done profile job's result as a profile (new), or NULL with prob
- * filled; store is a struct rematd_store. */
-struct remat_profile *rematd_profile_lookup(void *store, const char *id, const char *pointer,
+ * filled; req is the struct rematd_request asking. */
+struct remat_profile *rematd_profile_lookup(void *req, const char *id, const char *pointer,
                                             struct rematd_problem *prob);
 
 #endif

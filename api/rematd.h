@@ -63,6 +63,11 @@ struct rematd_config {
     unsigned request_timeout;        /* seconds for a whole request, headers and body */
     unsigned max_connections_per_ip; /* MHD_OPTION_PER_IP_CONNECTION_LIMIT; 0 = none */
     unsigned health_connections;     /* slots past max_connections, health probes only */
+    /* Tenants (tenants.c, docs/security.md "Tenants"). */
+    char tokens_file[1024];          /* --tokens-file: tokens and their tenants, "" = none */
+    int allow_anonymous;             /* --allow-anonymous: no token even beyond loopback */
+    size_t tenant_max_models_bytes;  /* one tenant's models; 0 = max_models_bytes / tenants */
+    unsigned tenant_max_queued_jobs; /* one tenant's queued jobs; 0 = max_queued_jobs / tenants */
 };
 
 /* Fills cfg from defaults, the environment and argv.  Returns 0 to run,
@@ -128,8 +133,11 @@ struct rematd_worker_stats {
     atomic_long crashes;   /* of those, by a signal or a nonzero status */
 };
 
+struct rematd_tenants;
+
 struct rematd_server {
     struct rematd_config cfg;
+    struct rematd_tenants *tenants; /* tenants.h: made at start, never changed after */
     struct rematd_store *store;
     struct rematd_pool *pool;
     struct MHD_Daemon *daemon;

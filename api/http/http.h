@@ -82,6 +82,14 @@ struct rematd_request {
      * handler of a route that creates (NULL and "" without a key). */
     const char *idem_key;
     char body_hash[65];
+    /* The tenant the bearer token names (tenants.h), borrowed from the
+     * server's table: "default" without tokens, and on routes that need no
+     * client token.  A route shows, changes and counts only this tenant's
+     * models, jobs and plans.  idem_scope is where its Idempotency-Key
+     * records live: the route's name, after the tenant's for any tenant
+     * but "default" (whose records keep the name they always had). */
+    const char *tenant;
+    char idem_scope[128];
     /* A route's own state (its planning-thread job's input, what it
      * stores), freed with the request by route_state_free. */
     void *route_state;
@@ -158,6 +166,13 @@ int rematd_req_suspended(const struct rematd_request *r);
  * (with Retry-After) when --max-queued-plans requests wait already
  * (nothing suspended then). */
 int rematd_req_defer(struct rematd_request *r, void (*job)(struct rematd_request *r));
+
+/* Whether r may see a row whose tenant is owner (a model, job or plan the
+ * store returned): always on a route that is not a client's (the worker
+ * routes serve every tenant's jobs), else only its own.  A route answers
+ * another tenant's row exactly as no row (404), so that an id says nothing
+ * about what other tenants have. */
+int rematd_req_owns(const struct rematd_request *r, const char *owner);
 
 const char *rematd_req_header_in(struct rematd_request *r, const char *name);
 const char *rematd_req_query(struct rematd_request *r, const char *name);

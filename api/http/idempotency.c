@@ -63,7 +63,7 @@ int rematd__idempotency_check(struct rematd_req *q)
     rematd_sha256_hex(rematx_dyn_ptr(&r->body), rematx_dyn_len(&r->body), r->body_hash);
     struct rematd_idem rec;
     enum rematd_store_result got =
-        rematd_store_get_idempotency(r->srv->store, r->route->name, key, &rec);
+        rematd_store_get_idempotency(r->srv->store, r->idem_scope, key, &rec);
     if (got == REMATD_STORE_NOT_FOUND)
         return 0;
     if (got != REMATD_STORE_OK)

@@ -26,6 +26,7 @@
 
 #include "http_private.h"
 #include "rematx/utf8.h"
+#include "tenants.h"
 
 /* Matches path against a pattern segment by segment; {id} takes one
  * segment, which is copied to id_out (validated later, so that a bad id is a
@@ -68,6 +69,14 @@ static int token_ok(const char *header, const char *token)
     for (size_t i = 0; i < b; i++)
         diff |= (unsigned char)(t[i < a ? i : 0] ^ token[i]);
     return diff == 0;
+}
+
+int rematd_req_owns(const struct rematd_request *r, const char *owner)
+{
+    if (!r->route || r->route->auth != REMATD_AUTH_CLIENT)
+        return 1;
+    const char *me = r->tenant ? r->tenant : REMATD_TENANT_DEFAULT;
+    return strcmp(owner && owner[0] ? owner : REMATD_TENANT_DEFAULT, me) == 0;
 }
 
 static int json_content_type(const char *ct)
@@ -343,11 +352,24 @@ static int begin(struct rematd_req *q, const char *url, const char *method, cons
                            srv->cfg.max_connections);
         return 1;
     }
+    r->tenant = REMATD_TENANT_DEFAULT;
     if (rt->auth != REMATD_AUTH_NONE) {
-        const char *tok = srv->cfg.token;
-        if (rt->auth == REMATD_AUTH_WORKER && srv->cfg.worker_token[0])
-            tok = srv->cfg.worker_token;
-        if (tok[0] && !token_ok(rematd_req_header_in(r, MHD_HTTP_HEADER_AUTHORIZATION), tok)) {
+        /* A client route takes any tenant's token and is that tenant's; a
+         * worker route takes REMAT_WORKER_TOKEN, or without one (on
+         * loopback only: main.c) any client's token. */
+        const char *authz = rematd_req_header_in(r, MHD_HTTP_HEADER_AUTHORIZATION);
+        int refused;
+        if (rt->auth == REMATD_AUTH_WORKER && srv->cfg.worker_token[0]) {
+            refused = !token_ok(authz, srv->cfg.worker_token);
+        } else if (rematd_tenants_any(srv->tenants)) {
+            const char *tenant = rematd_tenants_match(srv->tenants, authz);
+            refused = tenant == NULL;
+            if (tenant && rt->auth == REMATD_AUTH_CLIENT)
+                r->tenant = tenant;
+        } else {
+            refused = 0;
+        }
+        if (refused) {
             rematd_req_header(r, "WWW-Authenticate", "Bearer realm=\"remat\"");
             rematd_req_problem(r, 401, "unauthorized", NULL,
                                rematd_req_header_in(r, MHD_HTTP_HEADER_AUTHORIZATION)
@@ -356,6 +378,10 @@ static int begin(struct rematd_req *q, const char *url, const char *method, cons
             return 1;
         }
     }
+    if (strcmp(r->tenant, REMATD_TENANT_DEFAULT) == 0)
+        snprintf(r->idem_scope, sizeof r->idem_scope, "%s", rt->name);
+    else
+        snprintf(r->idem_scope, sizeof r->idem_scope, "%s/%s", r->tenant, rt->name);
     q->body_limit = rt->body_limit ? rt->body_limit : srv->cfg.max_body_bytes;
     if (rt->body_limit_of)
         q->body_limit = rt->body_limit_of(&srv->cfg);

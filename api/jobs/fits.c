@@ -56,7 +56,7 @@ static json_t *profile_spec_at(struct rematd_request *r, json_t *body, json_int_
     }
     struct rematd_read_ctx ctx;
     struct rematd_problem prob = {0};
-    rematd_read_ctx_init(&ctx, r->srv);
+    rematd_read_ctx_init(&ctx, r);
     json_t *spec = rematd_profile_spec(&ctx, pb, &prob);
     json_decref(pb);
     if (spec == NULL)
@@ -72,6 +72,7 @@ int rematd_fits_profile_job(struct rematd_request *r, json_t *body, json_int_t b
         return -1;
     char key[65];
     char *text = rematd_profile_reuse_key(spec, key) == 0 ? json_dumps(spec, JSON_COMPACT) : NULL;
+    rematd_tenant_reuse_key(r, key);
     const char *device = json_string_value(json_object_get(spec, "device"));
     struct rematd_job j;
     enum rematd_store_result got =
@@ -91,6 +92,7 @@ int rematd_fits_profile_job(struct rematd_request *r, json_t *body, json_int_t b
             .device = device ? device : "cpu",
             .spec = text,
             .reuse_key = key,
+            .tenant = r->tenant,
         };
         struct rematd_idem existing;
         got = rematd_store_create_job(r->srv->store, &job, &existing);
@@ -131,6 +133,10 @@ int rematd_fits_from_jobs(struct rematd_request *r, json_t *request, json_t *pro
         struct rematd_job j;
         enum rematd_store_result got =
             id ? rematd_store_get_job(r->srv->store, id, &j) : REMATD_STORE_NOT_FOUND;
+        if (got == REMATD_STORE_OK && !rematd_req_owns(r, j.tenant)) {
+            rematd_job_clear(&j);
+            got = REMATD_STORE_NOT_FOUND;
+        }
         if (got != REMATD_STORE_OK) {
             rematd_problem_set(p, 503, "unavailable", NULL, "profile job %.32s cannot be read",
                                id ? id : "?");
@@ -150,7 +156,7 @@ int rematd_fits_from_jobs(struct rematd_request *r, json_t *request, json_t *pro
         }
         if (f.n == REMAT_FITS_MAX_PROFILES)
             continue;
-        f.ps[f.n] = rematd_profile_lookup(r->srv->store, id, "/profiles", p);
+        f.ps[f.n] = rematd_profile_lookup(r, id, "/profiles", p);
         if (f.ps[f.n] == NULL)
             goto out;
         snprintf(f.ids[f.n], sizeof f.ids[f.n], "%s", id);

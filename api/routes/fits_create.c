@@ -121,7 +121,7 @@ static void fits_job(struct rematd_request *r)
                 }
             struct rematd_read_ctx ctx;
             struct rematd_problem prob = {0};
-            rematd_read_ctx_init(&ctx, r->srv);
+            rematd_read_ctx_init(&ctx, r);
             json_t *out = NULL;
             if (!rematd_req_answered(r)) {
                 if (rematd_fits_read(&ctx, body, &f, &prob) == 0)

@@ -87,7 +87,7 @@ static void get_job(struct rematd_request *r)
         rematd_req_problem(r, 503, "unavailable", NULL, "the store did not answer");
         goto end;
     }
-    if (got != REMATD_STORE_OK || strcmp(j.kind, "fits") != 0) {
+    if (got != REMATD_STORE_OK || strcmp(j.kind, "fits") != 0 || !rematd_req_owns(r, j.tenant)) {
         if (got == REMATD_STORE_OK)
             rematd_job_clear(&j);
         rematd_req_problem(r, 404, "not-found", NULL, "no fits job with id %s", r->id);

@@ -11,11 +11,18 @@ static enum rematd_handled del(struct rematd_request *r)
 {
     struct rematd_model m;
     enum rematd_store_result rc = rematd_store_get_model(r->srv->store, r->id, &m);
+    if (rc == REMATD_STORE_OK && !rematd_req_owns(r, m.tenant)) {
+        rematd_model_clear(&m);
+        rc = REMATD_STORE_NOT_FOUND; /* another tenant's: as if none */
+    }
     if (rc == REMATD_STORE_OK) {
         char path[1200];
         rematd_models_lock();
         rc = rematd_store_delete_model(r->srv->store, r->id);
+        /* The file goes with the last record naming it: tenants that
+         * uploaded the same bytes share it. */
         if (rc == REMATD_STORE_OK &&
+            rematd_store_model_sha_used(r->srv->store, m.sha256) == REMATD_STORE_NOT_FOUND &&
             rematd_model_path(&r->srv->cfg, m.sha256, path, sizeof path) == 0)
             unlink(path);
         rematd_models_unlock();

@@ -16,7 +16,8 @@ static enum rematd_handled models(struct rematd_request *r)
     json_t *up = json_array();
     struct rematd_model *list = NULL;
     size_t n = 0;
-    if (rematd_store_list_models(r->srv->store, MAX_LISTED, &list, &n) != REMATD_STORE_OK) {
+    if (rematd_store_list_models(r->srv->store, r->tenant, MAX_LISTED, &list, &n) !=
+        REMATD_STORE_OK) {
         json_decref(body);
         json_decref(up);
         rematd_req_problem(r, 503, "unavailable", NULL, "the store did not answer");

@@ -160,14 +160,27 @@ static void begin(struct rematd_request *r)
     }
     /* Refused before a byte is read when the length already says so. */
     const char *cl = rematd_req_header_in(r, MHD_HTTP_HEADER_CONTENT_LENGTH);
-    unsigned long long used = 0;
-    if (cl && !multipart && rematd_store_models_bytes(r->srv->store, &used) == REMATD_STORE_OK &&
+    unsigned long long used = 0, mine = 0;
+    if (cl && !multipart &&
+        rematd_store_models_bytes(r->srv->store, NULL, &used) == REMATD_STORE_OK &&
         strtoull(cl, NULL, 10) >
             cfg->max_models_bytes - (used < cfg->max_models_bytes ? used : cfg->max_models_bytes)) {
         refuse(r, u, 507, "storage-full",
                "models take %llu of the %zu bytes allowed (--max-models-bytes); "
                "delete some to upload %s more",
                used, cfg->max_models_bytes, cl);
+        return;
+    }
+    /* The tenant's share (tenants.h): one tenant cannot fill the others'. */
+    size_t share =
+        cfg->tenant_max_models_bytes ? cfg->tenant_max_models_bytes : cfg->max_models_bytes;
+    if (cl && !multipart &&
+        rematd_store_models_bytes(r->srv->store, r->tenant, &mine) == REMATD_STORE_OK &&
+        strtoull(cl, NULL, 10) > share - (mine < share ? mine : share)) {
+        refuse(r, u, 507, "storage-full",
+               "this tenant's models take %llu of the %zu bytes it may keep "
+               "(--tenant-max-models-bytes); delete some to upload %s more",
+               mine, share, cl);
         return;
     }
     char dir[1100];
@@ -267,6 +280,8 @@ static enum rematd_handled finish(struct rematd_request *r)
 {
     struct upload *u = r->route_state;
     const struct rematd_config *cfg = &r->srv->cfg;
+    size_t share =
+        cfg->tenant_max_models_bytes ? cfg->tenant_max_models_bytes : cfg->max_models_bytes;
     if (u->refused_status) {
         if (u->refused_status == 503)
             rematd_req_header(r, "Retry-After", "30");
@@ -313,8 +328,20 @@ static enum rematd_handled finish(struct rematd_request *r)
     }
     struct rematd_model m = {.bytes = (long long)u->bytes, .created_at = rematd_now()};
     rematx_sha256_final_hex(&u->sha, m.sha256);
-    memcpy(m.id, m.sha256, REMATD_ID_LEN);
+    /* The id (store.h): the digest's for "default", as it always was; for
+     * another tenant one of its own, so that the same bytes uploaded by two
+     * tenants are two models and no id is shared to probe with. */
+    char id_hex[65];
+    if (strcmp(r->tenant, REMATD_TENANT_DEFAULT) == 0) {
+        memcpy(id_hex, m.sha256, sizeof id_hex);
+    } else {
+        char keyed[65 + 1 + REMATD_TENANT_MAX + 1];
+        int kn = snprintf(keyed, sizeof keyed, "%s/%s", m.sha256, r->tenant);
+        rematd_sha256_hex(keyed, (size_t)kn, id_hex);
+    }
+    memcpy(m.id, id_hex, REMATD_ID_LEN);
     m.id[REMATD_ID_LEN] = '\0';
+    snprintf(m.tenant, sizeof m.tenant, "%s", r->tenant);
     json_t *meta =
         json_pack("{s:s, s:I, s:I}", "root", info.root, "entries", (json_int_t)info.entries,
                   "uncompressed_bytes", (json_int_t)info.uncompressed_bytes);
@@ -341,12 +368,15 @@ static enum rematd_handled finish(struct rematd_request *r)
             if (rename(u->tmp, path) == 0) {
                 u->tmp[0] = '\0';
                 if (sync_dir(path) == 0)
-                    rc =
-                        rematd_store_add_model(r->srv->store, &m, cfg->max_models_bytes, &existing);
+                    rc = rematd_store_add_model(r->srv->store, &m, cfg->max_models_bytes, share,
+                                                &existing);
                 else
                     rc = REMATD_STORE_ERROR;
-                if (rc != REMATD_STORE_OK && rc != REMATD_STORE_CONFLICT)
-                    unlink(path); /* no record names it */
+                /* No record names it, unless another tenant's model of the
+                 * same bytes does. */
+                if (rc != REMATD_STORE_OK && rc != REMATD_STORE_CONFLICT &&
+                    rematd_store_model_sha_used(r->srv->store, m.sha256) == REMATD_STORE_NOT_FOUND)
+                    unlink(path);
             } else {
                 rc = REMATD_STORE_ERROR;
             }
@@ -364,12 +394,19 @@ static enum rematd_handled finish(struct rematd_request *r)
         answer_model(r, 200, &existing);
         rematd_model_clear(&existing);
     } else if (rc == REMATD_STORE_FULL) {
-        unsigned long long used = 0;
-        rematd_store_models_bytes(r->srv->store, &used);
-        rematd_req_problem(r, 507, "storage-full", NULL,
-                           "models take %llu of the %zu bytes allowed (--max-models-bytes); "
-                           "delete some to upload %lld more",
-                           used, cfg->max_models_bytes, m.bytes);
+        unsigned long long used = 0, mine = 0;
+        rematd_store_models_bytes(r->srv->store, NULL, &used);
+        rematd_store_models_bytes(r->srv->store, r->tenant, &mine);
+        if (mine + (unsigned long long)m.bytes > share)
+            rematd_req_problem(r, 507, "storage-full", NULL,
+                               "this tenant's models take %llu of the %zu bytes it may keep "
+                               "(--tenant-max-models-bytes); delete some to upload %lld more",
+                               mine, share, m.bytes);
+        else
+            rematd_req_problem(r, 507, "storage-full", NULL,
+                               "models take %llu of the %zu bytes allowed (--max-models-bytes); "
+                               "delete some to upload %lld more",
+                               used, cfg->max_models_bytes, m.bytes);
     } else {
         rematd_req_problem(r, 503, "unavailable", NULL, "the model could not be stored");
     }

@@ -116,7 +116,8 @@ static enum rematd_handled submit(struct rematd_request *r, struct plan_state *s
     }
     memcpy(w->body_hash, r->body_hash, sizeof w->body_hash);
     w->idem_key = r->idem_key;
-    w->idem_scope = r->route->name;
+    w->idem_scope = r->idem_scope;
+    w->tenant = r->tenant;
     w->done = committed;
     w->cls = r;
     atomic_fetch_add(
@@ -173,7 +174,7 @@ static enum rematd_handled plan(struct rematd_request *r, int on_pool)
      * both live on this stack frame, nothing is allocated for them. */
     struct rematd_read_ctx ctx;
     struct rematd_problem prob = {0};
-    rematd_read_ctx_init(&ctx, r->srv);
+    rematd_read_ctx_init(&ctx, r);
     if (rematd_plan_req_read(&ctx, rematx_dyn_ptr(&r->body), rematx_dyn_len(&r->body), &st->req,
                              &prob) < 0) {
         rematd_req_send_problem(r, &prob);

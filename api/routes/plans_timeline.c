@@ -147,7 +147,7 @@ static int legacy_plan(struct rematd_request *r, const struct rematd_stored_plan
     json_t *norm = NULL;
     struct rematd_read_ctx ctx;
     struct rematd_problem prob = {0};
-    rematd_read_ctx_init(&ctx, r->srv);
+    rematd_read_ctx_init(&ctx, r);
     int rc = rematd_plan_request(&ctx, req, p, &opts, &norm, &prob);
     json_decref(req);
     json_decref(norm);
@@ -169,6 +169,10 @@ static enum rematd_handled timeline(struct rematd_request *r)
 {
     struct rematd_stored_plan sp;
     enum rematd_store_result got = rematd_store_get_plan(r->srv->store, r->id, &sp);
+    if (got == REMATD_STORE_OK && !rematd_req_owns(r, sp.tenant)) {
+        rematd_stored_plan_clear(&sp);
+        got = REMATD_STORE_NOT_FOUND; /* another tenant's: as if none */
+    }
     if (got != REMATD_STORE_OK) {
         int down = got == REMATD_STORE_ERROR;
         rematd_req_problem(r, down ? 503 : 404, down ? "unavailable" : "not-found", NULL,

@@ -26,7 +26,7 @@ static enum rematd_handled create(struct rematd_request *r)
     }
     struct rematd_read_ctx ctx;
     struct rematd_problem prob = {0};
-    rematd_read_ctx_init(&ctx, r->srv);
+    rematd_read_ctx_init(&ctx, r);
     json_t *spec = rematd_profile_spec(&ctx, body, &prob);
     if (!spec) {
         rematd_req_send_problem(r, &prob);
@@ -38,6 +38,7 @@ static enum rematd_handled create(struct rematd_request *r)
         rematd_req_problem(r, 500, "internal", NULL, "out of memory");
         return REMATD_HANDLED;
     }
+    rematd_tenant_reuse_key(r, key);
     if (reuse == NULL || json_is_true(reuse)) {
         struct rematd_job j;
         enum rematd_store_result got =

@@ -93,6 +93,10 @@ static int plan_fits_profile(struct rematd_request *r, const char *plan_id, cons
     struct rematd_stored_plan sp;
     memset(&sp, 0, sizeof sp);
     enum rematd_store_result got = rematd_store_get_plan(r->srv->store, plan_id, &sp);
+    if (got == REMATD_STORE_OK && !rematd_req_owns(r, sp.tenant)) {
+        rematd_stored_plan_clear(&sp);
+        got = REMATD_STORE_NOT_FOUND; /* another tenant's: as if none */
+    }
     if (got != REMATD_STORE_OK) {
         if (got == REMATD_STORE_NOT_FOUND)
             rematd_req_problem(r, 404, "not-found", "/plan_id", "no plan with this id");
@@ -238,7 +242,7 @@ static void create_now(struct rematd_request *r)
         json_t *oj = NULL;
         struct rematd_read_ctx ctx;
         struct rematd_problem prob = {0};
-        rematd_read_ctx_init(&ctx, r->srv);
+        rematd_read_ctx_init(&ctx, r);
         if (rematd_plan_request(&ctx, sub, &p2, &opts, &oj, &prob) < 0) {
             rematd_req_send_problem(r, &prob);
         } else {

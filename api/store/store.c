@@ -207,9 +207,10 @@ enum rematd_store_result rematd_store_release_job(struct rematd_store *st, const
 enum rematd_store_result rematd_store_add_model(struct rematd_store *st,
                                                 const struct rematd_model *m,
                                                 unsigned long long quota_bytes,
+                                                unsigned long long tenant_quota_bytes,
                                                 struct rematd_model *existing)
 {
-    return st->ops->add_model(st, m, quota_bytes, existing);
+    return st->ops->add_model(st, m, quota_bytes, tenant_quota_bytes, existing);
 }
 
 enum rematd_store_result rematd_store_get_model(struct rematd_store *st, const char *id,
@@ -218,10 +219,10 @@ enum rematd_store_result rematd_store_get_model(struct rematd_store *st, const c
     return st->ops->get_model(st, id, out);
 }
 
-enum rematd_store_result rematd_store_list_models(struct rematd_store *st, size_t max,
-                                                  struct rematd_model **out, size_t *n)
+enum rematd_store_result rematd_store_list_models(struct rematd_store *st, const char *tenant,
+                                                  size_t max, struct rematd_model **out, size_t *n)
 {
-    return st->ops->list_models(st, max, out, n);
+    return st->ops->list_models(st, tenant, max, out, n);
 }
 
 enum rematd_store_result rematd_store_delete_model(struct rematd_store *st, const char *id)
@@ -229,10 +230,15 @@ enum rematd_store_result rematd_store_delete_model(struct rematd_store *st, cons
     return st->ops->delete_model(st, id);
 }
 
-enum rematd_store_result rematd_store_models_bytes(struct rematd_store *st,
+enum rematd_store_result rematd_store_models_bytes(struct rematd_store *st, const char *tenant,
                                                    unsigned long long *total)
 {
-    return st->ops->models_bytes(st, total);
+    return st->ops->models_bytes(st, tenant, total);
+}
+
+enum rematd_store_result rematd_store_model_sha_used(struct rematd_store *st, const char *sha256)
+{
+    return st->ops->model_sha_used(st, sha256);
 }
 
 enum rematd_store_result rematd_store_model_file(struct rematd_store *st,

@@ -11,6 +11,13 @@
  * api/store/pg/, sharing pg/pg.h; built when configure finds libpq).  What a call fills is
  * freed by values.c; the group commit of plans (group.c) is the same for both.
  *
+ * Tenants (tenants.h): every model, job and plan row, and every
+ * Idempotency-Key record (through its scope), names the tenant that made
+ * it; rows written before tenants existed are "default"'s.  The store
+ * reads by id whatever the tenant and returns the row's tenant (tenant[]):
+ * the routes answer 404 for another tenant's row, as for no row.  Lists
+ * and quotas take the tenant.
+ *
  * Every call that can fail returns an enum rematd_store_result; what it
  * fills is new (the caller frees it with the matching _clear) only when it
  * returns REMATD_STORE_OK, unless its comment says otherwise.
@@ -21,6 +28,7 @@
 #include <stddef.h>
 
 #include "../rematd.h"
+#include "../tenants.h"
 
 enum rematd_store_result {
     REMATD_STORE_OK = 0,
@@ -104,6 +112,7 @@ struct rematd_plan_write {
     char body_hash[65];   /* SHA-256 of the request body, with an Idempotency-Key */
     const char *idem_key; /* NULL: none */
     const char *idem_scope;
+    const char *tenant; /* NULL: "default" */
     enum rematd_store_result result;
     struct rematd_idem existing;
     void (*done)(struct rematd_plan_write *w);
@@ -122,6 +131,7 @@ void rematd_store_commit_stats(struct rematd_store *st, unsigned long *commits,
  * rematd 0.1.0 has legacy_body (its answer) and legacy_request (or NULL)
  * instead.  options (the normalised request options, JSON) either way. */
 struct rematd_stored_plan {
+    char tenant[REMATD_TENANT_MAX + 1];
     char created_at[32];
     char profile_id[REMATD_ID_LEN + 1];
     unsigned char *record;
@@ -161,6 +171,7 @@ int rematd_job_status_parse(const char *name, enum rematd_job_status *out);
 /* A job as stored.  Times are seconds since the epoch. */
 struct rematd_job {
     char id[REMATD_ID_LEN + 1];
+    char tenant[REMATD_TENANT_MAX + 1];
     char kind[16]; /* "profile", "validation", "fits" */
     enum rematd_job_status status;
     int attempts; /* attempts that ended */
@@ -189,12 +200,14 @@ struct rematd_job_new {
      * running the model cannot be deleted. */
     const char *model_id;
     const char *reuse_key; /* NULL: never reused (docs/api.md, "Profile reuse") */
+    const char *tenant;    /* NULL: "default" */
 };
 /* Stores the job queued, and its Idempotency-Key record in the same
  * transaction.  OK; CONFLICT when the key was recorded first (existing
  * filled: rematd_idem_clear); NOT_FOUND when model_id names no model (it
  * was deleted since the route looked); FULL when --max-queued-jobs jobs are
- * queued or the key would pass --max-idempotency-keys; ERROR. */
+ * queued, or the job's tenant has --tenant-max-queued-jobs queued, or the
+ * key would pass --max-idempotency-keys; ERROR. */
 enum rematd_store_result rematd_store_create_job(struct rematd_store *st,
                                                  const struct rematd_job_new *job,
                                                  struct rematd_idem *existing);
@@ -278,7 +291,12 @@ enum rematd_store_result rematd_store_release_job(struct rematd_store *st, const
  */
 
 struct rematd_model {
-    char id[REMATD_ID_LEN + 1]; /* the first 32 hex digits of sha256 */
+    /* The first 32 hex digits of sha256 for the tenant "default"; for
+     * another, of the SHA-256 of "<sha256>/<tenant>" (models_upload.c), so
+     * that two tenants' uploads of the same bytes are two models, and the
+     * id says nothing about what other tenants uploaded. */
+    char id[REMATD_ID_LEN + 1];
+    char tenant[REMATD_TENANT_MAX + 1];
     char sha256[65];
     long long bytes;
     double created_at;
@@ -286,27 +304,33 @@ struct rematd_model {
 };
 void rematd_model_clear(struct rematd_model *m);
 
-/* Adds m, unless a model with its id is there, and unless the total bytes
- * of all models would pass quota_bytes.  OK (added); CONFLICT (it was there:
+/* Adds m (m->tenant's), unless a model with its id is there, and unless
+ * the total bytes of all models would pass quota_bytes or those of its
+ * tenant's tenant_quota_bytes.  OK (added); CONFLICT (it was there:
  * existing filled, rematd_model_clear); FULL; ERROR. */
 enum rematd_store_result rematd_store_add_model(struct rematd_store *st,
                                                 const struct rematd_model *m,
                                                 unsigned long long quota_bytes,
+                                                unsigned long long tenant_quota_bytes,
                                                 struct rematd_model *existing);
 /* OK (out filled: rematd_model_clear), NOT_FOUND or ERROR. */
 enum rematd_store_result rematd_store_get_model(struct rematd_store *st, const char *id,
                                                 struct rematd_model *out);
-/* Up to max models, oldest first: OK with *out a new array of *n
- * (rematd_models_free; NULL when *n is 0), or ERROR. */
-enum rematd_store_result rematd_store_list_models(struct rematd_store *st, size_t max,
-                                                  struct rematd_model **out, size_t *n);
+/* Up to max models of tenant, oldest first: OK with *out a new array of
+ * *n (rematd_models_free; NULL when *n is 0), or ERROR. */
+enum rematd_store_result rematd_store_list_models(struct rematd_store *st, const char *tenant,
+                                                  size_t max, struct rematd_model **out, size_t *n);
 void rematd_models_free(struct rematd_model *list, size_t n);
 /* Removes the record: OK; NOT_FOUND; CONFLICT while a queued or running
  * job names the model (nothing removed); ERROR. */
 enum rematd_store_result rematd_store_delete_model(struct rematd_store *st, const char *id);
-/* The total bytes of all models: OK or ERROR. */
-enum rematd_store_result rematd_store_models_bytes(struct rematd_store *st,
+/* The total bytes of tenant's models (NULL: of all): OK or ERROR. */
+enum rematd_store_result rematd_store_models_bytes(struct rematd_store *st, const char *tenant,
                                                    unsigned long long *total);
+/* Whether a model record (any tenant's) names the archive sha256, whose
+ * file tenants share: OK (one does), NOT_FOUND (none: the file may go) or
+ * ERROR. */
+enum rematd_store_result rematd_store_model_sha_used(struct rematd_store *st, const char *sha256);
 /* Makes sure path (rematd_model_path's) holds m's archive: with SQLite it
  * always does; another replica's upload is fetched from the PostgreSQL
  * store into path, checked against m->sha256.  OK or ERROR. */

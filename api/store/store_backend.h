@@ -52,13 +52,16 @@ struct rematd_store_ops {
                                             const char *result, const char *reason);
     enum rematd_store_result (*add_model)(struct rematd_store *st, const struct rematd_model *m,
                                           unsigned long long quota_bytes,
+                                          unsigned long long tenant_quota_bytes,
                                           struct rematd_model *existing);
     enum rematd_store_result (*get_model)(struct rematd_store *st, const char *id,
                                           struct rematd_model *out);
-    enum rematd_store_result (*list_models)(struct rematd_store *st, size_t max,
+    enum rematd_store_result (*list_models)(struct rematd_store *st, const char *tenant, size_t max,
                                             struct rematd_model **out, size_t *n);
     enum rematd_store_result (*delete_model)(struct rematd_store *st, const char *id);
-    enum rematd_store_result (*models_bytes)(struct rematd_store *st, unsigned long long *total);
+    enum rematd_store_result (*models_bytes)(struct rematd_store *st, const char *tenant,
+                                             unsigned long long *total);
+    enum rematd_store_result (*model_sha_used)(struct rematd_store *st, const char *sha256);
     /* NULL: the archive is always in its file (the store is on the same
      * disk).  See rematd_store_model_file. */
     enum rematd_store_result (*model_file)(struct rematd_store *st, const struct rematd_model *m,

@@ -45,7 +45,7 @@ problem "reuse not a boolean" 400 validation /reuse
 "$PYTHON" - "$T/data/rematd.db" <<'PY' && ok || fail "schema: version or index missing"
 import sqlite3, sys
 c = sqlite3.connect(sys.argv[1])
-assert c.execute("PRAGMA user_version").fetchone()[0] == 4
+assert c.execute("PRAGMA user_version").fetchone()[0] == 5
 assert c.execute("SELECT 1 FROM sqlite_master WHERE type='index' AND name='jobs_reuse'").fetchone()
 plan = " ".join(str(r) for r in c.execute(
     "EXPLAIN QUERY PLAN SELECT id FROM jobs WHERE reuse_key = 'x' AND status = 'done' AND"

@@ -123,7 +123,7 @@ static void test_new_database(void **state)
     assert_int_equal(rematd_store_ready(f->st), REMATD_STORE_OK);
     rematd_store_close(f->st);
     f->st = NULL;
-    assert_int_equal(db_int(f, "PRAGMA user_version"), 4);
+    assert_int_equal(db_int(f, "PRAGMA user_version"), 5);
     assert_int_equal(
         db_int(f, "SELECT count(*) FROM pragma_table_info('idempotency') WHERE name = 'location'"),
         0);
@@ -136,18 +136,18 @@ static void test_new_database(void **state)
     open_store(f);
     rematd_store_close(f->st);
     f->st = NULL;
-    assert_int_equal(db_int(f, "PRAGMA user_version"), 4);
+    assert_int_equal(db_int(f, "PRAGMA user_version"), 5);
 }
 
 static void test_newer_refused(void **state)
 {
     struct fixture *f = *state;
-    db_exec(f, "CREATE TABLE future (x); PRAGMA user_version = 5;");
+    db_exec(f, "CREATE TABLE future (x); PRAGMA user_version = 6;");
     char err[512] = "";
     f->st = rematd_store_open(f->dir, &f->cfg, err, sizeof err);
     assert_null(f->st);
-    assert_non_null(strstr(err, "schema version 5, newer than this rematd knows (4)"));
-    assert_int_equal(db_int(f, "PRAGMA user_version"), 5);
+    assert_non_null(strstr(err, "schema version 6, newer than this rematd knows (5)"));
+    assert_int_equal(db_int(f, "PRAGMA user_version"), 6);
     assert_int_equal(db_int(f, "SELECT count(*) FROM sqlite_master WHERE name = 'plans'"), 0);
 }
 
@@ -342,21 +342,21 @@ static void test_models(void **state)
     struct rematd_model a, b, got;
     model_init(&a, sa, 600);
     model_init(&b, sb, 500);
-    assert_int_equal(rematd_store_add_model(f->st, &a, 1000, &got), REMATD_STORE_OK);
-    assert_int_equal(rematd_store_add_model(f->st, &a, 1000, &got), REMATD_STORE_CONFLICT);
+    assert_int_equal(rematd_store_add_model(f->st, &a, 1000, 1000, &got), REMATD_STORE_OK);
+    assert_int_equal(rematd_store_add_model(f->st, &a, 1000, 1000, &got), REMATD_STORE_CONFLICT);
     assert_string_equal(got.sha256, sa);
     assert_int_equal(got.bytes, 600);
     assert_string_equal(got.meta, "{\"root\":\"net\"}");
     rematd_model_clear(&got);
     /* 600 + 500 > 1000: full; with room, added. */
-    assert_int_equal(rematd_store_add_model(f->st, &b, 1000, &got), REMATD_STORE_FULL);
-    assert_int_equal(rematd_store_add_model(f->st, &b, 1100, &got), REMATD_STORE_OK);
+    assert_int_equal(rematd_store_add_model(f->st, &b, 1000, 1000, &got), REMATD_STORE_FULL);
+    assert_int_equal(rematd_store_add_model(f->st, &b, 1100, 1100, &got), REMATD_STORE_OK);
     unsigned long long total = 0;
-    assert_int_equal(rematd_store_models_bytes(f->st, &total), REMATD_STORE_OK);
+    assert_int_equal(rematd_store_models_bytes(f->st, NULL, &total), REMATD_STORE_OK);
     assert_int_equal(total, 1100);
     struct rematd_model *list;
     size_t n;
-    assert_int_equal(rematd_store_list_models(f->st, 100, &list, &n), REMATD_STORE_OK);
+    assert_int_equal(rematd_store_list_models(f->st, NULL, 100, &list, &n), REMATD_STORE_OK);
     assert_int_equal(n, 2);
     assert_string_equal(list[0].id, a.id);
     assert_string_equal(list[1].id, b.id);
@@ -389,8 +389,165 @@ static void test_models(void **state)
     assert_int_equal(rematd_store_create_job(f->st, &j, &existing), REMATD_STORE_NOT_FOUND);
     struct rematd_job job;
     assert_int_equal(rematd_store_get_job(f->st, jid, &job), REMATD_STORE_NOT_FOUND);
-    assert_int_equal(rematd_store_models_bytes(f->st, &total), REMATD_STORE_OK);
+    assert_int_equal(rematd_store_models_bytes(f->st, NULL, &total), REMATD_STORE_OK);
     assert_int_equal(total, 500);
+}
+
+/* Tenants (tenants.h): each model, job and plan keeps its tenant; the
+ * same bytes are a model of each tenant that uploads them, sharing the
+ * archive; lists and byte totals are a tenant's; a tenant's share of the
+ * models' bytes and of the queue is its own, the whole still bounded. */
+static void test_tenants(void **state)
+{
+    struct fixture *f = *state;
+    f->cfg.max_queued_jobs = 3;
+    f->cfg.tenant_max_queued_jobs = 2;
+    open_store(f);
+    const char *sa = "cccc0000000000000000000000000000000000000000000000000000000000cc";
+    struct rematd_model a, b, got;
+    model_init(&a, sa, 600);
+    model_init(&b, sa, 600);
+    snprintf(b.tenant, sizeof b.tenant, "blue");
+    memcpy(b.id, "dddd", 4); /* the id of blue's model of the same bytes */
+    assert_int_equal(rematd_store_add_model(f->st, &a, 2000, 1000, &got), REMATD_STORE_OK);
+    assert_int_equal(rematd_store_add_model(f->st, &b, 2000, 1000, &got), REMATD_STORE_OK);
+    assert_int_equal(rematd_store_get_model(f->st, a.id, &got), REMATD_STORE_OK);
+    assert_string_equal(got.tenant, "default");
+    rematd_model_clear(&got);
+    assert_int_equal(rematd_store_get_model(f->st, b.id, &got), REMATD_STORE_OK);
+    assert_string_equal(got.tenant, "blue");
+    assert_string_equal(got.sha256, sa);
+    rematd_model_clear(&got);
+    struct rematd_model *list;
+    size_t n;
+    assert_int_equal(rematd_store_list_models(f->st, "blue", 100, &list, &n), REMATD_STORE_OK);
+    assert_int_equal(n, 1);
+    assert_string_equal(list[0].id, b.id);
+    rematd_models_free(list, n);
+    assert_int_equal(rematd_store_list_models(f->st, "green", 100, &list, &n), REMATD_STORE_OK);
+    assert_int_equal(n, 0);
+    unsigned long long total = 0;
+    assert_int_equal(rematd_store_models_bytes(f->st, "blue", &total), REMATD_STORE_OK);
+    assert_int_equal(total, 600);
+    assert_int_equal(rematd_store_models_bytes(f->st, NULL, &total), REMATD_STORE_OK);
+    assert_int_equal(total, 1200);
+    /* blue at its share (600 + 600 > 1000); green, with none, has room. */
+    struct rematd_model c;
+    model_init(&c, "eeee0000000000000000000000000000000000000000000000000000000000ee", 600);
+    snprintf(c.tenant, sizeof c.tenant, "blue");
+    assert_int_equal(rematd_store_add_model(f->st, &c, 2000, 1000, &got), REMATD_STORE_FULL);
+    snprintf(c.tenant, sizeof c.tenant, "green");
+    assert_int_equal(rematd_store_add_model(f->st, &c, 2000, 1000, &got), REMATD_STORE_OK);
+    /* The whole is bounded too: 1800 + 600 > 2000. */
+    struct rematd_model d;
+    model_init(&d, "ffff0000000000000000000000000000000000000000000000000000000000ff", 600);
+    snprintf(d.tenant, sizeof d.tenant, "red");
+    assert_int_equal(rematd_store_add_model(f->st, &d, 2000, 1000, &got), REMATD_STORE_FULL);
+    /* The archive is used while either model of it is there. */
+    assert_int_equal(rematd_store_delete_model(f->st, a.id), REMATD_STORE_OK);
+    assert_int_equal(rematd_store_model_sha_used(f->st, sa), REMATD_STORE_OK);
+    assert_int_equal(rematd_store_delete_model(f->st, b.id), REMATD_STORE_OK);
+    assert_int_equal(rematd_store_model_sha_used(f->st, sa), REMATD_STORE_NOT_FOUND);
+
+    /* Jobs: the tenant kept; blue's share of the queue is 2 of 3. */
+    char id[4][REMATD_ID_LEN + 1];
+    struct rematd_job_new j;
+    struct rematd_idem existing;
+    for (int i = 0; i < 3; i++) {
+        new_job(&j, id[i], "profile", "cpu", NULL, NULL);
+        j.tenant = "blue";
+        assert_int_equal(rematd_store_create_job(f->st, &j, &existing),
+                         i < 2 ? REMATD_STORE_OK : REMATD_STORE_FULL);
+    }
+    new_job(&j, id[2], "profile", "cpu", NULL, NULL);
+    assert_int_equal(rematd_store_create_job(f->st, &j, &existing), REMATD_STORE_OK);
+    new_job(&j, id[3], "profile", "cpu", NULL, NULL);
+    j.tenant = "green";
+    assert_int_equal(rematd_store_create_job(f->st, &j, &existing), REMATD_STORE_FULL);
+    struct rematd_job job;
+    assert_int_equal(rematd_store_get_job(f->st, id[0], &job), REMATD_STORE_OK);
+    assert_string_equal(job.tenant, "blue");
+    rematd_job_clear(&job);
+    assert_int_equal(rematd_store_get_job(f->st, id[2], &job), REMATD_STORE_OK);
+    assert_string_equal(job.tenant, "default");
+    rematd_job_clear(&job);
+
+    /* Plans: the tenant kept. */
+    struct rematd_plan_write ws[2];
+    plan_init(&ws[0], NULL, NULL, "{\"a\":1}");
+    plan_init(&ws[1], NULL, NULL, "{\"b\":2}");
+    ws[1].tenant = "blue";
+    write_plans(f->st, ws, 2);
+    struct rematd_stored_plan sp;
+    assert_int_equal(rematd_store_get_plan(f->st, ws[0].id, &sp), REMATD_STORE_OK);
+    assert_string_equal(sp.tenant, "default");
+    rematd_stored_plan_clear(&sp);
+    assert_int_equal(rematd_store_get_plan(f->st, ws[1].id, &sp), REMATD_STORE_OK);
+    assert_string_equal(sp.tenant, "blue");
+    rematd_stored_plan_clear(&sp);
+    plan_free(&ws[0]);
+    plan_free(&ws[1]);
+}
+
+/* A database at version 4 (before tenants): its models, jobs and plans
+ * become the tenant "default"'s, and another tenant may then upload the
+ * same bytes (sha256 was unique before). */
+static void test_migrates_to_tenants(void **state)
+{
+    struct fixture *f = *state;
+    const char *sha = "abab0000000000000000000000000000000000000000000000000000000000ab";
+    char sql[4096];
+    snprintf(sql, sizeof sql,
+             "CREATE TABLE plans (id TEXT PRIMARY KEY, created_at TEXT NOT NULL,"
+             " algorithm TEXT NOT NULL, options TEXT NOT NULL, profile_id TEXT,"
+             " record BLOB NOT NULL) WITHOUT ROWID;"
+             "CREATE TABLE jobs (id TEXT PRIMARY KEY, kind TEXT NOT NULL,"
+             " status TEXT NOT NULL, device TEXT NOT NULL, spec TEXT NOT NULL,"
+             " attempts INTEGER NOT NULL DEFAULT 0, expiries INTEGER NOT NULL DEFAULT 0,"
+             " lease_id TEXT, lease_expires_at REAL, worker_id TEXT, progress TEXT,"
+             " result TEXT, reason TEXT, last_error TEXT, created_at REAL NOT NULL,"
+             " updated_at REAL NOT NULL, model_id TEXT, reuse_key TEXT);"
+             "CREATE INDEX jobs_status ON jobs(status);"
+             "CREATE TABLE idempotency (scope TEXT NOT NULL, key TEXT NOT NULL,"
+             " body_hash TEXT NOT NULL, resource_id TEXT NOT NULL, body TEXT NOT NULL,"
+             " created_at REAL NOT NULL, PRIMARY KEY (scope, key));"
+             "CREATE TABLE models (id TEXT PRIMARY KEY, sha256 TEXT NOT NULL UNIQUE,"
+             " bytes INTEGER NOT NULL, created_at REAL NOT NULL, meta TEXT NOT NULL)"
+             " WITHOUT ROWID;"
+             "INSERT INTO models VALUES ('%.32s', '%s', 10, 1.0, '{}');"
+             "INSERT INTO jobs (id, kind, status, device, spec, created_at, updated_at)"
+             " VALUES ('0123456789abcdef0123456789abcdef', 'profile', 'queued', 'cpu', '{}',"
+             " 1.0, 1.0);"
+             "INSERT INTO plans VALUES ('fedcba9876543210fedcba9876543210',"
+             " '2026-01-01T00:00:00Z', 'sqrt', '{}', NULL, x'00');"
+             "PRAGMA user_version = 4;",
+             sha, sha);
+    db_exec(f, sql);
+    open_store(f);
+    char id[REMATD_ID_LEN + 1];
+    snprintf(id, sizeof id, "%.32s", sha);
+    struct rematd_model m;
+    assert_int_equal(rematd_store_get_model(f->st, id, &m), REMATD_STORE_OK);
+    assert_string_equal(m.tenant, "default");
+    rematd_model_clear(&m);
+    struct rematd_job job;
+    assert_int_equal(rematd_store_get_job(f->st, "0123456789abcdef0123456789abcdef", &job),
+                     REMATD_STORE_OK);
+    assert_string_equal(job.tenant, "default");
+    rematd_job_clear(&job);
+    struct rematd_stored_plan sp;
+    assert_int_equal(rematd_store_get_plan(f->st, "fedcba9876543210fedcba9876543210", &sp),
+                     REMATD_STORE_OK);
+    assert_string_equal(sp.tenant, "default");
+    rematd_stored_plan_clear(&sp);
+    struct rematd_model b, got;
+    model_init(&b, sha, 10);
+    memcpy(b.id, "1111", 4);
+    snprintf(b.tenant, sizeof b.tenant, "blue");
+    assert_int_equal(rematd_store_add_model(f->st, &b, 1000, 1000, &got), REMATD_STORE_OK);
+    rematd_store_close(f->st);
+    f->st = NULL;
+    assert_int_equal(db_int(f, "PRAGMA user_version"), 5);
 }
 
 /* With a TTL of 0 every record is past it at once: the key is free again,
@@ -573,6 +730,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_purge_frees_the_bound, setup_ttl_1, teardown),
         cmocka_unit_test_setup_teardown(test_leases, setup, teardown),
         cmocka_unit_test_setup_teardown(test_models, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_tenants, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_migrates_to_tenants, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -100,7 +100,7 @@ esac
 # Migrated once, to the version this rematd writes.
 version=$("$PYTHON" -c 'import sqlite3, sys
 print(sqlite3.connect(sys.argv[1]).execute("PRAGMA user_version").fetchone()[0])' "$T/data/rematd.db")
-[ "$version" = 4 ] && ok || fail "user_version after the upgrade: $version"
+[ "$version" = 5 ] && ok || fail "user_version after the upgrade: $version"
 [ "$(grep -c '"msg":"store migrated"' "$T/rematd.log")" = 1 ] && ok ||
     fail "want one migration over two starts: $(grep -c 'store migrated' "$T/rematd.log")"
 

@@ -48,7 +48,7 @@ enum rematd_store_result rematd__pg_get_job(struct rematd_store *base, const cha
     PGresult *res =
         rematd__pg_exec(c, NULL,
                         "SELECT kind, status, attempts, spec, progress, result, reason,"
-                        " created_at, updated_at, lease_expires_at FROM jobs WHERE id = $1",
+                        " created_at, updated_at, lease_expires_at, tenant FROM jobs WHERE id = $1",
                         1, v, NULL);
     enum rematd_store_result found = REMATD_STORE_ERROR;
     if (res && PQntuples(res) == 0) {
@@ -64,6 +64,7 @@ enum rematd_store_result rematd__pg_get_job(struct rematd_store *base, const cha
         out->created_at = strtod(PQgetvalue(res, 0, 7), NULL);
         out->updated_at = strtod(PQgetvalue(res, 0, 8), NULL);
         out->lease_expires_at = PQgetisnull(res, 0, 9) ? 0 : strtod(PQgetvalue(res, 0, 9), NULL);
+        snprintf(out->tenant, sizeof out->tenant, "%s", PQgetvalue(res, 0, 10));
         /* A status this rematd has no name for is a database it cannot
          * read. */
         int lost = rematd_job_status_parse(PQgetvalue(res, 0, 1), &out->status) < 0 || !out->spec ||
@@ -131,13 +132,18 @@ enum rematd_store_result rematd__pg_create_job(struct rematd_store *base,
     PGconn *c = rematd__pg_get(st);
     if (rematd__pg_begin_locked(c, "INSERT job", REMATD_PG_LOCK_QUEUE) < 0)
         return rematd__pg_end_write(st, c, REMATD_STORE_ERROR);
-    PGresult *res = rematd__pg_exec(
-        c, "INSERT job", "SELECT count(*) FROM jobs WHERE status = 'queued'", 0, NULL, NULL);
+    /* The whole queue's bound and the tenant's share. */
+    const char *tenant = job->tenant ? job->tenant : REMATD_TENANT_DEFAULT;
+    const char *tv[] = {tenant};
+    PGresult *res = rematd__pg_exec(c, "INSERT job",
+                                    "SELECT count(*), count(*) FILTER (WHERE tenant = $1)"
+                                    " FROM jobs WHERE status = 'queued'",
+                                    1, tv, NULL);
     if (!res)
         return rematd__pg_end_write(st, c, REMATD_STORE_ERROR);
-    long queued = atol(PQgetvalue(res, 0, 0));
+    long queued = atol(PQgetvalue(res, 0, 0)), mine = atol(PQgetvalue(res, 0, 1));
     PQclear(res);
-    if (queued >= st->max_queued_jobs)
+    if (queued >= st->max_queued_jobs || mine >= st->tenant_max_queued_jobs)
         return rematd__pg_end_write(st, c, REMATD_STORE_FULL);
     if (job->model_id) {
         /* FOR SHARE: a delete of the model (FOR UPDATE on its row) either
@@ -149,12 +155,13 @@ enum rematd_store_result rematd__pg_create_job(struct rematd_store *base,
     }
     char t[64];
     fmt_time(t, job->created_at);
-    const char *v[] = {job->id, job->kind,     job->device,   job->spec,
-                       t,       job->model_id, job->reuse_key};
+    const char *v[] = {job->id, job->kind,     job->device,    job->spec,
+                       t,       job->model_id, job->reuse_key, tenant};
     if (rematd__pg_cmd(c, "INSERT job",
                        "INSERT INTO jobs (id, kind, status, device, spec, created_at, updated_at,"
-                       " model_id, reuse_key) VALUES ($1, $2, 'queued', $3, $4, $5, $5, $6, $7)",
-                       7, v, NULL) < 0)
+                       " model_id, reuse_key, tenant)"
+                       " VALUES ($1, $2, 'queued', $3, $4, $5, $5, $6, $7, $8)",
+                       8, v, NULL) < 0)
         return rematd__pg_end_write(st, c, REMATD_STORE_ERROR);
     if (job->idem_key) {
         long before = rematd__pg_idem_lock(c), count = before;

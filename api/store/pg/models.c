@@ -33,7 +33,7 @@
 #define TEXT_OID 25
 #define INT4_OID 23
 
-#define COLS "id, sha256, bytes, created_at, meta"
+#define COLS "id, sha256, bytes, created_at, meta, tenant"
 
 static int read_row(PGresult *res, int i, struct rematd_model *m)
 {
@@ -43,6 +43,7 @@ static int read_row(PGresult *res, int i, struct rematd_model *m)
     m->bytes = atoll(PQgetvalue(res, i, 2));
     m->created_at = strtod(PQgetvalue(res, i, 3), NULL);
     m->meta = strdup(PQgetvalue(res, i, 4));
+    snprintf(m->tenant, sizeof m->tenant, "%s", PQgetvalue(res, i, 5));
     return m->meta ? 0 : -1;
 }
 
@@ -130,8 +131,10 @@ static int insert_chunks(PGconn *c, const char *id, const char *path, long long 
 enum rematd_store_result rematd__pg_add_model(struct rematd_store *base,
                                               const struct rematd_model *m,
                                               unsigned long long quota_bytes,
+                                              unsigned long long tenant_quota_bytes,
                                               struct rematd_model *existing)
 {
+    const char *tenant = m->tenant[0] ? m->tenant : REMATD_TENANT_DEFAULT;
     struct rematd_pg *st = (struct rematd_pg *)base;
     memset(existing, 0, sizeof *existing);
     PGconn *c = rematd__pg_get(st);
@@ -141,41 +144,48 @@ enum rematd_store_result rematd__pg_add_model(struct rematd_store *base,
     enum rematd_store_result ret = get_on(c, m->id, "", existing);
     if (ret != REMATD_STORE_NOT_FOUND)
         return rematd__pg_end_write(st, c, ret == REMATD_STORE_OK ? REMATD_STORE_CONFLICT : ret);
-    PGresult *res = rematd__pg_exec(c, "INSERT model", "SELECT coalesce(sum(bytes), 0) FROM models",
-                                    0, NULL, NULL);
+    const char *tv[] = {tenant};
+    PGresult *res = rematd__pg_exec(c, "INSERT model",
+                                    "SELECT coalesce(sum(bytes), 0),"
+                                    " coalesce(sum(bytes) FILTER (WHERE tenant = $1), 0)"
+                                    " FROM models",
+                                    1, tv, NULL);
     if (!res)
         return rematd__pg_end_write(st, c, REMATD_STORE_ERROR);
     unsigned long long used = strtoull(PQgetvalue(res, 0, 0), NULL, 10);
+    unsigned long long mine = strtoull(PQgetvalue(res, 0, 1), NULL, 10);
     PQclear(res);
-    if ((unsigned long long)m->bytes > quota_bytes ||
-        used > quota_bytes - (unsigned long long)m->bytes)
+    unsigned long long b = (unsigned long long)m->bytes;
+    if (b > quota_bytes || used > quota_bytes - b || b > tenant_quota_bytes ||
+        mine > tenant_quota_bytes - b)
         return rematd__pg_end_write(st, c, REMATD_STORE_FULL);
     char bytes[32], t[64], path[1200];
     snprintf(bytes, sizeof bytes, "%lld", m->bytes);
     snprintf(t, sizeof t, "%.17g", m->created_at);
     snprintf(path, sizeof path, "%s/%s", st->models_dir, m->sha256);
-    const char *v[] = {m->id, m->sha256, bytes, t, m->meta ? m->meta : "{}"};
+    const char *v[] = {m->id, m->sha256, bytes, t, m->meta ? m->meta : "{}", tenant};
     if (rematd__pg_cmd(c, "INSERT model",
-                       "INSERT INTO models (" COLS ") VALUES ($1, $2, $3, $4, $5)", 5, v,
+                       "INSERT INTO models (" COLS ") VALUES ($1, $2, $3, $4, $5, $6)", 6, v,
                        NULL) < 0 ||
         insert_chunks(c, m->id, path, m->bytes) < 0)
         return rematd__pg_end_write(st, c, REMATD_STORE_ERROR);
     return rematd__pg_end_write(st, c, REMATD_STORE_OK);
 }
 
-enum rematd_store_result rematd__pg_list_models(struct rematd_store *base, size_t max,
-                                                struct rematd_model **out, size_t *n)
+enum rematd_store_result rematd__pg_list_models(struct rematd_store *base, const char *tenant,
+                                                size_t max, struct rematd_model **out, size_t *n)
 {
     struct rematd_pg *st = (struct rematd_pg *)base;
     *out = NULL;
     *n = 0;
     char lim[32];
     snprintf(lim, sizeof lim, "%zu", max);
-    const char *v[] = {lim};
+    const char *v[] = {lim, tenant ? tenant : REMATD_TENANT_DEFAULT};
     PGconn *c = rematd__pg_get(st);
-    PGresult *res =
-        rematd__pg_exec(c, "list models",
-                        "SELECT " COLS " FROM models ORDER BY created_at, id LIMIT $1", 1, v, NULL);
+    PGresult *res = rematd__pg_exec(c, "list models",
+                                    "SELECT " COLS " FROM models WHERE tenant = $2"
+                                    " ORDER BY created_at, id LIMIT $1",
+                                    2, v, NULL);
     rematd__pg_put(st, c);
     if (!res)
         return REMATD_STORE_ERROR;
@@ -240,20 +250,38 @@ enum rematd_store_result rematd__pg_delete_model(struct rematd_store *base, cons
     return rematd__pg_end_write(st, c, REMATD_STORE_OK);
 }
 
-enum rematd_store_result rematd__pg_models_bytes(struct rematd_store *base,
+enum rematd_store_result rematd__pg_models_bytes(struct rematd_store *base, const char *tenant,
                                                  unsigned long long *total)
 {
     struct rematd_pg *st = (struct rematd_pg *)base;
     *total = 0;
     PGconn *c = rematd__pg_get(st);
-    PGresult *res = rematd__pg_exec(c, "models bytes", "SELECT coalesce(sum(bytes), 0) FROM models",
-                                    0, NULL, NULL);
+    const char *v[] = {tenant};
+    PGresult *res = rematd__pg_exec(c, "models bytes",
+                                    "SELECT coalesce(sum(bytes), 0) FROM models"
+                                    " WHERE $1::text IS NULL OR tenant = $1",
+                                    1, v, NULL);
     rematd__pg_put(st, c);
     if (!res)
         return REMATD_STORE_ERROR;
     *total = strtoull(PQgetvalue(res, 0, 0), NULL, 10);
     PQclear(res);
     return REMATD_STORE_OK;
+}
+
+enum rematd_store_result rematd__pg_model_sha_used(struct rematd_store *base, const char *sha256)
+{
+    struct rematd_pg *st = (struct rematd_pg *)base;
+    PGconn *c = rematd__pg_get(st);
+    const char *v[] = {sha256};
+    PGresult *res = rematd__pg_exec(c, "model sha256 used",
+                                    "SELECT 1 FROM models WHERE sha256 = $1 LIMIT 1", 1, v, NULL);
+    rematd__pg_put(st, c);
+    if (!res)
+        return REMATD_STORE_ERROR;
+    int have = PQntuples(res) > 0;
+    PQclear(res);
+    return have ? REMATD_STORE_OK : REMATD_STORE_NOT_FOUND;
 }
 
 /* Writes the archive of m from the database into tmp (open on fd),

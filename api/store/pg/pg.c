@@ -192,7 +192,7 @@ enum rematd_store_result rematd__pg_end_write(struct rematd_pg *st, PGconn *c,
  * Plans.
  */
 
-#define PLAN_COLS "(id, created_at, algorithm, options, profile_id, record)"
+#define PLAN_COLS "(id, created_at, algorithm, options, profile_id, record, tenant)"
 /* Plans without an Idempotency-Key go in multi-row INSERTs of at most this
  * many: one round trip for a batch instead of one per plan. */
 #define ROWS_PER_INSERT 64
@@ -201,23 +201,24 @@ enum rematd_store_result rematd__pg_end_write(struct rematd_pg *st, PGconn *c,
  * in one statement.  0 or -1 (logged). */
 static int insert_plans(PGconn *c, struct rematd_plan_write **ws, int n)
 {
-    char sql[64 + ROWS_PER_INSERT * 48];
-    const char *vals[ROWS_PER_INSERT * 6];
-    int lens[ROWS_PER_INSERT * 6], fmts[ROWS_PER_INSERT * 6];
-    Oid types[ROWS_PER_INSERT * 6];
+    char sql[80 + ROWS_PER_INSERT * 56];
+    const char *vals[ROWS_PER_INSERT * 7];
+    int lens[ROWS_PER_INSERT * 7], fmts[ROWS_PER_INSERT * 7];
+    Oid types[ROWS_PER_INSERT * 7];
     size_t off = (size_t)snprintf(sql, sizeof sql, "INSERT INTO plans " PLAN_COLS " VALUES ");
     for (int i = 0; i < n; i++) {
         struct rematd_plan_write *w = ws[i];
-        int p = i * 6;
-        off += (size_t)snprintf(sql + off, sizeof sql - off, "%s($%d,$%d,$%d,$%d,$%d,$%d)",
-                                i ? "," : "", p + 1, p + 2, p + 3, p + 4, p + 5, p + 6);
+        int p = i * 7;
+        off += (size_t)snprintf(sql + off, sizeof sql - off, "%s($%d,$%d,$%d,$%d,$%d,$%d,$%d)",
+                                i ? "," : "", p + 1, p + 2, p + 3, p + 4, p + 5, p + 6, p + 7);
         vals[p] = w->id;
         vals[p + 1] = w->created_at;
         vals[p + 2] = w->algorithm;
         vals[p + 3] = w->options;
         vals[p + 4] = w->profile_id[0] ? w->profile_id : NULL;
         vals[p + 5] = (const char *)w->record;
-        for (int k = 0; k < 6; k++) {
+        vals[p + 6] = w->tenant ? w->tenant : REMATD_TENANT_DEFAULT;
+        for (int k = 0; k < 7; k++) {
             lens[p + k] = 0;
             fmts[p + k] = 0;
             types[p + k] = TEXT_OID;
@@ -226,7 +227,7 @@ static int insert_plans(PGconn *c, struct rematd_plan_write **ws, int n)
         fmts[p + 5] = 1;
         types[p + 5] = BYTEA_OID;
     }
-    PGresult *res = PQexecParams(c, sql, n * 6, types, vals, lens, fmts, 0);
+    PGresult *res = PQexecParams(c, sql, n * 7, types, vals, lens, fmts, 0);
     int ok = res && PQresultStatus(res) == PGRES_COMMAND_OK;
     if (!ok)
         log_pg_error("INSERT plan", c, res);
@@ -478,12 +479,14 @@ static enum rematd_store_result pg_get_plan(struct rematd_store *base, const cha
     const char *v[] = {id};
     /* Binary: the record's bytes as they are, text columns as text. */
     PGresult *res = read_query(
-        st, &c, "SELECT created_at, options, profile_id, record FROM plans WHERE id = $1", 1, v, 1);
+        st, &c, "SELECT created_at, options, profile_id, record, tenant FROM plans WHERE id = $1",
+        1, v, 1);
     enum rematd_store_result found = REMATD_STORE_ERROR;
     if (res && PQntuples(res) == 0) {
         found = REMATD_STORE_NOT_FOUND;
     } else if (res) {
         snprintf(out->created_at, sizeof out->created_at, "%s", PQgetvalue(res, 0, 0));
+        snprintf(out->tenant, sizeof out->tenant, "%s", PQgetvalue(res, 0, 4));
         if (!PQgetisnull(res, 0, 2))
             snprintf(out->profile_id, sizeof out->profile_id, "%s", PQgetvalue(res, 0, 2));
         out->options = strdup(PQgetvalue(res, 0, 1));
@@ -555,6 +558,7 @@ static const struct rematd_store_ops pg_ops = {
     .list_models = rematd__pg_list_models,
     .delete_model = rematd__pg_delete_model,
     .models_bytes = rematd__pg_models_bytes,
+    .model_sha_used = rematd__pg_model_sha_used,
     .model_file = rematd__pg_model_file,
 };
 
@@ -587,6 +591,8 @@ struct rematd_store *rematd__pg_open(const char *conninfo, const struct rematd_c
     st->max_attempts = cfg->max_attempts;
     st->idem_ttl = cfg->idempotency_ttl;
     st->max_queued_jobs = cfg->max_queued_jobs ? (long)cfg->max_queued_jobs : 10000;
+    st->tenant_max_queued_jobs =
+        cfg->tenant_max_queued_jobs ? (long)cfg->tenant_max_queued_jobs : st->max_queued_jobs;
     st->max_idem = cfg->max_idempotency_keys ? (long)cfg->max_idempotency_keys : 1000000;
     snprintf(st->models_dir, sizeof st->models_dir, "%s/models", cfg->data_dir);
     pthread_mutex_init(&st->pmu, NULL);

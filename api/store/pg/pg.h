@@ -26,7 +26,7 @@
 
 /* The schema version this rematd writes (remat_schema.version); older
  * databases are migrated up to it at open (pg/schema.c). */
-#define REMATD_PG_SCHEMA_VERSION 2
+#define REMATD_PG_SCHEMA_VERSION 3
 
 /* Advisory lock keys: "remat" and a number, so that they do not collide
  * with an application sharing the database. */
@@ -45,6 +45,7 @@ struct rematd_pg {
     unsigned max_attempts;
     double idem_ttl;
     long max_queued_jobs;
+    long tenant_max_queued_jobs; /* one tenant's queued jobs */
     long max_idem;
 
     /* The pool, under pmu: free[i] when conns[i] is not lent.  epoch
@@ -174,14 +175,16 @@ int rematd__pg_jobs_expire(struct rematd_pg *st, PGconn *c);
 enum rematd_store_result rematd__pg_add_model(struct rematd_store *base,
                                               const struct rematd_model *m,
                                               unsigned long long quota_bytes,
+                                              unsigned long long tenant_quota_bytes,
                                               struct rematd_model *existing);
 enum rematd_store_result rematd__pg_get_model(struct rematd_store *base, const char *id,
                                               struct rematd_model *out);
-enum rematd_store_result rematd__pg_list_models(struct rematd_store *base, size_t max,
-                                                struct rematd_model **out, size_t *n);
+enum rematd_store_result rematd__pg_list_models(struct rematd_store *base, const char *tenant,
+                                                size_t max, struct rematd_model **out, size_t *n);
 enum rematd_store_result rematd__pg_delete_model(struct rematd_store *base, const char *id);
-enum rematd_store_result rematd__pg_models_bytes(struct rematd_store *base,
+enum rematd_store_result rematd__pg_models_bytes(struct rematd_store *base, const char *tenant,
                                                  unsigned long long *total);
+enum rematd_store_result rematd__pg_model_sha_used(struct rematd_store *base, const char *sha256);
 enum rematd_store_result rematd__pg_model_file(struct rematd_store *base,
                                                const struct rematd_model *m, const char *path);
 

@@ -60,7 +60,7 @@ enum rematd_store_result rematd__sqlite_get_job(struct rematd_store *base, const
     enum rematd_store_result found =
         rematd__sql_row(st->r,
                         "SELECT kind, status, attempts, spec, progress, result, reason,"
-                        " created_at, updated_at, lease_expires_at FROM jobs WHERE id = ?",
+                        " created_at, updated_at, lease_expires_at, tenant FROM jobs WHERE id = ?",
                         id, &s);
     if (found == REMATD_STORE_OK) {
         snprintf(out->id, sizeof out->id, "%s", id);
@@ -75,6 +75,7 @@ enum rematd_store_result rematd__sqlite_get_job(struct rematd_store *base, const
         out->created_at = sqlite3_column_double(s, 7);
         out->updated_at = sqlite3_column_double(s, 8);
         out->lease_expires_at = sqlite3_column_double(s, 9);
+        copy_col(out->tenant, sizeof out->tenant, s, 10);
         /* A NULL column is NULL text; a non-NULL one that came back NULL
          * ran out of memory.  A status this rematd has no name for is a
          * database it cannot read. */
@@ -129,12 +130,19 @@ enum rematd_store_result rematd__sqlite_create_job(struct rematd_store *base,
         rematd__store_write_failed(st, "BEGIN");
         goto out_unlock;
     }
-    /* The queue's bound, counted inside the transaction that adds to it. */
-    if (sqlite3_prepare_v2(st->w, "SELECT count(*) FROM jobs WHERE status = 'queued'", -1, &s,
-                           NULL) != SQLITE_OK ||
-        sqlite3_step(s) != SQLITE_ROW)
+    /* The queue's bounds, the whole queue's and the tenant's share,
+     * counted inside the transaction that adds to it. */
+    const char *tenant = job->tenant ? job->tenant : REMATD_TENANT_DEFAULT;
+    if (sqlite3_prepare_v2(st->w,
+                           "SELECT count(*), coalesce(sum(tenant = ?), 0) FROM jobs"
+                           " WHERE status = 'queued'",
+                           -1, &s, NULL) != SQLITE_OK)
         goto out_failed;
-    if (sqlite3_column_int64(s, 0) >= st->max_queued_jobs) {
+    sqlite3_bind_text(s, 1, tenant, -1, SQLITE_STATIC);
+    if (sqlite3_step(s) != SQLITE_ROW)
+        goto out_failed;
+    if (sqlite3_column_int64(s, 0) >= st->max_queued_jobs ||
+        sqlite3_column_int64(s, 1) >= st->tenant_max_queued_jobs) {
         ret = REMATD_STORE_FULL;
         sqlite3_exec(st->w, "ROLLBACK", NULL, NULL, NULL);
         goto out_unlock;
@@ -161,8 +169,8 @@ enum rematd_store_result rematd__sqlite_create_job(struct rematd_store *base,
     }
     if (sqlite3_prepare_v2(st->w,
                            "INSERT INTO jobs (id, kind, status, device, spec, created_at,"
-                           " updated_at, model_id, reuse_key)"
-                           " VALUES (?, ?, 'queued', ?, ?, ?, ?, ?, ?)",
+                           " updated_at, model_id, reuse_key, tenant)"
+                           " VALUES (?, ?, 'queued', ?, ?, ?, ?, ?, ?, ?)",
                            -1, &s, NULL) != SQLITE_OK)
         goto out_failed;
     sqlite3_bind_text(s, 1, job->id, -1, SQLITE_STATIC);
@@ -175,6 +183,7 @@ enum rematd_store_result rematd__sqlite_create_job(struct rematd_store *base,
         sqlite3_bind_text(s, 7, job->model_id, -1, SQLITE_STATIC);
     if (job->reuse_key != NULL)
         sqlite3_bind_text(s, 8, job->reuse_key, -1, SQLITE_STATIC);
+    sqlite3_bind_text(s, 9, tenant, -1, SQLITE_STATIC);
     if (sqlite3_step(s) != SQLITE_DONE)
         goto out_failed;
     if (job->idem_key) {

@@ -15,7 +15,7 @@
 
 #include "sqlite.h"
 
-#define COLS "id, sha256, bytes, created_at, meta"
+#define COLS "id, sha256, bytes, created_at, meta, tenant"
 
 /* One row of COLS into m: 0, or -1 when out of memory. */
 static int read_row(sqlite3_stmt *s, struct rematd_model *m)
@@ -27,6 +27,9 @@ static int read_row(sqlite3_stmt *s, struct rematd_model *m)
     m->bytes = sqlite3_column_int64(s, 2);
     m->created_at = sqlite3_column_double(s, 3);
     m->meta = rematd__sql_col_dup(s, 4);
+    const unsigned char *tenant = sqlite3_column_text(s, 5);
+    snprintf(m->tenant, sizeof m->tenant, "%s",
+             tenant ? (const char *)tenant : REMATD_TENANT_DEFAULT);
     return m->meta ? 0 : -1;
 }
 
@@ -101,8 +104,10 @@ static enum rematd_store_result end_write(struct rematd_sqlite *st, sqlite3_stmt
 enum rematd_store_result rematd__sqlite_add_model(struct rematd_store *base,
                                                   const struct rematd_model *m,
                                                   unsigned long long quota_bytes,
+                                                  unsigned long long tenant_quota_bytes,
                                                   struct rematd_model *existing)
 {
+    const char *tenant = m->tenant[0] ? m->tenant : REMATD_TENANT_DEFAULT;
     struct rematd_sqlite *st = (struct rematd_sqlite *)base;
     sqlite3_stmt *s = NULL;
     memset(existing, 0, sizeof *existing);
@@ -112,17 +117,23 @@ enum rematd_store_result rematd__sqlite_add_model(struct rematd_store *base,
     if (ret != REMATD_STORE_NOT_FOUND)
         return end_write(st, s, ret == REMATD_STORE_OK ? REMATD_STORE_CONFLICT : ret,
                          "INSERT model");
-    if (sqlite3_prepare_v2(st->w, "SELECT coalesce(sum(bytes), 0) FROM models", -1, &s, NULL) !=
-            SQLITE_OK ||
-        sqlite3_step(s) != SQLITE_ROW)
+    if (sqlite3_prepare_v2(st->w,
+                           "SELECT coalesce(sum(bytes), 0),"
+                           " coalesce(sum(CASE WHEN tenant = ? THEN bytes END), 0) FROM models",
+                           -1, &s, NULL) != SQLITE_OK)
+        return end_write(st, s, REMATD_STORE_ERROR, "INSERT model");
+    sqlite3_bind_text(s, 1, tenant, -1, SQLITE_STATIC);
+    if (sqlite3_step(s) != SQLITE_ROW)
         return end_write(st, s, REMATD_STORE_ERROR, "INSERT model");
     unsigned long long used = (unsigned long long)sqlite3_column_int64(s, 0);
+    unsigned long long mine = (unsigned long long)sqlite3_column_int64(s, 1);
     sqlite3_finalize(s);
     s = NULL;
-    if ((unsigned long long)m->bytes > quota_bytes ||
-        used > quota_bytes - (unsigned long long)m->bytes)
+    unsigned long long b = (unsigned long long)m->bytes;
+    if (b > quota_bytes || used > quota_bytes - b || b > tenant_quota_bytes ||
+        mine > tenant_quota_bytes - b)
         return end_write(st, s, REMATD_STORE_FULL, "INSERT model");
-    if (sqlite3_prepare_v2(st->w, "INSERT INTO models (" COLS ") VALUES (?, ?, ?, ?, ?)", -1, &s,
+    if (sqlite3_prepare_v2(st->w, "INSERT INTO models (" COLS ") VALUES (?, ?, ?, ?, ?, ?)", -1, &s,
                            NULL) != SQLITE_OK)
         return end_write(st, s, REMATD_STORE_ERROR, "INSERT model");
     sqlite3_bind_text(s, 1, m->id, -1, SQLITE_STATIC);
@@ -130,12 +141,14 @@ enum rematd_store_result rematd__sqlite_add_model(struct rematd_store *base,
     sqlite3_bind_int64(s, 3, m->bytes);
     sqlite3_bind_double(s, 4, m->created_at);
     sqlite3_bind_text(s, 5, m->meta ? m->meta : "{}", -1, SQLITE_STATIC);
+    sqlite3_bind_text(s, 6, tenant, -1, SQLITE_STATIC);
     ret = sqlite3_step(s) == SQLITE_DONE ? REMATD_STORE_OK : REMATD_STORE_ERROR;
     return end_write(st, s, ret, "INSERT model");
 }
 
-enum rematd_store_result rematd__sqlite_list_models(struct rematd_store *base, size_t max,
-                                                    struct rematd_model **out, size_t *n)
+enum rematd_store_result rematd__sqlite_list_models(struct rematd_store *base, const char *tenant,
+                                                    size_t max, struct rematd_model **out,
+                                                    size_t *n)
 {
     struct rematd_sqlite *st = (struct rematd_sqlite *)base;
     *out = NULL;
@@ -145,10 +158,13 @@ enum rematd_store_result rematd__sqlite_list_models(struct rematd_store *base, s
     struct rematd_model *list = NULL;
     size_t len = 0, cap = 0;
     pthread_mutex_lock(&st->rmu);
-    if (sqlite3_prepare_v2(st->r, "SELECT " COLS " FROM models ORDER BY created_at, id LIMIT ?", -1,
-                           &s, NULL) != SQLITE_OK)
+    if (sqlite3_prepare_v2(st->r,
+                           "SELECT " COLS " FROM models WHERE tenant = ?"
+                           " ORDER BY created_at, id LIMIT ?",
+                           -1, &s, NULL) != SQLITE_OK)
         goto out;
-    sqlite3_bind_int64(s, 1, (sqlite3_int64)max);
+    sqlite3_bind_text(s, 1, tenant ? tenant : REMATD_TENANT_DEFAULT, -1, SQLITE_STATIC);
+    sqlite3_bind_int64(s, 2, (sqlite3_int64)max);
     int rc;
     while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
         if (len == cap) {
@@ -207,7 +223,7 @@ enum rematd_store_result rematd__sqlite_delete_model(struct rematd_store *base, 
                      "DELETE model");
 }
 
-enum rematd_store_result rematd__sqlite_models_bytes(struct rematd_store *base,
+enum rematd_store_result rematd__sqlite_models_bytes(struct rematd_store *base, const char *tenant,
                                                      unsigned long long *total)
 {
     struct rematd_sqlite *st = (struct rematd_sqlite *)base;
@@ -215,12 +231,28 @@ enum rematd_store_result rematd__sqlite_models_bytes(struct rematd_store *base,
     enum rematd_store_result ret = REMATD_STORE_ERROR;
     *total = 0;
     pthread_mutex_lock(&st->rmu);
-    if (sqlite3_prepare_v2(st->r, "SELECT coalesce(sum(bytes), 0) FROM models", -1, &s, NULL) ==
-            SQLITE_OK &&
+    if (sqlite3_prepare_v2(st->r,
+                           "SELECT coalesce(sum(bytes), 0) FROM models"
+                           " WHERE ?1 IS NULL OR tenant = ?1",
+                           -1, &s, NULL) == SQLITE_OK &&
+        sqlite3_bind_text(s, 1, tenant, -1, SQLITE_STATIC) == SQLITE_OK &&
         sqlite3_step(s) == SQLITE_ROW) {
         *total = (unsigned long long)sqlite3_column_int64(s, 0);
         ret = REMATD_STORE_OK;
     }
+    sqlite3_finalize(s);
+    pthread_mutex_unlock(&st->rmu);
+    return ret;
+}
+
+enum rematd_store_result rematd__sqlite_model_sha_used(struct rematd_store *base,
+                                                       const char *sha256)
+{
+    struct rematd_sqlite *st = (struct rematd_sqlite *)base;
+    sqlite3_stmt *s;
+    pthread_mutex_lock(&st->rmu);
+    enum rematd_store_result ret =
+        rematd__sql_row(st->r, "SELECT 1 FROM models WHERE sha256 = ? LIMIT 1", sha256, &s);
     sqlite3_finalize(s);
     pthread_mutex_unlock(&st->rmu);
     return ret;

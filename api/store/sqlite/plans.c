@@ -24,6 +24,7 @@ int rematd__plan_insert(struct rematd_sqlite *st, const struct rematd_plan_write
     if (w->profile_id[0])
         sqlite3_bind_text(s, 5, w->profile_id, -1, SQLITE_STATIC);
     sqlite3_bind_blob(s, 6, w->record, (int)w->record_len, SQLITE_STATIC);
+    sqlite3_bind_text(s, 7, w->tenant ? w->tenant : REMATD_TENANT_DEFAULT, -1, SQLITE_STATIC);
     return rematd__sql_step_reset(s);
 }
 
@@ -55,7 +56,8 @@ enum rematd_store_result rematd__sqlite_get_plan(struct rematd_store *base, cons
     sqlite3_stmt *s;
     pthread_mutex_lock(&st->rmu);
     enum rematd_store_result found = rematd__sql_row(
-        st->r, "SELECT created_at, options, profile_id, record FROM plans WHERE id = ?", id, &s);
+        st->r, "SELECT created_at, options, profile_id, record, tenant FROM plans WHERE id = ?", id,
+        &s);
     if (found == REMATD_STORE_OK) {
         const unsigned char *created = sqlite3_column_text(s, 0);
         const unsigned char *pid = sqlite3_column_text(s, 2);
@@ -64,6 +66,9 @@ enum rematd_store_result rematd__sqlite_get_plan(struct rematd_store *base, cons
         snprintf(out->created_at, sizeof out->created_at, "%s",
                  created ? (const char *)created : "");
         snprintf(out->profile_id, sizeof out->profile_id, "%s", pid ? (const char *)pid : "");
+        const unsigned char *tenant = sqlite3_column_text(s, 4);
+        snprintf(out->tenant, sizeof out->tenant, "%s",
+                 tenant ? (const char *)tenant : REMATD_TENANT_DEFAULT);
         out->options = rematd__sql_col_dup(s, 1);
         out->record = n > 0 ? malloc((size_t)n) : NULL;
         if (out->record && out->options) {
@@ -74,8 +79,10 @@ enum rematd_store_result rematd__sqlite_get_plan(struct rematd_store *base, cons
         }
     }
     sqlite3_finalize(s);
-    if (found == REMATD_STORE_NOT_FOUND && st->has_legacy)
+    if (found == REMATD_STORE_NOT_FOUND && st->has_legacy) {
         found = get_plan_v1(st, id, out);
+        snprintf(out->tenant, sizeof out->tenant, "%s", REMATD_TENANT_DEFAULT);
+    }
     pthread_mutex_unlock(&st->rmu);
     if (found != REMATD_STORE_OK)
         rematd_stored_plan_clear(out);

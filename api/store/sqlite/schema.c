@@ -108,8 +108,33 @@ static int migrate_4(sqlite3 *db)
                                 " WHERE reuse_key IS NOT NULL;");
 }
 
+/* 5: tenants (docs/security.md, "Tenants").  Every model, job and plan
+ * names its tenant; the rows already there are "default"'s, the tenant of
+ * REMAT_TOKEN and of an anonymous rematd, so an upgrade changes no answer.
+ * Two tenants may upload the same bytes, each a model of its own sharing
+ * the archive's file: sha256 is no longer unique (SQLite drops a
+ * constraint only by copying the table).  The indexes serve a tenant's
+ * list of models, the sum of its bytes and the count of its queued jobs. */
+static int migrate_5(sqlite3 *db)
+{
+    return rematd__sql_exec(
+        db, "CREATE TABLE models_5 (id TEXT PRIMARY KEY, sha256 TEXT NOT NULL,"
+            " bytes INTEGER NOT NULL, created_at REAL NOT NULL, meta TEXT NOT NULL,"
+            " tenant TEXT NOT NULL DEFAULT 'default') WITHOUT ROWID;"
+            "INSERT INTO models_5 (id, sha256, bytes, created_at, meta)"
+            " SELECT id, sha256, bytes, created_at, meta FROM models;"
+            "DROP TABLE models;"
+            "ALTER TABLE models_5 RENAME TO models;"
+            "CREATE INDEX models_sha256 ON models(sha256);"
+            "CREATE INDEX models_tenant ON models(tenant, created_at);"
+            "ALTER TABLE jobs ADD COLUMN tenant TEXT NOT NULL DEFAULT 'default';"
+            "CREATE INDEX jobs_tenant_queued ON jobs(tenant) WHERE status = 'queued';"
+            "ALTER TABLE plans ADD COLUMN tenant TEXT NOT NULL DEFAULT 'default';");
+}
+
 /* The migrations in order: migrations[i] brings version i to i + 1. */
-static int (*const migrations[])(sqlite3 *db) = {migrate_1, migrate_2, migrate_3, migrate_4};
+static int (*const migrations[])(sqlite3 *db) = {migrate_1, migrate_2, migrate_3, migrate_4,
+                                                 migrate_5};
 
 _Static_assert(sizeof migrations / sizeof migrations[0] == REMATD_SCHEMA_VERSION,
                "one migration per schema version");

@@ -210,6 +210,7 @@ static const struct rematd_store_ops sqlite_ops = {
     .list_models = rematd__sqlite_list_models,
     .delete_model = rematd__sqlite_delete_model,
     .models_bytes = rematd__sqlite_models_bytes,
+    .model_sha_used = rematd__sqlite_model_sha_used,
     /* The archives are files beside the database: nothing to fetch. */
     .model_file = NULL,
 };
@@ -233,6 +234,8 @@ struct rematd_store *rematd__sqlite_open(const char *dir, const struct rematd_co
     st->max_attempts = cfg->max_attempts;
     st->idem_ttl = cfg->idempotency_ttl;
     st->max_queued_jobs = cfg->max_queued_jobs ? (long)cfg->max_queued_jobs : 10000;
+    st->tenant_max_queued_jobs =
+        cfg->tenant_max_queued_jobs ? (long)cfg->tenant_max_queued_jobs : st->max_queued_jobs;
     st->max_idem = cfg->max_idempotency_keys ? (long)cfg->max_idempotency_keys : 1000000;
     st->wal_limit = cfg->wal_limit_bytes ? (long long)cfg->wal_limit_bytes : 64LL << 20;
     snprintf(st->db_path, sizeof st->db_path, "%s", path);
@@ -300,7 +303,7 @@ struct rematd_store *rematd__sqlite_open(const char *dir, const struct rematd_co
         goto fail;
     if (sqlite3_prepare_v2(st->w,
                            "INSERT INTO plans (id, created_at, algorithm, options, profile_id,"
-                           " record) VALUES (?, ?, ?, ?, ?, ?)",
+                           " record, tenant) VALUES (?, ?, ?, ?, ?, ?, ?)",
                            -1, &st->ins_plan, NULL) != SQLITE_OK ||
         sqlite3_prepare_v2(st->w, "BEGIN IMMEDIATE", -1, &st->begin, NULL) != SQLITE_OK ||
         sqlite3_prepare_v2(st->w, "COMMIT", -1, &st->commit, NULL) != SQLITE_OK ||

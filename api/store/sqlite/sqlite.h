@@ -21,7 +21,7 @@
 
 /* The schema version this rematd writes (PRAGMA user_version); older
  * databases are migrated up to it at open (sqlite/schema.c). */
-#define REMATD_SCHEMA_VERSION 4
+#define REMATD_SCHEMA_VERSION 5
 
 struct rematd_sqlite {
     struct rematd_store base; /* ops: the SQLite table (sqlite/sqlite.c) */
@@ -55,6 +55,7 @@ struct rematd_sqlite {
     /* Bounds (--max-queued-jobs, --max-idempotency-keys); idem_count is
      * the number of records, under wmu. */
     long max_queued_jobs, max_idem;
+    long tenant_max_queued_jobs; /* one tenant's queued jobs */
     long idem_count;
 
     /* Faults.  lock_fd holds the data directory's flock for the store's
@@ -165,13 +166,17 @@ enum rematd_store_result rematd__sqlite_release_job(struct rematd_store *base, c
 enum rematd_store_result rematd__sqlite_add_model(struct rematd_store *base,
                                                   const struct rematd_model *m,
                                                   unsigned long long quota_bytes,
+                                                  unsigned long long tenant_quota_bytes,
                                                   struct rematd_model *existing);
 enum rematd_store_result rematd__sqlite_get_model(struct rematd_store *base, const char *id,
                                                   struct rematd_model *out);
-enum rematd_store_result rematd__sqlite_list_models(struct rematd_store *base, size_t max,
-                                                    struct rematd_model **out, size_t *n);
+enum rematd_store_result rematd__sqlite_list_models(struct rematd_store *base, const char *tenant,
+                                                    size_t max, struct rematd_model **out,
+                                                    size_t *n);
 enum rematd_store_result rematd__sqlite_delete_model(struct rematd_store *base, const char *id);
-enum rematd_store_result rematd__sqlite_models_bytes(struct rematd_store *base,
+enum rematd_store_result rematd__sqlite_models_bytes(struct rematd_store *base, const char *tenant,
                                                      unsigned long long *total);
+enum rematd_store_result rematd__sqlite_model_sha_used(struct rematd_store *base,
+                                                       const char *sha256);
 
 #endif

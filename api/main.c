@@ -38,6 +38,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -161,6 +163,73 @@ static int client_auth(struct rematd_server *srv, int loopback)
                              (json_int_t)cfg->tenant_max_models_bytes, "tenant_max_queued_jobs",
                              (json_int_t)cfg->tenant_max_queued_jobs));
     return 0;
+}
+
+/* The supervised workers' own way in: a Unix socket,
+ * <data-dir>/workers/rematd.sock, in the folder only rematd's user may
+ * enter (0700), served by a second daemon with the same routes.  Its
+ * connections serve the worker routes and health probes only, and count
+ * against neither --max-connections-per-ip nor --max-connections: clients
+ * holding every slot their address may have, from 127.0.0.1 as the
+ * workers' TCP connections come, no longer keep the workers from leasing
+ * and finishing jobs.  Returns the daemon with the socket's path in path,
+ * or NULL (path "") when there are no supervised workers or the socket
+ * cannot be made: the workers then use TCP, as before (logged). */
+static struct MHD_Daemon *worker_socket(struct rematd_server *srv, char *path, size_t cap)
+{
+    const struct rematd_config *cfg = &srv->cfg;
+    path[0] = '\0';
+    if (cfg->workers == 0)
+        return NULL;
+    struct sockaddr_un sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sun_family = AF_UNIX;
+    char dir[1100];
+    snprintf(dir, sizeof dir, "%s/workers", cfg->data_dir);
+    int n = snprintf(sa.sun_path, sizeof sa.sun_path, "%s/rematd.sock", dir);
+    const char *why = NULL;
+    int fd = -1;
+    if (n < 0 || (size_t)n >= sizeof sa.sun_path || (size_t)n >= cap)
+        why = "the data directory's path is too long for a Unix socket";
+    else if (mkdir(dir, 0700) < 0 && errno != EEXIST)
+        why = strerror(errno);
+    if (!why) {
+        /* A socket left by an earlier rematd on this directory (its lock,
+         * taken by the store, says no other runs now). */
+        unlink(sa.sun_path);
+        fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        if (fd < 0 || bind(fd, (struct sockaddr *)&sa, sizeof sa) < 0 ||
+            chmod(sa.sun_path, 0600) < 0 || listen(fd, 128) < 0)
+            why = strerror(errno);
+    }
+    struct MHD_Daemon *d = NULL;
+    if (!why) {
+        /* Enough for every worker's lease, heartbeat and fetch at once. */
+        unsigned limit = 64 + 4 * (unsigned)(cfg->workers > 0 ? cfg->workers : 16);
+        const struct MHD_OptionItem *opts = rematd_http_worker_options(srv, limit);
+        d = opts ? MHD_start_daemon(MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL |
+                                        MHD_ALLOW_SUSPEND_RESUME | MHD_USE_ERROR_LOG,
+                                    0, NULL, NULL, rematd_access, srv, MHD_OPTION_EXTERNAL_LOGGER,
+                                    mhd_log, NULL, MHD_OPTION_LISTEN_SOCKET, fd,
+                                    MHD_OPTION_CONNECTION_TIMEOUT, cfg->connection_timeout,
+                                    MHD_OPTION_NOTIFY_COMPLETED, rematd_completed, srv,
+                                    MHD_OPTION_NOTIFY_CONNECTION, rematd_connection, srv,
+                                    MHD_OPTION_ARRAY, opts, MHD_OPTION_END)
+                 : NULL;
+        if (!d)
+            why = "libmicrohttpd would not serve it";
+    }
+    if (!d) {
+        if (fd >= 0) {
+            close(fd);
+            unlink(sa.sun_path);
+        }
+        rematd_log("warn", "no Unix socket for the workers: they connect over TCP",
+                   json_pack("{s:s, s:s}", "path", sa.sun_path, "detail", why));
+        return NULL;
+    }
+    snprintf(path, cap, "%s", sa.sun_path);
+    return d;
 }
 
 static void status_line(struct rematd_server *srv)
@@ -336,7 +405,9 @@ int main(int argc, char **argv)
             inet_ntop(AF_INET, &a4->sin_addr, host, sizeof host);
         snprintf(server, sizeof server, "http://%s:%u", host, port);
     }
-    struct rematd_supervisor *sv = rematd_supervisor_start(cfg, server, &srv.workers);
+    char wsock[108];
+    struct MHD_Daemon *wd = worker_socket(&srv, wsock, sizeof wsock);
+    struct rematd_supervisor *sv = rematd_supervisor_start(cfg, server, wsock, &srv.workers);
 
     int sig = 0;
     while (!sig) {
@@ -394,6 +465,10 @@ int main(int argc, char **argv)
     while (atomic_load(&srv.in_access) > 0 || atomic_load(&srv.suspended) > 0)
         nanosleep(&tick, NULL);
     MHD_stop_daemon(srv.daemon);
+    if (wd) {
+        MHD_stop_daemon(wd);
+        unlink(wsock);
+    }
     rematd_http_teardown(&srv);
     rematd_pool_stop(srv.pool);
     /* A store that lost its directory or cannot write is not a clean

@@ -65,6 +65,7 @@ struct rematd_supervisor {
     int stopping; /* rematd_supervisor_term was called: exits are shutdown's */
     struct rematd_worker_stats *stats;
     char server[80];
+    char socket[128]; /* REMAT_SERVER_SOCKET for the workers, "" = none */
     char path[1024];
     char token[256];
     char slots[1100]; /* the slot lock directory */
@@ -217,6 +218,10 @@ static void spawn(struct rematd_supervisor *sv, struct child *c, int slot)
             setenv("REMAT_WORKER_TOKEN", sv->token, 1);
         else
             unsetenv("REMAT_WORKER_TOKEN");
+        if (sv->socket[0])
+            setenv("REMAT_SERVER_SOCKET", sv->socket, 1);
+        else
+            unsetenv("REMAT_SERVER_SOCKET");
         sigset_t none;
         sigemptyset(&none);
         sigprocmask(SIG_SETMASK, &none, NULL);
@@ -252,7 +257,7 @@ static void publish(struct rematd_supervisor *sv)
 }
 
 struct rematd_supervisor *rematd_supervisor_start(const struct rematd_config *cfg,
-                                                  const char *server,
+                                                  const char *server, const char *socket,
                                                   struct rematd_worker_stats *stats)
 {
     int n = cfg->workers;
@@ -276,6 +281,7 @@ struct rematd_supervisor *rematd_supervisor_start(const struct rematd_config *cf
     if (stats)
         atomic_store(&stats->supervised, n);
     snprintf(sv->server, sizeof sv->server, "%s", server);
+    snprintf(sv->socket, sizeof sv->socket, "%s", socket ? socket : "");
     snprintf(sv->path, sizeof sv->path, "%s", cfg->worker_path);
     snprintf(sv->token, sizeof sv->token, "%s", cfg->worker_token);
     snprintf(sv->slots, sizeof sv->slots, "%s/workers", cfg->data_dir);

@@ -11,10 +11,12 @@ struct rematd_supervisor;
  * given is taken as given).  0, or -1 after logging why. */
 int rematd_supervisor_check(struct rematd_config *cfg);
 /* server: the URL the workers reach this rematd at (main.c makes it from
- * the bound address); stats (borrowed, outliving the supervisor) is kept
- * up to date for /readyz and /metrics. */
+ * the bound address); socket (NULL or "": none): the Unix socket rematd
+ * keeps for them, given as REMAT_SERVER_SOCKET, where clients' connections
+ * never take their place (main.c); stats (borrowed, outliving the
+ * supervisor) is kept up to date for /readyz and /metrics. */
 struct rematd_supervisor *rematd_supervisor_start(const struct rematd_config *cfg,
-                                                  const char *server,
+                                                  const char *server, const char *socket,
                                                   struct rematd_worker_stats *stats);
 void rematd_supervisor_tick(struct rematd_supervisor *sv);
 /* SIGTERM to every worker, none restarted after. */

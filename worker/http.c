@@ -4,6 +4,7 @@
 #endif
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "http.h"
@@ -27,6 +28,13 @@ CURL *rw_http_open(const char *server, const char *path, const char *token,
     curl_easy_setopt(c, CURLOPT_URL, url);
     curl_easy_setopt(c, CURLOPT_HTTPHEADER, *headers);
     curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT, 5L);
+    /* A worker rematd supervises reaches it on the Unix socket rematd
+     * keeps for its workers (REMAT_SERVER_SOCKET): the URL still names the
+     * path, and clients holding every connection their address may have
+     * do not keep the worker out. */
+    const char *sock = getenv("REMAT_SERVER_SOCKET");
+    if (sock != NULL && sock[0] != '\0')
+        curl_easy_setopt(c, CURLOPT_UNIX_SOCKET_PATH, sock);
     curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
 #if LIBCURL_VERSION_NUM >= 0x075700
     /* A name lookup runs on a thread of libcurl's; without this, a transfer

@@ -10,6 +10,7 @@
 #include <curl/curl.h>
 
 /* A handle for server (a base URL; a trailing slash is dropped) + path,
+ * over the Unix socket REMAT_SERVER_SOCKET names when it is set,
  * with token (NULL or "": none) as "Authorization: Bearer" appended to
  * *headers (which may hold the caller's own, or be NULL) and *headers set
  * as the handle's.  Returns the handle, or NULL when libcurl has none to

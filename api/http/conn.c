@@ -39,6 +39,7 @@
 struct rematd__conn {
     int fresh;    /* its first request has not begun */
     int reserved; /* a health slot */
+    int local;    /* on the workers' Unix socket: outside the clients' slots */
     int fd;
     double deadline; /* monotonic seconds; 0 = none */
     char client[48];
@@ -55,6 +56,7 @@ struct rematd_http {
     double last_full_log, last_cut_log;
     long cut_unlogged, full_unlogged;
     struct MHD_OptionItem options[8];
+    struct MHD_OptionItem worker_options[8];
 };
 
 /* Seconds a health slot waits for its request: a probe asks at once. */
@@ -105,20 +107,32 @@ void rematd__conn_deadline_next(struct rematd_server *srv, struct rematd__conn *
     set_deadline(srv, cs, request_deadline(srv, cs));
 }
 
-static void client_address(struct MHD_Connection *c, char *out, size_t cap)
+int rematd__conn_local(const struct rematd__conn *cs)
+{
+    return cs && cs->local;
+}
+
+/* The client's address as text into out; returns 1 when the connection
+ * came on a Unix socket (the workers'). */
+static int client_address(struct MHD_Connection *c, char *out, size_t cap)
 {
     const union MHD_ConnectionInfo *ci =
         MHD_get_connection_info(c, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
     snprintf(out, cap, "?");
     if (!ci || !ci->client_addr)
-        return;
+        return 0;
     const struct sockaddr *sa = ci->client_addr;
+    if (sa->sa_family == AF_UNIX) {
+        snprintf(out, cap, "unix");
+        return 1;
+    }
     if (sa->sa_family == AF_INET)
         inet_ntop(AF_INET, &((const struct sockaddr_in *)(const void *)sa)->sin_addr, out,
                   (socklen_t)cap);
     else if (sa->sa_family == AF_INET6)
         inet_ntop(AF_INET6, &((const struct sockaddr_in6 *)(const void *)sa)->sin6_addr, out,
                   (socklen_t)cap);
+    return 0;
 }
 
 /* The reaper's answer, whole: problem+json as every other error, though
@@ -224,6 +238,22 @@ const struct MHD_OptionItem *rematd_http_setup(struct rematd_server *srv,
     return h->options;
 }
 
+const struct MHD_OptionItem *rematd_http_worker_options(struct rematd_server *srv,
+                                                        unsigned max_connections)
+{
+    struct rematd_http *h = srv->http;
+    if (!h)
+        return NULL;
+    struct MHD_OptionItem items[] = {
+        {MHD_OPTION_CONNECTION_LIMIT, (intptr_t)max_connections, NULL},
+        {MHD_OPTION_CONNECTION_MEMORY_LIMIT, (intptr_t)CONNECTION_MEMORY, NULL},
+        {MHD_OPTION_UNESCAPE_CALLBACK, (intptr_t)(void *)&raw_path, NULL},
+        {MHD_OPTION_END, 0, NULL},
+    };
+    memcpy(h->worker_options, items, sizeof items);
+    return h->worker_options;
+}
+
 void rematd_http_teardown(struct rematd_server *srv)
 {
     struct rematd_http *h = srv->http;
@@ -254,11 +284,24 @@ void rematd_connection(void *cls, struct MHD_Connection *c, void **socket_contex
             const union MHD_ConnectionInfo *ci =
                 MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
             cs->fd = ci ? ci->connect_fd : -1;
-            client_address(c, cs->client, sizeof cs->client);
+            cs->local = client_address(c, cs->client, sizeof cs->client);
         }
         *socket_context = cs;
         if (!h)
             return;
+        if (cs && cs->local) {
+            /* The workers' socket has a limit of its own (its daemon's):
+             * neither counted in the clients' slots nor put on a health
+             * slot, but under the request deadline as every connection. */
+            pthread_mutex_lock(&h->mu);
+            cs->deadline = request_deadline(srv, cs);
+            cs->next = h->head;
+            if (h->head)
+                h->head->prev = cs;
+            h->head = cs;
+            pthread_mutex_unlock(&h->mu);
+            return;
+        }
         int log_full = 0;
         long n;
         pthread_mutex_lock(&h->mu);
@@ -291,7 +334,8 @@ void rematd_connection(void *cls, struct MHD_Connection *c, void **socket_contex
     struct rematd__conn *cs = *socket_context;
     if (h) {
         pthread_mutex_lock(&h->mu);
-        h->n_conns--;
+        if (!cs || !cs->local)
+            h->n_conns--;
         if (cs) {
             if (cs->prev)
                 cs->prev->next = cs->next;

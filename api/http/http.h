@@ -112,6 +112,12 @@ void rematd_connection(void *cls, struct MHD_Connection *c, void **socket_contex
 const struct MHD_OptionItem *rematd_http_setup(struct rematd_server *srv,
                                                const struct rematd_route *const *table, size_t n);
 void rematd_http_teardown(struct rematd_server *srv);
+/* The options for the daemon of the supervised workers' Unix socket
+ * (main.c), after rematd_http_setup: at most max_connections, no limit
+ * per address, the same routing.  Its connections serve the worker routes
+ * and the health probes only, and never take a client's slot. */
+const struct MHD_OptionItem *rematd_http_worker_options(struct rematd_server *srv,
+                                                        unsigned max_connections);
 
 /* The route table (routes/table.c). */
 extern const struct rematd_route *const rematd_routes[];

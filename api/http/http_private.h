@@ -48,6 +48,7 @@ struct rematd_req {
     struct MHD_Response *pending;
     int pending_status;
     int health_only; /* arrived on a health slot: only health probes */
+    int worker_only; /* arrived on the workers' Unix socket: worker routes and probes */
 };
 
 static inline struct rematd_req *req_of(struct rematd_request *r)
@@ -85,5 +86,7 @@ int rematd__conn_begin(struct rematd_server *srv, struct rematd__conn *cs);
 void rematd__conn_deadline_off(struct rematd_server *srv, struct rematd__conn *cs);
 /* The next request on a kept-alive connection has the full deadline. */
 void rematd__conn_deadline_next(struct rematd_server *srv, struct rematd__conn *cs);
+/* Whether the connection came on the workers' Unix socket (main.c). */
+int rematd__conn_local(const struct rematd__conn *cs);
 
 #endif

@@ -343,6 +343,13 @@ static int begin(struct rematd_req *q, const char *url, const char *method, cons
         return 1;
     }
     const struct rematd_route *rt = r->route;
+    if (q->worker_only && rt->auth != REMATD_AUTH_WORKER && !rt->health_probe) {
+        /* The workers' socket is theirs: a client there would hold what
+         * the clients' cap keeps for the workers. */
+        rematd_req_problem(r, 404, "not-found", NULL,
+                           "the workers' socket serves the /v1/worker routes only");
+        return 1;
+    }
     if (q->health_only && !rt->health_probe) {
         /* A health slot: the connections are all taken. */
         rematd_req_header(r, MHD_HTTP_HEADER_CONNECTION, "close");
@@ -515,6 +522,7 @@ static enum MHD_Result access_call(struct rematd_server *srv, struct MHD_Connect
         atomic_fetch_add(&srv->in_flight, 1);
         struct rematd__conn *cs = rematd__conn_of(c);
         q->health_only = rematd__conn_begin(srv, cs);
+        q->worker_only = rematd__conn_local(cs);
         set_request_id(q);
         /* Answered at once: nothing more is read, the deadline is off. */
         if (begin(q, url, method, version))

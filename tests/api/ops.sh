@@ -57,7 +57,7 @@ while [ ! -s "$T/port" ] && [ $i -lt 200 ]; do sleep 0.05; i=$((i + 1)); done
 PORT=$(cat "$T/port")
 BASE="http://127.0.0.1:$PORT"
 wait_for '^start' 1 && ok || fail "no worker started: $(cat "$T/rematd.log")"
-grep -q "^start .* lease=204 client_token=$" "$FAKE_WORKER_LOG" && ok ||
+grep -q "^start .* lease=204 client_token= socket=.*/workers/rematd.sock$" "$FAKE_WORKER_LOG" && ok ||
     fail "the supervised worker could not lease, or got REMAT_TOKEN: $(cat "$FAKE_WORKER_LOG")"
 post /v1/worker/lease '{"worker_id":"x","devices":["cpu"]}'
 [ "$CODE" = 401 ] && ok || fail "anonymous lease beyond loopback: $CODE"

@@ -21,6 +21,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -582,6 +583,123 @@ static void test_upgrade_counts(void **state)
     new_job(&j, id, "new-2", "{}");
     assert_int_equal(rematd_store_create_job(f->a, &j, &existing), REMATD_STORE_FULL);
     assert_int_equal(db_int(f, "SELECT n FROM remat_counters WHERE name = 'idempotency'"), 3);
+    /* Jobs from before the tenant column are "default"'s. */
+    assert_int_equal(db_int(f, "SELECT count(*) FROM jobs WHERE tenant = 'default'"), 3);
+}
+
+/* ---- tenants (tenants.h) ---- */
+
+/* Writes bytes of 'x' as the archive sha under the fixture's models/. */
+static void archive(struct fixture *f, const char *sha, size_t bytes)
+{
+    char path[256];
+    snprintf(path, sizeof path, "%s/models", f->dir);
+    mkdir(path, 0700);
+    snprintf(path, sizeof path, "%s/models/%s", f->dir, sha);
+    FILE *fp = fopen(path, "w");
+    assert_non_null(fp);
+    for (size_t i = 0; i < bytes; i++)
+        fputc('x', fp);
+    assert_int_equal(fclose(fp), 0);
+}
+
+static void model_init(struct rematd_model *m, const char *sha, const char *id_prefix,
+                       const char *tenant, long long bytes)
+{
+    memset(m, 0, sizeof *m);
+    snprintf(m->sha256, sizeof m->sha256, "%s", sha);
+    memcpy(m->id, sha, REMATD_ID_LEN);
+    memcpy(m->id, id_prefix, strlen(id_prefix));
+    m->id[REMATD_ID_LEN] = '\0';
+    snprintf(m->tenant, sizeof m->tenant, "%s", tenant);
+    m->bytes = bytes;
+    m->created_at = rematd_now();
+    m->meta = (char *)"{}";
+}
+
+/* Each model, job and plan keeps its tenant, read back on the other
+ * replica; two tenants may have a model of the same bytes; lists and
+ * totals are a tenant's; a tenant's shares of the models' bytes and of
+ * the queue are its own, under the global bounds. */
+static void test_tenants(void **state)
+{
+    struct fixture *f = *state;
+    f->cfg.max_queued_jobs = 3;
+    f->cfg.tenant_max_queued_jobs = 2;
+    open_both(f);
+    const char *sa = "cccc0000000000000000000000000000000000000000000000000000000000cc";
+    const char *sc = "eeee0000000000000000000000000000000000000000000000000000000000ee";
+    archive(f, sa, 600);
+    archive(f, sc, 600);
+    struct rematd_model a, b, c, got;
+    model_init(&a, sa, "", "default", 600);
+    model_init(&b, sa, "dddd", "blue", 600);
+    assert_int_equal(rematd_store_add_model(f->a, &a, 2000, 1000, &got), REMATD_STORE_OK);
+    assert_int_equal(rematd_store_add_model(f->a, &b, 2000, 1000, &got), REMATD_STORE_OK);
+    assert_int_equal(rematd_store_get_model(f->b, a.id, &got), REMATD_STORE_OK);
+    assert_string_equal(got.tenant, "default");
+    rematd_model_clear(&got);
+    assert_int_equal(rematd_store_get_model(f->b, b.id, &got), REMATD_STORE_OK);
+    assert_string_equal(got.tenant, "blue");
+    rematd_model_clear(&got);
+    struct rematd_model *list;
+    size_t n;
+    assert_int_equal(rematd_store_list_models(f->b, "blue", 100, &list, &n), REMATD_STORE_OK);
+    assert_int_equal(n, 1);
+    assert_string_equal(list[0].id, b.id);
+    rematd_models_free(list, n);
+    unsigned long long total = 0;
+    assert_int_equal(rematd_store_models_bytes(f->b, "blue", &total), REMATD_STORE_OK);
+    assert_int_equal(total, 600);
+    assert_int_equal(rematd_store_models_bytes(f->b, NULL, &total), REMATD_STORE_OK);
+    assert_int_equal(total, 1200);
+    model_init(&c, sc, "", "blue", 600);
+    assert_int_equal(rematd_store_add_model(f->b, &c, 2000, 1000, &got), REMATD_STORE_FULL);
+    model_init(&c, sc, "", "green", 600);
+    assert_int_equal(rematd_store_add_model(f->b, &c, 2000, 1000, &got), REMATD_STORE_OK);
+    model_init(&c, sc, "ffff", "red", 600);
+    assert_int_equal(rematd_store_add_model(f->b, &c, 2000, 1000, &got), REMATD_STORE_FULL);
+    assert_int_equal(rematd_store_delete_model(f->a, a.id), REMATD_STORE_OK);
+    assert_int_equal(rematd_store_model_sha_used(f->b, sa), REMATD_STORE_OK);
+    assert_int_equal(rematd_store_delete_model(f->a, b.id), REMATD_STORE_OK);
+    assert_int_equal(rematd_store_model_sha_used(f->b, sa), REMATD_STORE_NOT_FOUND);
+
+    char id[4][REMATD_ID_LEN + 1];
+    struct rematd_job_new j;
+    struct rematd_idem existing;
+    for (int i = 0; i < 3; i++) {
+        new_job(&j, id[i], NULL, NULL);
+        j.tenant = "blue";
+        assert_int_equal(rematd_store_create_job(i % 2 ? f->a : f->b, &j, &existing),
+                         i < 2 ? REMATD_STORE_OK : REMATD_STORE_FULL);
+    }
+    new_job(&j, id[2], NULL, NULL);
+    assert_int_equal(rematd_store_create_job(f->a, &j, &existing), REMATD_STORE_OK);
+    new_job(&j, id[3], NULL, NULL);
+    j.tenant = "green";
+    assert_int_equal(rematd_store_create_job(f->b, &j, &existing), REMATD_STORE_FULL);
+    struct rematd_job job;
+    assert_int_equal(rematd_store_get_job(f->b, id[0], &job), REMATD_STORE_OK);
+    assert_string_equal(job.tenant, "blue");
+    rematd_job_clear(&job);
+    assert_int_equal(rematd_store_get_job(f->b, id[2], &job), REMATD_STORE_OK);
+    assert_string_equal(job.tenant, "default");
+    rematd_job_clear(&job);
+
+    struct rematd_plan_write w[2];
+    plan_init(&w[0], NULL, "{\"a\":1}");
+    plan_init(&w[1], NULL, "{\"b\":2}");
+    w[1].tenant = "blue";
+    write_plans(f->a, w, 2);
+    struct rematd_stored_plan sp;
+    assert_int_equal(rematd_store_get_plan(f->b, w[0].id, &sp), REMATD_STORE_OK);
+    assert_string_equal(sp.tenant, "default");
+    rematd_stored_plan_clear(&sp);
+    assert_int_equal(rematd_store_get_plan(f->b, w[1].id, &sp), REMATD_STORE_OK);
+    assert_string_equal(sp.tenant, "blue");
+    rematd_stored_plan_clear(&sp);
+    plan_free(&w[0]);
+    plan_free(&w[1]);
 }
 
 int main(void)
@@ -599,6 +717,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_idem_bound, setup, teardown),
         cmocka_unit_test_setup_teardown(test_upgrade_counts, setup, teardown),
         cmocka_unit_test_setup_teardown(test_purge_frees_the_bound, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_tenants, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

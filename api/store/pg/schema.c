@@ -56,14 +56,15 @@ static const char *const migrations[] = {
     "INSERT INTO remat_counters SELECT 'idempotency', count(*) FROM idempotency;",
     /* 3: tenants, as SQLite's migration 5 (sqlite/schema.c says why): the
      * rows already there are "default"'s, and two tenants may each have a
-     * model of the same bytes. */
-    "ALTER TABLE models DROP CONSTRAINT models_sha256_key;"
-    "ALTER TABLE models ADD COLUMN tenant text NOT NULL DEFAULT 'default';"
-    "CREATE INDEX models_sha256 ON models(sha256);"
-    "CREATE INDEX models_tenant ON models(tenant, created_at);"
-    "ALTER TABLE jobs ADD COLUMN tenant text NOT NULL DEFAULT 'default';"
-    "CREATE INDEX jobs_tenant_queued ON jobs(tenant) WHERE status = 'queued';"
-    "ALTER TABLE plans ADD COLUMN tenant text NOT NULL DEFAULT 'default';",
+     * model of the same bytes.  Written to run again on what it made (a
+     * database whose version rows were lost): IF [NOT] EXISTS throughout. */
+    "ALTER TABLE models DROP CONSTRAINT IF EXISTS models_sha256_key;"
+    "ALTER TABLE models ADD COLUMN IF NOT EXISTS tenant text NOT NULL DEFAULT 'default';"
+    "CREATE INDEX IF NOT EXISTS models_sha256 ON models(sha256);"
+    "CREATE INDEX IF NOT EXISTS models_tenant ON models(tenant, created_at);"
+    "ALTER TABLE jobs ADD COLUMN IF NOT EXISTS tenant text NOT NULL DEFAULT 'default';"
+    "CREATE INDEX IF NOT EXISTS jobs_tenant_queued ON jobs(tenant) WHERE status = 'queued';"
+    "ALTER TABLE plans ADD COLUMN IF NOT EXISTS tenant text NOT NULL DEFAULT 'default';",
 };
 
 _Static_assert(sizeof migrations / sizeof migrations[0] == REMATD_PG_SCHEMA_VERSION,

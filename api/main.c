@@ -96,13 +96,16 @@ static int is_loopback(const struct sockaddr_storage *ss)
  * token, with one made now and given to them only (remote workers then
  * cannot lease: they need REMAT_WORKER_TOKEN).  Without either rematd does
  * not start.  On loopback, supervised workers get a token of their own
- * when REMAT_TOKEN is set, so that they never hold the clients' token.
- * Returns 0, or -1 after saying why. */
+ * when REMAT_TOKEN or a tokens file is set, so that they never hold a
+ * client's token.  With a tokens file a tenant's token never opens the
+ * worker routes (a tenant would lease, and fetch the models of, every
+ * other tenant's jobs): REMAT_WORKER_TOKEN is needed, or supervised
+ * workers to make one for.  Returns 0, or -1 after saying why. */
 static int worker_auth(struct rematd_config *cfg, int loopback)
 {
     if (cfg->worker_token[0])
         return 0;
-    if (cfg->workers != 0 && (!loopback || cfg->token[0])) {
+    if (cfg->workers != 0 && (!loopback || cfg->token[0] || cfg->tokens_file[0])) {
         rematd_new_id(cfg->worker_token);
         cfg->worker_token_generated = 1;
         rematd_log("info", "worker token generated for the supervised workers",
@@ -115,6 +118,11 @@ static int worker_auth(struct rematd_config *cfg, int loopback)
                 "rematd: --listen %s is beyond loopback: set REMAT_WORKER_TOKEN (the worker "
                 "routes would be open to anyone), or run supervised workers (--workers)\n",
                 cfg->listen);
+        return -1;
+    }
+    if (cfg->tokens_file[0]) {
+        fprintf(stderr, "rematd: --tokens-file needs REMAT_WORKER_TOKEN (or supervised workers, "
+                        "--workers): a tenant's token must not lease other tenants' jobs\n");
         return -1;
     }
     return 0;

@@ -103,7 +103,7 @@ if [ -z "${REMAT_TEST_PG:-}" ]; then
     bad() { # bad NAME PATTERN CONTENT
         printf '%b' "$3" >"$T/bad-tokens"
         chmod 600 "$T/bad-tokens"
-        refused_start "$1" "$2" "$REMATD" --listen 127.0.0.1:0 --data-dir "$T/d2" \
+        refused_start "$1" "$2" REMAT_WORKER_TOKEN=wtok "$REMATD" --listen 127.0.0.1:0 --data-dir "$T/d2" \
             --tokens-file "$T/bad-tokens"
     }
     bad "a bad tenant name" "bad-tokens line 3: the tenant name" "# c\nalpha $TA\nAlpha $TB\n"
@@ -118,13 +118,18 @@ if [ -z "${REMAT_TEST_PG:-}" ]; then
         "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa $TA\n"
     printf 'alpha %s\n' "$TA" >"$T/open-tokens"
     chmod 644 "$T/open-tokens"
-    refused_start "a world-readable file" "lets others read it" "$REMATD" --listen 127.0.0.1:0 \
+    refused_start "a world-readable file" "lets others read it" REMAT_WORKER_TOKEN=wtok "$REMATD" --listen 127.0.0.1:0 \
         --data-dir "$T/d2" --tokens-file "$T/open-tokens"
-    refused_start "a missing file" "--tokens-file $T/none" "$REMATD" --listen 127.0.0.1:0 \
+    refused_start "a missing file" "--tokens-file $T/none" REMAT_WORKER_TOKEN=wtok "$REMATD" --listen 127.0.0.1:0 \
         --data-dir "$T/d2" --tokens-file "$T/none"
-    REMAT_TOKEN="$TA" refused_start "REMAT_TOKEN again in the file" "line 2: this token is given already" \
-        REMAT_TOKEN="$TA" "$REMATD" --listen 127.0.0.1:0 --data-dir "$T/d2" --tokens-file "$T/tokens"
+    refused_start "REMAT_TOKEN again in the file" "line 2: this token is given already" \
+        REMAT_TOKEN="$TA" REMAT_WORKER_TOKEN=wtok "$REMATD" --listen 127.0.0.1:0 --data-dir "$T/d2" \
+        --tokens-file "$T/tokens"
     [ -e "$T/d2/rematd.db" ] && fail "a bad tokens file, yet the store was created" || ok
+    # A tenant's token never opens the worker routes: a tokens file needs
+    # REMAT_WORKER_TOKEN, or supervised workers to make one for.
+    refused_start "a tokens file without a worker token" "needs REMAT_WORKER_TOKEN" \
+        "$REMATD" --listen 127.0.0.1:0 --data-dir "$T/d2" --tokens-file "$T/tokens"
 fi
 
 # ---- two tenants ----
@@ -143,6 +148,8 @@ problem "an unknown token" 401 unauthorized
 req GET /v1/models -H "Authorization: Bearer wtok"
 problem "the worker token on a client route" 401 unauthorized
 req GET /v1/models -H "Authorization: Bearer $TB2" && expect 200 /v1/models
+post /v1/worker/lease '{"worker_id":"x","devices":["cpu"]}' -H "$AA"
+problem "a tenant's token on a worker route" 401 unauthorized
 
 # Models: alpha's is not beta's.
 mkzip "$T/a.pt" 1000
@@ -305,8 +312,11 @@ export FAKE_WORKER_LOG
 job_profile 21 alexnet 1 fp32 cpu >"$T/result.json"
 : >"$T/rematd.log"
 rm -rf "$T/data"
+# No REMAT_WORKER_TOKEN: with a tokens file rematd makes one for its
+# workers (a tenant's token opens no worker route).
+unset REMAT_WORKER_TOKEN
 start_rematd --workers 1 --worker-path "$T/lease-worker" --max-connections-per-ip 4 \
-    --request-timeout 120 --connection-timeout 120
+    --request-timeout 120 --connection-timeout 120 --tokens-file "$T/tokens"
 wait_for '^start' 1 && ok || fail "the worker did not start: $(cat "$T/rematd.log")"
 SOCK="$T/data/workers/rematd.sock"
 grep -q "^start .* socket=$SOCK$" "$FAKE_WORKER_LOG" && ok ||
@@ -319,7 +329,7 @@ code=$(curl -s -o "$T/sock.body" -w '%{http_code}' --unix-socket "$SOCK" http://
     fail "a client route on the workers' socket: $code $(cat "$T/sock.body")"
 code=$(curl -s -o /dev/null -w '%{http_code}' --unix-socket "$SOCK" http://rematd/healthz)
 [ "$code" = 200 ] && ok || fail "/healthz on the workers' socket: $code"
-post /v1/profiles '{"model":"alexnet","device":"cpu"}' && expect 202 /v1/profiles
+post /v1/profiles '{"model":"alexnet","device":"cpu"}' -H "$AA" && expect 202 /v1/profiles
 JS=$(field id)
 # Every connection 127.0.0.1 may have, held idle.
 "$PYTHON" - "$PORT" 4 "$T/held" <<'PY' &
@@ -341,8 +351,51 @@ grep -q "^complete $JS 200$" "$FAKE_WORKER_LOG" && ok ||
 kill "$HOLDER"
 wait "$HOLDER" 2>/dev/null
 until_true 10 sh -c "curl -s -o /dev/null --max-time 2 '$BASE/healthz'" || true
-req GET "/v1/profiles/$JS"
+req GET "/v1/profiles/$JS" -H "$AA"
 [ "$(field status)" = done ] && ok || fail "the job is not done: $(head -c 300 "$BODY")"
 stop_rematd
 [ ! -e "$SOCK" ] && ok || fail "the socket was left behind"
+
+# ---- the same with the real remat-worker (built with libtorch) ----
+# 127.0.0.1's connections are all held from the start; the job is posted
+# and read from 127.0.0.2 (another loopback address, its own cap), so the
+# worker can only have come in on its socket.
+WORKER=$top_builddir/worker/remat-worker
+if [ -x "$WORKER" ]; then
+    rm -rf "$T/data" "$T/held"
+    start_rematd --workers 1 --worker-path "$WORKER" --max-connections-per-ip 4 \
+        --request-timeout 300 --connection-timeout 300 --tokens-file "$T/tokens"
+    "$PYTHON" - "$PORT" 4 "$T/held" <<'PY' &
+import socket, sys, time
+port, n, flag = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3]
+held = []
+for _ in range(n):
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    s.connect(("127.0.0.1", port))
+    held.append(s)
+open(flag, "w").close()
+time.sleep(300)
+PY
+    HOLDER=$!
+    until_true 30 test -e "$T/held" && ok || fail "the idle connections were not opened"
+    B2="http://127.0.0.1:$PORT"
+    code=$(curl -s -o /dev/null -w '%{http_code}' --max-time 5 "$B2/healthz")
+    [ "$code" = 000 ] && ok || fail "127.0.0.1 is not at its cap ($code)"
+    code=$(curl -s -o "$T/real.body" -w '%{http_code}' --interface 127.0.0.2 -H "$AA" -H 'Content-Type: application/json' \
+        --data-binary '{"model":"alexnet","device":"cpu","batch_size":1}' "$B2/v1/profiles")
+    JR=$(sed -n 's/.*"id":"\([0-9a-f]*\)".*/\1/p' "$T/real.body" | head -1)
+    [ "$code" = 202 ] && ok || fail "the job could not be posted from 127.0.0.2: $code $(cat "$T/real.body")"
+    real_done() {
+        curl -s -o "$T/real.body" --interface 127.0.0.2 -H "$AA" "$B2/v1/profiles/$JR"
+        grep -q '"status":"\(done\|failed\)"' "$T/real.body"
+    }
+    until_true 240 real_done && grep -q '"status":"done"' "$T/real.body" && ok ||
+        fail "the real worker did not finish the job: $(head -c 400 "$T/real.body")"
+    kill "$HOLDER"
+    wait "$HOLDER" 2>/dev/null
+    stop_rematd
+else
+    echo "note: remat-worker is not built (configure without --without-libtorch): the real worker's check was not run"
+fi
 finish

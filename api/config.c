@@ -104,7 +104,11 @@ static const struct opt opts[] = {
      0, 0, 60000,
      "concurrent connections from one client address (0: no limit, e.g. behind a proxy)"},
     {"health-connections", "REMAT_HEALTH_CONNECTIONS", O_UINT, OFF(health_connections), 0, 1, 1000,
-     "connections kept beyond --max-connections for /healthz and /readyz only"},
+     "connections kept beyond --max-connections for /healthz and /readyz only; with "
+     "--health-listen, also the connection limit of that listener"},
+    {"health-listen", "REMAT_HEALTH_LISTEN", O_STR, OFF(health_listen), SZ(health_listen), 0, 0,
+     "a second address (host:port) serving only /healthz, /readyz and /metrics, for probes: "
+     "its own connections, which clients of --listen cannot take; empty: none"},
 };
 #define N_OPTS (sizeof opts / sizeof opts[0])
 
@@ -213,7 +217,7 @@ static int load_token(char *dst, size_t cap, const char *env)
  * getaddrinfo alone takes a port of 99999 (as 34463) and an IPv4 address
  * of fewer than four parts ("1.2.3" as 1.2.0.3): rematd would listen
  * somewhere other than where it was told. */
-static int check_listen(const char *spec)
+static int check_listen(const char *flag, const char *spec, char *host_out, unsigned long *port_out)
 {
     char host[128];
     const char *port;
@@ -255,9 +259,42 @@ static int check_listen(const char *spec)
     unsigned long p = strtoul(port, &end, 10);
     if (bad || !*port || *end || errno || p > 65535 || port[0] < '0' || port[0] > '9') {
         fprintf(stderr,
-                "rematd: --listen %s: want host:port or [v6]:port, an IPv4 address in four "
+                "rematd: --%s %s: want host:port or [v6]:port, an IPv4 address in four "
                 "parts, a port in 0..65535\n",
-                spec);
+                flag, spec);
+        return -1;
+    }
+    snprintf(host_out, sizeof host, "%s", host);
+    *port_out = p;
+    return 0;
+}
+
+/* The wildcard addresses, which take every address of their family. */
+static int any_host(const char *h)
+{
+    return !h[0] || strcmp(h, "0.0.0.0") == 0 || strcmp(h, "::") == 0;
+}
+
+/* --listen and, when set, --health-listen, which must not be the same
+ * socket: probes on the main port are what the health listener is for
+ * (the bind would fail anyway, with a less useful message).  Port 0 picks
+ * a free port for each, so two of them never clash. */
+static int check_listeners(const struct rematd_config *c)
+{
+    char host[128], hhost[128];
+    unsigned long port, hport;
+    if (check_listen("listen", c->listen, host, &port) < 0)
+        return -1;
+    if (!c->health_listen[0])
+        return 0;
+    if (check_listen("health-listen", c->health_listen, hhost, &hport) < 0)
+        return -1;
+    if (port != 0 && port == hport &&
+        (strcmp(host, hhost) == 0 || any_host(host) || any_host(hhost))) {
+        fprintf(stderr,
+                "rematd: --health-listen %s: the same address as --listen %s; give the probes a "
+                "port of their own\n",
+                c->health_listen, c->listen);
         return -1;
     }
     return 0;
@@ -429,7 +466,7 @@ int rematd_config_load(struct rematd_config *c, int argc, char **argv)
         fprintf(stderr, "rematd: --sync: want full or normal, got '%s'\n", c->sync);
         return -1;
     }
-    if (check_listen(c->listen) < 0 || check_combined(c) < 0 || check_store(c) < 0)
+    if (check_listeners(c) < 0 || check_combined(c) < 0 || check_store(c) < 0)
         return -1;
     if (optind < argc) {
         fprintf(stderr, "rematd: unexpected argument '%s'\n", argv[optind]);

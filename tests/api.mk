@@ -11,6 +11,8 @@ API_TESTS = \
 # Issue 13: worker results against their job, HTTP framing, connection
 # slots and deadlines (raw sockets through rawhttp.py).
 API_TESTS += tests/api/results.sh tests/api/framing.sh tests/api/connections.sh
+# Issue 24: the health listener under a connection flood.
+API_TESTS += tests/api/health-listen.sh
 # The contract: every operation of openapi.yaml from its own examples,
 # every declared status provoked, every answer validated (contract.py).
 API_TESTS += tests/api/contract.sh

@@ -47,7 +47,7 @@ struct rematd_req {
     int deferred;
     struct MHD_Response *pending;
     int pending_status;
-    int health_only; /* arrived on a health slot: only health probes */
+    int health_only; /* 1: arrived on a health slot, 2: on the health listener */
 };
 
 static inline struct rematd_req *req_of(struct rematd_request *r)
@@ -79,7 +79,8 @@ const char *rematd__problem_title(const char *slug);
 struct rematd__conn;
 struct rematd__conn *rematd__conn_of(struct MHD_Connection *c);
 /* Ends the connection's "fresh" state (its first request has begun);
- * returns whether it holds a health slot. */
+ * returns 1 when it holds a health slot, 2 when it is the health
+ * listener's, 0 otherwise. */
 int rematd__conn_begin(struct rematd_server *srv, struct rematd__conn *cs);
 /* Turns the request deadline off (the request is in, or answered). */
 void rematd__conn_deadline_off(struct rematd_server *srv, struct rematd__conn *cs);

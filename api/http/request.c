@@ -296,6 +296,9 @@ static int begin(struct rematd_req *q, const char *url, const char *method, cons
     q->route_index = -1;
     for (size_t i = 0; i < srv->n_routes; i++) {
         char id[REMATD_ID_LEN + 2];
+        /* The health listener has no other route: not there, not found. */
+        if (q->health_only == 2 && !srv->routes[i]->health_port)
+            continue;
         if (!match(srv->routes[i]->pattern, url, id, sizeof id))
             continue;
         path_matched = 1;
@@ -334,7 +337,7 @@ static int begin(struct rematd_req *q, const char *url, const char *method, cons
         return 1;
     }
     const struct rematd_route *rt = r->route;
-    if (q->health_only && !rt->health_probe) {
+    if (q->health_only == 1 && !rt->health_probe) {
         /* A health slot: the connections are all taken. */
         rematd_req_header(r, MHD_HTTP_HEADER_CONNECTION, "close");
         rematd_req_header(r, MHD_HTTP_HEADER_RETRY_AFTER, "1");

@@ -106,6 +106,12 @@ static const struct opt opts[] = {
     {"health-connections", "REMAT_HEALTH_CONNECTIONS", O_UINT, OFF(health_connections), 0, 1, 1000,
      "connections kept beyond --max-connections for /healthz and /readyz only; with "
      "--health-listen, also the connection limit of that listener"},
+    {"max-store-bytes", "REMAT_MAX_STORE_BYTES", O_SIZE, OFF(max_store_bytes), 0, 65536,
+     (1ULL << 50),
+     "bytes of stored plans and Idempotency-Key records together; past it the oldest go first "
+     "(checked once a minute)"},
+    {"plan-ttl", "REMAT_PLAN_TTL", O_UINT, OFF(plan_ttl), 0, 0, 3650u * 86400u,
+     "seconds a stored plan is kept (0: until --max-store-bytes makes room)"},
     {"health-listen", "REMAT_HEALTH_LISTEN", O_STR, OFF(health_listen), SZ(health_listen), 0, 0,
      "a second address (host:port) serving only /healthz, /readyz and /metrics, for probes: "
      "its own connections, which clients of --listen cannot take; empty: none"},
@@ -139,6 +145,10 @@ static void defaults(struct rematd_config *c)
     c->request_timeout = 30;
     c->max_connections_per_ip = 64;
     c->health_connections = 16;
+    /* A plan's row is ~1.5 KB (50 stages): ~700,000 plans, inside the
+     * 5 GiB volume deploy/k8s gives the store beside WAL and models. */
+    c->max_store_bytes = (size_t)1 << 30;
+    c->plan_ttl = 30u * 86400u;
     c->threads = 2;
     c->lease_seconds = 30;
     c->max_attempts = 3;

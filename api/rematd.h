@@ -64,6 +64,10 @@ struct rematd_config {
     unsigned max_connections_per_ip; /* MHD_OPTION_PER_IP_CONNECTION_LIMIT; 0 = none */
     unsigned health_connections;     /* slots past max_connections, health probes only */
     char health_listen[128];         /* --health-listen host:port, "" = none (http/conn.c) */
+    /* Stored plans and Idempotency-Key records (store/sqlite/bounds.c,
+     * store/pg/bounds.c): their bytes together, and a plan's age. */
+    size_t max_store_bytes;
+    unsigned plan_ttl; /* seconds; 0 = plans are kept until the byte bound */
 };
 
 /* Fills cfg from defaults, the environment and argv.  Returns 0 to run,

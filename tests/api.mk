@@ -13,6 +13,8 @@ API_TESTS = \
 API_TESTS += tests/api/results.sh tests/api/framing.sh tests/api/connections.sh
 # Issue 24: the health listener under a connection flood.
 API_TESTS += tests/api/health-listen.sh
+# Issue 24: stored plans and Idempotency-Key records within bytes and age.
+API_TESTS += tests/api/store-bounds.sh
 # The contract: every operation of openapi.yaml from its own examples,
 # every declared status provoked, every answer validated (contract.py).
 API_TESTS += tests/api/contract.sh

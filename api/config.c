@@ -100,6 +100,10 @@ static const struct opt opts[] = {
     /* Connection defences (http/conn.c, docs/api.md "Limits"). */
     {"request-timeout", "REMAT_REQUEST_TIMEOUT", O_UINT, OFF(request_timeout), 0, 1, 3600,
      "seconds a client has to send a whole request (headers and body), however it trickles"},
+    {"upload-idle-timeout", "REMAT_UPLOAD_IDLE_TIMEOUT", O_UINT, OFF(upload_idle_timeout), 0, 1,
+     3600,
+     "seconds an upload's body (POST /v1/models) may go without a byte; it has no "
+     "--request-timeout, so a large model on a slow link goes through"},
     {"max-connections-per-ip", "REMAT_MAX_CONNECTIONS_PER_IP", O_UINT, OFF(max_connections_per_ip),
      0, 0, 60000,
      "concurrent connections from one client address (0: no limit, e.g. behind a proxy)"},
@@ -143,6 +147,7 @@ static void defaults(struct rematd_config *c)
     c->max_connections = 1024;
     c->connection_timeout = 60;
     c->request_timeout = 30;
+    c->upload_idle_timeout = 30;
     c->max_connections_per_ip = 64;
     c->health_connections = 16;
     /* A plan's row is ~1.5 KB (50 stages): ~700,000 plans, inside the

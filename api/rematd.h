@@ -63,6 +63,7 @@ struct rematd_config {
     unsigned request_timeout;        /* seconds for a whole request, headers and body */
     unsigned max_connections_per_ip; /* MHD_OPTION_PER_IP_CONNECTION_LIMIT; 0 = none */
     unsigned health_connections;     /* slots past max_connections, health probes only */
+    unsigned upload_idle_timeout;    /* seconds a streamed upload may go without a byte */
     char health_listen[128];         /* --health-listen host:port, "" = none (http/conn.c) */
     /* Stored plans and Idempotency-Key records (store/sqlite/bounds.c,
      * store/pg/bounds.c): their bytes together, and a plan's age. */

@@ -15,6 +15,8 @@ API_TESTS += tests/api/results.sh tests/api/framing.sh tests/api/connections.sh
 API_TESTS += tests/api/health-listen.sh
 # Issue 24: stored plans and Idempotency-Key records within bytes and age.
 API_TESTS += tests/api/store-bounds.sh
+# Issue 24: uploads under an idle timeout, and in flight under the quota.
+API_TESTS += tests/api/uploads.sh
 # The contract: every operation of openapi.yaml from its own examples,
 # every declared status provoked, every answer validated (contract.py).
 API_TESTS += tests/api/contract.sh

@@ -10,7 +10,13 @@
  *   file (the reaper) answers 408 and shuts down the socket of a connection
  *   past its deadline; libmicrohttpd sees the end of the stream and closes
  *   it on its own thread.  The deadline is off while a request is handled
- *   or answered.
+ *   or answered.  A streamed body (an upload) has instead, once its
+ *   headers are in and accepted, --upload-idle-timeout from the last read:
+ *   a 1 GB model at 20 MB/s takes 50 s, past any whole-request deadline
+ *   worth having, while a client that stops sending is cut as soon.
+ *   (libmicrohttpd's own MHD_OPTION_CONNECTION_TIMEOUT, --connection-timeout,
+ *   is such an idle timeout too, for every connection: it closes without
+ *   an answer, and a byte every few seconds resets it.)
  * - --max-connections-per-ip (libmicrohttpd refuses more at accept).
  * - --health-connections slots past --max-connections: a connection that
  *   arrives when the others are all taken is served only /healthz and
@@ -112,6 +118,11 @@ void rematd__conn_deadline_off(struct rematd_server *srv, struct rematd__conn *c
     set_deadline(srv, cs, 0);
 }
 
+void rematd__conn_deadline_in(struct rematd_server *srv, struct rematd__conn *cs, double seconds)
+{
+    set_deadline(srv, cs, rematd_mono() + seconds);
+}
+
 void rematd__conn_deadline_next(struct rematd_server *srv, struct rematd__conn *cs)
 {
     set_deadline(srv, cs, request_deadline(srv, cs));
@@ -137,7 +148,8 @@ static void client_address(struct MHD_Connection *c, char *out, size_t cap)
  * written before any route is known (so no instance and no request id). */
 #define TIMEOUT_PROBLEM                                                                            \
     "{\"type\":\"/problems/request-timeout\",\"title\":\"Request timeout\",\"status\":408,"        \
-    "\"detail\":\"the request did not arrive within --request-timeout\"}"
+    "\"detail\":\"the request did not arrive within --request-timeout (an upload: its next "       \
+    "byte within --upload-idle-timeout)\"}"
 #define TIMEOUT_ANSWER_HEAD                                                                        \
     "HTTP/1.1 408 Request Timeout\r\nConnection: close\r\n"                                        \
     "Content-Type: application/problem+json\r\nContent-Length: "

@@ -48,6 +48,7 @@ struct rematd_req {
     struct MHD_Response *pending;
     int pending_status;
     int health_only; /* 1: arrived on a health slot, 2: on the health listener */
+    double idle_set; /* a streamed body: when its idle deadline was last moved */
 };
 
 static inline struct rematd_req *req_of(struct rematd_request *r)
@@ -84,6 +85,8 @@ struct rematd__conn *rematd__conn_of(struct MHD_Connection *c);
 int rematd__conn_begin(struct rematd_server *srv, struct rematd__conn *cs);
 /* Turns the request deadline off (the request is in, or answered). */
 void rematd__conn_deadline_off(struct rematd_server *srv, struct rematd__conn *cs);
+/* The deadline seconds from now: a streamed body's idle deadline. */
+void rematd__conn_deadline_in(struct rematd_server *srv, struct rematd__conn *cs, double seconds);
 /* The next request on a kept-alive connection has the full deadline. */
 void rematd__conn_deadline_next(struct rematd_server *srv, struct rematd__conn *cs);
 

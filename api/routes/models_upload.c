@@ -48,6 +48,7 @@ struct upload {
     /* A refusal made before the body arrived, answered once it has been
      * read and dropped: answering while a client is still sending makes it
      * see a broken pipe rather than the problem. */
+    int over; /* past --max-models-bytes while arriving: hashed, not written */
     int refused_status;
     const char *refused_slug;
     char refused_detail[320];
@@ -134,17 +135,21 @@ static void put(struct upload *u, const char *data, size_t n)
         return;
     unsigned long long used;
     /* A step at a time, or, when a step does not fit, what has come. */
-    if (u->bytes + n > u->reserved &&
+    if (!u->over && u->bytes + n > u->reserved &&
         reserve(u, (u->bytes + n + RESERVE_STEP - 1) / RESERVE_STEP * RESERVE_STEP, &used) < 0 &&
         reserve(u, u->bytes + n, &used) < 0) {
-        /* Answered at the end of the body, as any refusal made while it
-         * arrives. */
-        u->refused_status = 507;
-        u->refused_slug = "storage-full";
+        /* No room: nothing more is written, but the rest is still hashed,
+         * since bytes already stored are answered as the model they are
+         * (200) whatever the quota; anything else is 507 at the end. */
+        u->over = 1;
         snprintf(u->refused_detail, sizeof u->refused_detail,
                  "models stored and uploads in flight take %llu of the %zu bytes allowed "
                  "(--max-models-bytes); this upload had %llu bytes and more to come",
                  used, u->srv->cfg.max_models_bytes, u->bytes + n);
+    }
+    if (u->over) {
+        rematx_sha256_update(&u->sha, data, n);
+        u->bytes += n;
         return;
     }
     rematx_sha256_update(&u->sha, data, n);
@@ -335,6 +340,22 @@ static enum rematd_handled finish(struct rematd_request *r)
     }
     if (u->pp && u->write_errno == EBADMSG) {
         rematd_req_problem(r, 400, "validation", NULL, "the multipart/form-data body is malformed");
+        return REMATD_HANDLED;
+    }
+    if (u->over) {
+        char sha[65];
+        struct rematd_model have;
+        rematx_sha256_final_hex(&u->sha, sha);
+        char id[REMATD_ID_LEN + 1];
+        memcpy(id, sha, REMATD_ID_LEN);
+        id[REMATD_ID_LEN] = '\0';
+        enum rematd_store_result got = rematd_store_get_model(r->srv->store, id, &have);
+        if (got == REMATD_STORE_OK && strcmp(have.sha256, sha) == 0 && u->bytes > 0)
+            answer_model(r, 200, &have);
+        else
+            rematd_req_problem(r, 507, "storage-full", NULL, "%s", u->refused_detail);
+        if (got == REMATD_STORE_OK)
+            rematd_model_clear(&have);
         return REMATD_HANDLED;
     }
     if (u->write_errno || fsync(u->fd) < 0) {

@@ -8,8 +8,9 @@
 # - Uploads in flight count against --max-models-bytes: while a 1.2 MB
 #   upload is on its way, a second one of 1.2 MB (each under the 2 MB
 #   quota, not both) is 507, with Content-Length, chunked and as a form;
-#   the first is stored; once it is deleted the second goes through (no
-#   reservation is left behind).
+#   the first is stored, and the same bytes again are 200 however full the
+#   quota; once it is deleted the second goes through (no reservation is
+#   left behind).
 . "$(dirname "$0")/lib.sh"
 RAW='-H Content-Type:application/octet-stream'
 
@@ -102,6 +103,10 @@ wait $CX
 X=$(grep -o '"id":"[0-9a-f]*"' "$T/x.body" | cut -d'"' -f4)
 req POST /v1/models $RAW --data-binary "@$T/y.pt"
 problem "the second with the first stored" 507 storage-full
+# Bytes already stored are the model they are, however full the quota.
+req POST /v1/models -F "file=@$T/x.pt" && expect 200 /v1/models
+[ "$(field id)" = "$X" ] && ok || fail "the same bytes as a form: $(field id), not $X"
+req POST /v1/models $RAW -H 'Transfer-Encoding: chunked' --data-binary "@$T/x.pt" && expect 200 /v1/models
 req DELETE "/v1/models/$X" && expect 204
 req POST /v1/models $RAW -H 'Transfer-Encoding: chunked' --data-binary "@$T/y.pt" && expect 201 /v1/models
 stop_rematd

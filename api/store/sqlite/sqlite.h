@@ -62,6 +62,7 @@ struct rematd_sqlite {
     unsigned plan_ttl;
     double last_bounds;
     long long written;
+    long long stored_bytes; /* at the last pass, deletions since aside; -1: not summed */
 
     /* Faults.  lock_fd holds the data directory's flock for the store's
      * life.  The database file is identified at open (dev, ino): when the

@@ -113,6 +113,12 @@ int rematd__conn_begin(struct rematd_server *srv, struct rematd__conn *cs)
     return cs->health_port ? 2 : cs->reserved;
 }
 
+int rematd__conn_health_port(struct rematd_server *srv, struct MHD_Connection *c)
+{
+    const union MHD_ConnectionInfo *ci = MHD_get_connection_info(c, MHD_CONNECTION_INFO_DAEMON);
+    return srv->http && srv->http->health && ci && ci->daemon == srv->http->health;
+}
+
 void rematd__conn_deadline_off(struct rematd_server *srv, struct rematd__conn *cs)
 {
     set_deadline(srv, cs, 0);

@@ -83,6 +83,10 @@ struct rematd__conn *rematd__conn_of(struct MHD_Connection *c);
  * returns 1 when it holds a health slot, 2 when it is the health
  * listener's, 0 otherwise. */
 int rematd__conn_begin(struct rematd_server *srv, struct rematd__conn *cs);
+/* Whether c came to the health listener (--health-listen), told by its
+ * daemon: so even a connection whose state could not be allocated is
+ * served the probes only there. */
+int rematd__conn_health_port(struct rematd_server *srv, struct MHD_Connection *c);
 /* Turns the request deadline off (the request is in, or answered). */
 void rematd__conn_deadline_off(struct rematd_server *srv, struct rematd__conn *cs);
 /* The deadline seconds from now: a streamed body's idle deadline. */

@@ -504,6 +504,8 @@ static enum MHD_Result access_call(struct rematd_server *srv, struct MHD_Connect
         atomic_fetch_add(&srv->in_flight, 1);
         struct rematd__conn *cs = rematd__conn_of(c);
         q->health_only = rematd__conn_begin(srv, cs);
+        if (rematd__conn_health_port(srv, c))
+            q->health_only = 2;
         set_request_id(q);
         /* Answered at once: nothing more is read, the deadline is off.  A
          * streamed body has an idle deadline instead of the request's. */

@@ -100,11 +100,16 @@ static const struct opt opts[] = {
     /* Connection defences (http/conn.c, docs/api.md "Limits"). */
     {"request-timeout", "REMAT_REQUEST_TIMEOUT", O_UINT, OFF(request_timeout), 0, 1, 3600,
      "seconds a client has to send a whole request (headers and body), however it trickles"},
+    {"upload-idle-timeout", "REMAT_UPLOAD_IDLE_TIMEOUT", O_UINT, OFF(upload_idle_timeout), 0, 1,
+     3600,
+     "seconds an upload's body (POST /v1/models) may go without a byte; it has no "
+     "--request-timeout, so a large model on a slow link goes through"},
     {"max-connections-per-ip", "REMAT_MAX_CONNECTIONS_PER_IP", O_UINT, OFF(max_connections_per_ip),
      0, 0, 60000,
      "concurrent connections from one client address (0: no limit, e.g. behind a proxy)"},
     {"health-connections", "REMAT_HEALTH_CONNECTIONS", O_UINT, OFF(health_connections), 0, 1, 1000,
-     "connections kept beyond --max-connections for /healthz and /readyz only"},
+     "connections kept beyond --max-connections for /healthz and /readyz only; with "
+     "--health-listen, also the connection limit of that listener"},
     /* Tenants (tenants.c, docs/security.md "Tenants"). */
     {"tokens-file", "REMAT_TOKENS_FILE", O_STR, OFF(tokens_file), SZ(tokens_file), 0, 0,
      "file of '<tenant> <token>' lines: each token is a client of that tenant (read at start)"},
@@ -116,6 +121,15 @@ static const struct opt opts[] = {
      0, 0, 10000000,
      "jobs one tenant may have queued (503 past it); 0: --max-queued-jobs divided among the "
      "tenants"},
+    {"max-store-bytes", "REMAT_MAX_STORE_BYTES", O_SIZE, OFF(max_store_bytes), 0, 65536,
+     (1ULL << 50),
+     "bytes of stored plans and Idempotency-Key records together; past it the oldest go first "
+     "(checked once a minute)"},
+    {"plan-ttl", "REMAT_PLAN_TTL", O_UINT, OFF(plan_ttl), 0, 0, 3650u * 86400u,
+     "seconds a stored plan is kept (0: until --max-store-bytes makes room)"},
+    {"health-listen", "REMAT_HEALTH_LISTEN", O_STR, OFF(health_listen), SZ(health_listen), 0, 0,
+     "a second address (host:port) serving only /healthz, /readyz and /metrics, for probes: "
+     "its own connections, which clients of --listen cannot take; empty: none"},
 };
 #define N_OPTS (sizeof opts / sizeof opts[0])
 
@@ -144,8 +158,13 @@ static void defaults(struct rematd_config *c)
     c->max_connections = 1024;
     c->connection_timeout = 60;
     c->request_timeout = 30;
+    c->upload_idle_timeout = 30;
     c->max_connections_per_ip = 64;
     c->health_connections = 16;
+    /* A plan's row is ~1.5 KB (50 stages): ~700,000 plans, inside the
+     * 5 GiB volume deploy/k8s gives the store beside WAL and models. */
+    c->max_store_bytes = (size_t)1 << 30;
+    c->plan_ttl = 30u * 86400u;
     c->threads = 2;
     c->lease_seconds = 30;
     c->max_attempts = 3;
@@ -224,7 +243,7 @@ static int load_token(char *dst, size_t cap, const char *env)
  * getaddrinfo alone takes a port of 99999 (as 34463) and an IPv4 address
  * of fewer than four parts ("1.2.3" as 1.2.0.3): rematd would listen
  * somewhere other than where it was told. */
-static int check_listen(const char *spec)
+static int check_listen(const char *flag, const char *spec, char *host_out, unsigned long *port_out)
 {
     char host[128];
     const char *port;
@@ -266,9 +285,42 @@ static int check_listen(const char *spec)
     unsigned long p = strtoul(port, &end, 10);
     if (bad || !*port || *end || errno || p > 65535 || port[0] < '0' || port[0] > '9') {
         fprintf(stderr,
-                "rematd: --listen %s: want host:port or [v6]:port, an IPv4 address in four "
+                "rematd: --%s %s: want host:port or [v6]:port, an IPv4 address in four "
                 "parts, a port in 0..65535\n",
-                spec);
+                flag, spec);
+        return -1;
+    }
+    snprintf(host_out, sizeof host, "%s", host);
+    *port_out = p;
+    return 0;
+}
+
+/* The wildcard addresses, which take every address of their family. */
+static int any_host(const char *h)
+{
+    return !h[0] || strcmp(h, "0.0.0.0") == 0 || strcmp(h, "::") == 0;
+}
+
+/* --listen and, when set, --health-listen, which must not be the same
+ * socket: probes on the main port are what the health listener is for
+ * (the bind would fail anyway, with a less useful message).  Port 0 picks
+ * a free port for each, so two of them never clash. */
+static int check_listeners(const struct rematd_config *c)
+{
+    char host[128], hhost[128];
+    unsigned long port, hport;
+    if (check_listen("listen", c->listen, host, &port) < 0)
+        return -1;
+    if (!c->health_listen[0])
+        return 0;
+    if (check_listen("health-listen", c->health_listen, hhost, &hport) < 0)
+        return -1;
+    if (port != 0 && port == hport &&
+        (strcmp(host, hhost) == 0 || any_host(host) || any_host(hhost))) {
+        fprintf(stderr,
+                "rematd: --health-listen %s: the same address as --listen %s; give the probes a "
+                "port of their own\n",
+                c->health_listen, c->listen);
         return -1;
     }
     return 0;
@@ -455,7 +507,7 @@ int rematd_config_load(struct rematd_config *c, int argc, char **argv)
         fprintf(stderr, "rematd: --sync: want full or normal, got '%s'\n", c->sync);
         return -1;
     }
-    if (check_listen(c->listen) < 0 || check_combined(c) < 0 || check_store(c) < 0)
+    if (check_listeners(c) < 0 || check_combined(c) < 0 || check_store(c) < 0)
         return -1;
     if (optind < argc) {
         fprintf(stderr, "rematd: unexpected argument '%s'\n", argv[optind]);

@@ -11,10 +11,11 @@ REMATD_STORE_SOURCES = api/store/store.h api/store/store_backend.h api/store/sto
 	api/store/values.c api/store/group.h api/store/group.c \
 	api/store/sqlite/sqlite.h api/store/sqlite/sqlite.c api/store/sqlite/schema.c \
 	api/store/sqlite/writer.c api/store/sqlite/plans.c api/store/sqlite/jobs.c \
-	api/store/sqlite/idem.c api/store/sqlite/models.c
+	api/store/sqlite/idem.c api/store/sqlite/models.c api/store/sqlite/bounds.c
 if HAVE_LIBPQ
 REMATD_STORE_SOURCES += api/store/pg/pg.h api/store/pg/pg.c api/store/pg/schema.c \
-	api/store/pg/idem.c api/store/pg/jobs.c api/store/pg/models.c
+	api/store/pg/idem.c api/store/pg/jobs.c api/store/pg/models.c \
+	api/store/pg/bounds.c
 endif
 REMATD_STORE_CPPFLAGS = -I$(top_srcdir)/api/store
 # The readers (no HTTP inside: they fill a struct rematd_problem), which the

@@ -362,6 +362,14 @@ int main(int argc, char **argv)
         rematd_store_close(srv.store);
         return 1;
     }
+    /* The probes' own listener, before the port file says rematd is up. */
+    if (rematd_http_health_start(&srv) < 0) {
+        MHD_stop_daemon(srv.daemon);
+        rematd_http_teardown(&srv);
+        rematd_pool_stop(srv.pool);
+        rematd_store_close(srv.store);
+        return 1;
+    }
     const union MHD_DaemonInfo *di = MHD_get_daemon_info(srv.daemon, MHD_DAEMON_INFO_BIND_PORT);
     unsigned port = di ? di->port : 0;
     if (cfg->port_file[0]) {

@@ -68,6 +68,12 @@ struct rematd_config {
     int allow_anonymous;             /* --allow-anonymous: no token even beyond loopback */
     size_t tenant_max_models_bytes;  /* one tenant's models; 0 = max_models_bytes / tenants */
     unsigned tenant_max_queued_jobs; /* one tenant's queued jobs; 0 = max_queued_jobs / tenants */
+    unsigned upload_idle_timeout;    /* seconds a streamed upload may go without a byte */
+    char health_listen[128];         /* --health-listen host:port, "" = none (http/conn.c) */
+    /* Stored plans and Idempotency-Key records (store/sqlite/bounds.c,
+     * store/pg/bounds.c): their bytes together, and a plan's age. */
+    size_t max_store_bytes;
+    unsigned plan_ttl; /* seconds; 0 = plans are kept until the byte bound */
 };
 
 /* Fills cfg from defaults, the environment and argv.  Returns 0 to run,

@@ -11,6 +11,12 @@ API_TESTS = \
 # Issue 13: worker results against their job, HTTP framing, connection
 # slots and deadlines (raw sockets through rawhttp.py).
 API_TESTS += tests/api/results.sh tests/api/framing.sh tests/api/connections.sh
+# Issue 24: the health listener under a connection flood.
+API_TESTS += tests/api/health-listen.sh
+# Issue 24: stored plans and Idempotency-Key records within bytes and age.
+API_TESTS += tests/api/store-bounds.sh
+# Issue 24: uploads under an idle timeout, and in flight under the quota.
+API_TESTS += tests/api/uploads.sh
 # The contract: every operation of openapi.yaml from its own examples,
 # every declared status provoked, every answer validated (contract.py).
 API_TESTS += tests/api/contract.sh

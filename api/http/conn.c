@@ -10,13 +10,26 @@
  *   file (the reaper) answers 408 and shuts down the socket of a connection
  *   past its deadline; libmicrohttpd sees the end of the stream and closes
  *   it on its own thread.  The deadline is off while a request is handled
- *   or answered.
+ *   or answered.  A streamed body (an upload) has instead, once its
+ *   headers are in and accepted, --upload-idle-timeout from the last read:
+ *   a 1 GB model at 20 MB/s takes 50 s, past any whole-request deadline
+ *   worth having, while a client that stops sending is cut as soon.
+ *   (libmicrohttpd's own MHD_OPTION_CONNECTION_TIMEOUT, --connection-timeout,
+ *   is such an idle timeout too, for every connection: it closes without
+ *   an answer, and a byte every few seconds resets it.)
  * - --max-connections-per-ip (libmicrohttpd refuses more at accept).
  * - --health-connections slots past --max-connections: a connection that
  *   arrives when the others are all taken is served only /healthz and
  *   /readyz (what a kubelet probes), with a short deadline, so that a full
  *   pool does not make a healthy rematd look dead.  The limit is logged
  *   when reached.
+ * - --health-listen: a second libmicrohttpd daemon on its own address,
+ *   serving /healthz, /readyz and /metrics only (any other path is 404),
+ *   with its own connection limit (--health-connections), one polling
+ *   thread, a 2 s request deadline and a 5 s idle timeout.  Clients of the
+ *   main port cannot take its connections however many they open: the
+ *   health slots above are shared by every client once the pool is full, so
+ *   a flood larger than --max-connections takes them too.
  *
  * The reaper and libmicrohttpd's threads share the list of connections
  * under one mutex; a connection leaves it in NOTIFY_CLOSED, which
@@ -25,7 +38,10 @@
  */
 #include "config.h"
 
+#include <errno.h>
+#include <netdb.h>
 #include <pthread.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -37,9 +53,10 @@
 #include "http_private.h"
 
 struct rematd__conn {
-    int fresh;    /* its first request has not begun */
-    int reserved; /* a health slot */
-    int local;    /* on the workers' Unix socket: outside the clients' slots */
+    int fresh;       /* its first request has not begun */
+    int reserved;    /* a health slot, or a connection of the health listener */
+    int health_port; /* a connection of the health listener (--health-listen) */
+    int local;       /* on the workers' Unix socket: outside the clients' slots */
     int fd;
     double deadline; /* monotonic seconds; 0 = none */
     char client[48];
@@ -57,6 +74,7 @@ struct rematd_http {
     long cut_unlogged, full_unlogged;
     struct MHD_OptionItem options[8];
     struct MHD_OptionItem worker_options[8];
+    struct MHD_Daemon *health; /* --health-listen's daemon, or NULL */
 };
 
 /* Seconds a health slot waits for its request: a probe asks at once. */
@@ -94,12 +112,23 @@ int rematd__conn_begin(struct rematd_server *srv, struct rematd__conn *cs)
         cs->fresh = 0;
         atomic_fetch_sub(&srv->fresh, 1);
     }
-    return cs->reserved;
+    return cs->health_port ? 2 : cs->reserved;
+}
+
+int rematd__conn_health_port(struct rematd_server *srv, struct MHD_Connection *c)
+{
+    const union MHD_ConnectionInfo *ci = MHD_get_connection_info(c, MHD_CONNECTION_INFO_DAEMON);
+    return srv->http && srv->http->health && ci && ci->daemon == srv->http->health;
 }
 
 void rematd__conn_deadline_off(struct rematd_server *srv, struct rematd__conn *cs)
 {
     set_deadline(srv, cs, 0);
+}
+
+void rematd__conn_deadline_in(struct rematd_server *srv, struct rematd__conn *cs, double seconds)
+{
+    set_deadline(srv, cs, rematd_mono() + seconds);
 }
 
 void rematd__conn_deadline_next(struct rematd_server *srv, struct rematd__conn *cs)
@@ -139,7 +168,8 @@ static int client_address(struct MHD_Connection *c, char *out, size_t cap)
  * written before any route is known (so no instance and no request id). */
 #define TIMEOUT_PROBLEM                                                                            \
     "{\"type\":\"/problems/request-timeout\",\"title\":\"Request timeout\",\"status\":408,"        \
-    "\"detail\":\"the request did not arrive within --request-timeout\"}"
+    "\"detail\":\"the request did not arrive within --request-timeout (an upload: its next "       \
+    "byte within --upload-idle-timeout)\"}"
 #define TIMEOUT_ANSWER_HEAD                                                                        \
     "HTTP/1.1 408 Request Timeout\r\nConnection: close\r\n"                                        \
     "Content-Type: application/problem+json\r\nContent-Length: "
@@ -259,6 +289,10 @@ void rematd_http_teardown(struct rematd_server *srv)
     struct rematd_http *h = srv->http;
     if (!h)
         return;
+    /* After the main daemon: /readyz said 503 on it through the drain. */
+    if (h->health)
+        MHD_stop_daemon(h->health);
+    h->health = NULL;
     pthread_mutex_lock(&h->mu);
     h->stop = 1;
     pthread_cond_signal(&h->cv);
@@ -271,20 +305,46 @@ void rematd_http_teardown(struct rematd_server *srv)
     free(h);
 }
 
+static void list_add(struct rematd_http *h, struct rematd__conn *cs)
+{
+    cs->next = h->head;
+    if (h->head)
+        h->head->prev = cs;
+    h->head = cs;
+}
+
+static void list_remove(struct rematd_http *h, struct rematd__conn *cs)
+{
+    if (cs->prev)
+        cs->prev->next = cs->next;
+    else if (h->head == cs)
+        h->head = cs->next;
+    if (cs->next)
+        cs->next->prev = cs->prev;
+}
+
+static struct rematd__conn *conn_new(struct MHD_Connection *c)
+{
+    struct rematd__conn *cs = calloc(1, sizeof *cs);
+    if (!cs)
+        return NULL;
+    const union MHD_ConnectionInfo *ci =
+        MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
+    cs->fd = ci ? ci->connect_fd : -1;
+    cs->local = client_address(c, cs->client, sizeof cs->client);
+    return cs;
+}
+
 void rematd_connection(void *cls, struct MHD_Connection *c, void **socket_context,
                        enum MHD_ConnectionNotificationCode toe)
 {
     struct rematd_server *srv = cls;
     struct rematd_http *h = srv->http;
     if (toe == MHD_CONNECTION_NOTIFY_STARTED) {
-        struct rematd__conn *cs = calloc(1, sizeof *cs);
+        struct rematd__conn *cs = conn_new(c);
         if (cs) {
             cs->fresh = 1;
             atomic_fetch_add(&srv->fresh, 1);
-            const union MHD_ConnectionInfo *ci =
-                MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
-            cs->fd = ci ? ci->connect_fd : -1;
-            cs->local = client_address(c, cs->client, sizeof cs->client);
         }
         *socket_context = cs;
         if (!h)
@@ -295,10 +355,7 @@ void rematd_connection(void *cls, struct MHD_Connection *c, void **socket_contex
              * slot, but under the request deadline as every connection. */
             pthread_mutex_lock(&h->mu);
             cs->deadline = request_deadline(srv, cs);
-            cs->next = h->head;
-            if (h->head)
-                h->head->prev = cs;
-            h->head = cs;
+            list_add(h, cs);
             pthread_mutex_unlock(&h->mu);
             return;
         }
@@ -309,10 +366,7 @@ void rematd_connection(void *cls, struct MHD_Connection *c, void **socket_contex
         if (cs) {
             cs->reserved = n > (long)srv->cfg.max_connections;
             cs->deadline = request_deadline(srv, cs);
-            cs->next = h->head;
-            if (h->head)
-                h->head->prev = cs;
-            h->head = cs;
+            list_add(h, cs);
         }
         if (n > (long)srv->cfg.max_connections) {
             h->full_unlogged++;
@@ -336,18 +390,114 @@ void rematd_connection(void *cls, struct MHD_Connection *c, void **socket_contex
         pthread_mutex_lock(&h->mu);
         if (!cs || !cs->local)
             h->n_conns--;
-        if (cs) {
-            if (cs->prev)
-                cs->prev->next = cs->next;
-            else if (h->head == cs)
-                h->head = cs->next;
-            if (cs->next)
-                cs->next->prev = cs->prev;
-        }
+        if (cs)
+            list_remove(h, cs);
         pthread_mutex_unlock(&h->mu);
     }
     if (cs && cs->fresh)
         atomic_fetch_sub(&srv->fresh, 1);
     free(cs);
     *socket_context = NULL;
+}
+
+/* The health listener's connections: under the reaper's deadline like any
+ * other (a short one), outside the main pool's count, never "fresh" (a
+ * probe is not a request shutdown waits for). */
+static void health_connection(void *cls, struct MHD_Connection *c, void **socket_context,
+                              enum MHD_ConnectionNotificationCode toe)
+{
+    struct rematd_server *srv = cls;
+    struct rematd_http *h = srv->http;
+    struct rematd__conn *cs;
+    if (toe == MHD_CONNECTION_NOTIFY_STARTED) {
+        cs = conn_new(c);
+        if (cs) {
+            cs->reserved = 1;
+            cs->health_port = 1;
+            pthread_mutex_lock(&h->mu);
+            cs->deadline = request_deadline(srv, cs);
+            list_add(h, cs);
+            pthread_mutex_unlock(&h->mu);
+        }
+        *socket_context = cs;
+        return;
+    }
+    cs = *socket_context;
+    if (cs) {
+        pthread_mutex_lock(&h->mu);
+        list_remove(h, cs);
+        pthread_mutex_unlock(&h->mu);
+    }
+    free(cs);
+    *socket_context = NULL;
+}
+
+static void health_log(void *cls, const char *fmt, va_list ap)
+{
+    (void)cls;
+    char msg[512];
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    size_t n = strlen(msg);
+    while (n && (msg[n - 1] == '\n' || msg[n - 1] == '\r'))
+        msg[--n] = '\0';
+    rematd_log("warn", "libmicrohttpd (health listener)", json_pack("{s:s}", "detail", msg));
+}
+
+/* Seconds a health listener's connection may stay idle between requests
+ * (libmicrohttpd's own timeout, from the last byte read or written): a
+ * kept-alive load balancer probe reuses it, a silent socket gives it back. */
+#define HEALTH_IDLE_TIMEOUT 5u
+
+int rematd_http_health_start(struct rematd_server *srv)
+{
+    struct rematd_http *h = srv->http;
+    const char *spec = srv->cfg.health_listen;
+    if (!h || !spec[0])
+        return 0;
+    /* host:port or [v6]:port, checked by config.c; an empty host binds
+     * every address. */
+    char host[128];
+    const char *colon;
+    if (spec[0] == '[') {
+        const char *e = strchr(spec, ']');
+        snprintf(host, sizeof host, "%.*s", e ? (int)(e - spec - 1) : 0, spec + 1);
+        colon = e ? e + 1 : spec;
+    } else {
+        colon = strrchr(spec, ':');
+        snprintf(host, sizeof host, "%.*s", colon ? (int)(colon - spec) : 0, spec);
+    }
+    struct addrinfo hints = {0}, *res = NULL;
+    hints.ai_family = AF_UNSPEC;
+    hints.ai_socktype = SOCK_STREAM;
+    hints.ai_flags = AI_PASSIVE | AI_NUMERICSERV;
+    int gai = colon && *colon == ':' ? getaddrinfo(host[0] ? host : NULL, colon + 1, &hints, &res)
+                                     : EAI_NONAME;
+    if (gai != 0 || !res) {
+        rematd_log("error", "cannot listen for health probes",
+                   json_pack("{s:s, s:s}", "health_listen", spec, "detail", gai_strerror(gai)));
+        return -1;
+    }
+    struct sockaddr_storage addr;
+    memcpy(&addr, res->ai_addr, res->ai_addrlen);
+    int v6 = res->ai_family == AF_INET6;
+    freeaddrinfo(res);
+    unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_USE_ERROR_LOG |
+                     (v6 ? MHD_USE_IPv6 : 0);
+    h->health = MHD_start_daemon(
+        flags, 0, NULL, NULL, rematd_access, srv, MHD_OPTION_EXTERNAL_LOGGER, health_log, NULL,
+        MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&addr, MHD_OPTION_CONNECTION_LIMIT,
+        srv->cfg.health_connections, MHD_OPTION_CONNECTION_TIMEOUT, HEALTH_IDLE_TIMEOUT,
+        MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)CONNECTION_MEMORY, MHD_OPTION_UNESCAPE_CALLBACK,
+        raw_path, NULL, MHD_OPTION_NOTIFY_COMPLETED, rematd_completed, srv,
+        MHD_OPTION_NOTIFY_CONNECTION, health_connection, srv, MHD_OPTION_END);
+    if (!h->health) {
+        rematd_log("error", "cannot listen for health probes",
+                   json_pack("{s:s, s:s}", "health_listen", spec, "detail", strerror(errno)));
+        return -1;
+    }
+    const union MHD_DaemonInfo *di = MHD_get_daemon_info(h->health, MHD_DAEMON_INFO_BIND_PORT);
+    rematd_log("info", "listening for health probes",
+               json_pack("{s:s, s:i, s:i}", "health_listen", spec, "port", di ? (int)di->port : 0,
+                         "connections", (int)srv->cfg.health_connections));
+    return 0;
 }

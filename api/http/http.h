@@ -45,6 +45,9 @@ struct rematd_route {
     /* A health probe (/healthz, /readyz): served on the health slots kept
      * past --max-connections, which serve nothing else. */
     int health_probe;
+    /* Served on the health listener (--health-listen), which answers every
+     * other path 404: the probes and /metrics. */
+    int health_port;
     /* Queues a response with rematd_req_* or returns REMATD_SUSPENDED after arranging for
      * rematd_req_resume to be called; then resumed() is called to answer. */
     enum rematd_handled (*handler)(struct rematd_request *r);
@@ -118,6 +121,10 @@ void rematd_http_teardown(struct rematd_server *srv);
  * and the health probes only, and never take a client's slot. */
 const struct MHD_OptionItem *rematd_http_worker_options(struct rematd_server *srv,
                                                         unsigned max_connections);
+/* Starts the health listener (--health-listen; nothing when unset), after
+ * rematd_http_setup: 0, or -1 after logging why.  rematd_http_teardown
+ * stops it. */
+int rematd_http_health_start(struct rematd_server *srv);
 
 /* The route table (routes/table.c). */
 extern const struct rematd_route *const rematd_routes[];

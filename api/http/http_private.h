@@ -47,8 +47,9 @@ struct rematd_req {
     int deferred;
     struct MHD_Response *pending;
     int pending_status;
-    int health_only; /* arrived on a health slot: only health probes */
+    int health_only; /* 1: arrived on a health slot, 2: on the health listener */
     int worker_only; /* arrived on the workers' Unix socket: worker routes and probes */
+    double idle_set; /* a streamed body: when its idle deadline was last moved */
 };
 
 static inline struct rematd_req *req_of(struct rematd_request *r)
@@ -80,10 +81,17 @@ const char *rematd__problem_title(const char *slug);
 struct rematd__conn;
 struct rematd__conn *rematd__conn_of(struct MHD_Connection *c);
 /* Ends the connection's "fresh" state (its first request has begun);
- * returns whether it holds a health slot. */
+ * returns 1 when it holds a health slot, 2 when it is the health
+ * listener's, 0 otherwise. */
 int rematd__conn_begin(struct rematd_server *srv, struct rematd__conn *cs);
+/* Whether c came to the health listener (--health-listen), told by its
+ * daemon: so even a connection whose state could not be allocated is
+ * served the probes only there. */
+int rematd__conn_health_port(struct rematd_server *srv, struct MHD_Connection *c);
 /* Turns the request deadline off (the request is in, or answered). */
 void rematd__conn_deadline_off(struct rematd_server *srv, struct rematd__conn *cs);
+/* The deadline seconds from now: a streamed body's idle deadline. */
+void rematd__conn_deadline_in(struct rematd_server *srv, struct rematd__conn *cs, double seconds);
 /* The next request on a kept-alive connection has the full deadline. */
 void rematd__conn_deadline_next(struct rematd_server *srv, struct rematd__conn *cs);
 /* Whether the connection came on the workers' Unix socket (main.c). */

@@ -305,6 +305,9 @@ static int begin(struct rematd_req *q, const char *url, const char *method, cons
     q->route_index = -1;
     for (size_t i = 0; i < srv->n_routes; i++) {
         char id[REMATD_ID_LEN + 2];
+        /* The health listener has no other route: not there, not found. */
+        if (q->health_only == 2 && !srv->routes[i]->health_port)
+            continue;
         if (!match(srv->routes[i]->pattern, url, id, sizeof id))
             continue;
         path_matched = 1;
@@ -350,7 +353,7 @@ static int begin(struct rematd_req *q, const char *url, const char *method, cons
                            "the workers' socket serves the /v1/worker routes only");
         return 1;
     }
-    if (q->health_only && !rt->health_probe) {
+    if (q->health_only == 1 && !rt->health_probe) {
         /* A health slot: the connections are all taken. */
         rematd_req_header(r, MHD_HTTP_HEADER_CONNECTION, "close");
         rematd_req_header(r, MHD_HTTP_HEADER_RETRY_AFTER, "1");
@@ -503,6 +506,18 @@ static void dispatch(struct rematd_req *q)
         rematd_req_problem(r, 500, "internal", NULL, "the handler gave no answer");
 }
 
+/* A streamed body's deadline: --upload-idle-timeout from now, moved at
+ * most four times a second (each move takes the deadline thread's lock). */
+static void idle_deadline(struct rematd_req *q, struct rematd__conn *cs)
+{
+    double now = rematd_mono();
+    if (now - q->idle_set < 0.25)
+        return;
+    q->idle_set = now;
+    unsigned t = q->pub.srv->cfg.upload_idle_timeout;
+    rematd__conn_deadline_in(q->pub.srv, cs, t ? t : 30);
+}
+
 static enum MHD_Result access_call(struct rematd_server *srv, struct MHD_Connection *c,
                                    const char *url, const char *method, const char *version,
                                    const char *upload_data, size_t *upload_data_size,
@@ -523,10 +538,15 @@ static enum MHD_Result access_call(struct rematd_server *srv, struct MHD_Connect
         struct rematd__conn *cs = rematd__conn_of(c);
         q->health_only = rematd__conn_begin(srv, cs);
         q->worker_only = rematd__conn_local(cs);
+        if (rematd__conn_health_port(srv, c))
+            q->health_only = 2;
         set_request_id(q);
-        /* Answered at once: nothing more is read, the deadline is off. */
+        /* Answered at once: nothing more is read, the deadline is off.  A
+         * streamed body has an idle deadline instead of the request's. */
         if (begin(q, url, method, version))
             rematd__conn_deadline_off(srv, cs);
+        else if (q->pub.route && q->pub.route->body_chunk)
+            idle_deadline(q, cs);
         return MHD_YES;
     }
     struct rematd_request *r = &q->pub;
@@ -535,7 +555,9 @@ static enum MHD_Result access_call(struct rematd_server *srv, struct MHD_Connect
         return MHD_YES;
     }
     if (*upload_data_size && r->route && r->route->body_chunk) {
-        /* Streamed: counted against the limit, never held. */
+        /* Streamed: counted against the limit, never held; each read moves
+         * the idle deadline. */
+        idle_deadline(q, rematd__conn_of(c));
         if (q->body_error == 0 && *upload_data_size > q->body_limit - q->streamed)
             q->body_error = REMAT_ELIMIT;
         if (q->body_error == 0) {

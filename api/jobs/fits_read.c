@@ -121,6 +121,22 @@ static int get_profiles(const struct rematd_read_ctx *ctx, json_t *body, struct 
             return -1;
         f->n++;
     }
+    /* One model at a few batch sizes: profiles that name different models
+     * (the worker names each: a zoo name, "layers", "uploaded:<id>") would
+     * be fitted as one, and their stages may even agree by chance.  A
+     * profile without a name is taken on its stages alone. */
+    for (size_t k = 1; k < f->n; k++) {
+        const char *m0 = f->ps[0]->model, *mk = f->ps[k]->model;
+        if (m0 == NULL || mk == NULL || strcmp(m0, mk) == 0)
+            continue;
+        char p[64];
+        snprintf(p, sizeof p, inl ? "%s/%zu/model" : "%s/%zu", name, k);
+        rematd_problem_set(pr, 400, "validation", p,
+                           "profile %zu is of model '%.100s', profile 0 of '%.100s': fits reads "
+                           "the profiles of one model at a few batch sizes",
+                           k, mk, m0);
+        return -1;
+    }
     return 0;
 }
 

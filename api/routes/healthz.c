@@ -15,4 +15,5 @@ const struct rematd_route rematd_route_healthz = {.method = "GET",
                                                   .pattern = "/healthz",
                                                   .name = "healthz",
                                                   .health_probe = 1,
+                                                  .health_port = 1,
                                                   .handler = healthz};

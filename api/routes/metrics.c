@@ -15,5 +15,8 @@ static enum rematd_handled metrics(struct rematd_request *r)
     return REMATD_HANDLED;
 }
 
-const struct rematd_route rematd_route_metrics = {
-    .method = "GET", .pattern = "/metrics", .name = "metrics", .handler = metrics};
+const struct rematd_route rematd_route_metrics = {.method = "GET",
+                                                  .pattern = "/metrics",
+                                                  .name = "metrics",
+                                                  .health_port = 1,
+                                                  .handler = metrics};

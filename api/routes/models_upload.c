@@ -10,12 +10,18 @@
  * first 32 hex digits: the same bytes again answer 200 with the model they
  * already are, new bytes 201 + Location.  Limits: --max-model-bytes (413,
  * from Content-Length before anything is read, else once passed) and
- * --max-models-bytes for all models together (507).
+ * --max-models-bytes for all models together (507), uploads in flight
+ * counted: an upload reserves its Content-Length at the start, or, sent
+ * without one, its bytes a mebibyte at a time as they arrive, so that two
+ * uploads that each fit but not together do not both go through.  Time:
+ * no whole-request deadline, only --upload-idle-timeout between two reads
+ * (http/request.c): a large model on a slow link goes through.
  */
 #include "config.h"
 
 #include <errno.h>
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -29,6 +35,8 @@
 #include "zipcheck.h"
 
 struct upload {
+    struct rematd_server *srv;
+    unsigned long long reserved; /* of in_flight, given back at the end */
     int fd;
     char tmp[1200];
     struct rematx_sha256 sha;
@@ -40,10 +48,44 @@ struct upload {
     /* A refusal made before the body arrived, answered once it has been
      * read and dropped: answering while a client is still sending makes it
      * see a broken pipe rather than the problem. */
+    int over; /* past --max-models-bytes while arriving: hashed, not written */
     int refused_status;
     const char *refused_slug;
     char refused_detail[320];
 };
+
+/* Bytes reserved by the uploads in flight on this rematd: their archives
+ * are on their way to the data directory and count against
+ * --max-models-bytes as the stored ones do.  One counter for the process
+ * (its uploads share the quota); replicas on PostgreSQL each count their
+ * own, and the store's check at the end stays exact. */
+static atomic_ullong in_flight;
+
+/* Reserves for u up to want bytes in all: 0, or -1 when the models stored
+ * and the uploads in flight leave no room (nothing reserved then). */
+static int reserve(struct upload *u, unsigned long long want, unsigned long long *used_out)
+{
+    if (want <= u->reserved)
+        return 0;
+    unsigned long long add = want - u->reserved, used = 0;
+    if (rematd_store_models_bytes(u->srv->store, NULL, &used) != REMATD_STORE_OK)
+        used = 0; /* the store's own check at the end still holds */
+    unsigned long long others = atomic_fetch_add(&in_flight, add);
+    unsigned long long max = u->srv->cfg.max_models_bytes;
+    *used_out = used + others - u->reserved;
+    if (used > max || others + add > max - used) {
+        atomic_fetch_sub(&in_flight, add);
+        return -1;
+    }
+    u->reserved += add;
+    return 0;
+}
+
+static void unreserve(struct upload *u)
+{
+    atomic_fetch_sub(&in_flight, u->reserved);
+    u->reserved = 0;
+}
 
 static void refuse(struct rematd_request *r, struct upload *u, int status, const char *slug,
                    const char *fmt, ...) __attribute__((format(printf, 5, 6)));
@@ -69,6 +111,7 @@ static void refuse(struct rematd_request *r, struct upload *u, int status, const
 static void upload_free(void *p)
 {
     struct upload *u = p;
+    unreserve(u);
     if (u->pp)
         MHD_destroy_post_processor(u->pp);
     if (u->fd >= 0)
@@ -83,10 +126,32 @@ static size_t limit_of(const struct rematd_config *cfg)
     return cfg->max_model_bytes;
 }
 
+/* Reservations of a body sent without a length grow by this much. */
+#define RESERVE_STEP (1ULL << 20)
+
 static void put(struct upload *u, const char *data, size_t n)
 {
-    if (u->write_errno)
+    if (u->write_errno || u->refused_status)
         return;
+    unsigned long long used;
+    /* A step at a time, or, when a step does not fit, what has come. */
+    if (!u->over && u->bytes + n > u->reserved &&
+        reserve(u, (u->bytes + n + RESERVE_STEP - 1) / RESERVE_STEP * RESERVE_STEP, &used) < 0 &&
+        reserve(u, u->bytes + n, &used) < 0) {
+        /* No room: nothing more is written, but the rest is still hashed,
+         * since bytes already stored are answered as the model they are
+         * (200) whatever the quota; anything else is 507 at the end. */
+        u->over = 1;
+        snprintf(u->refused_detail, sizeof u->refused_detail,
+                 "models stored and uploads in flight take %llu of the %zu bytes allowed "
+                 "(--max-models-bytes); this upload had %llu bytes and more to come",
+                 used, u->srv->cfg.max_models_bytes, u->bytes + n);
+    }
+    if (u->over) {
+        rematx_sha256_update(&u->sha, data, n);
+        u->bytes += n;
+        return;
+    }
     rematx_sha256_update(&u->sha, data, n);
     while (n) {
         ssize_t w = write(u->fd, data, n);
@@ -146,6 +211,7 @@ static void begin(struct rematd_request *r)
         return;
     }
     u->fd = -1;
+    u->srv = r->srv;
     r->route_state = u;
     r->route_state_free = upload_free;
     rematx_sha256_init(&u->sha);
@@ -158,16 +224,14 @@ static void begin(struct rematd_request *r)
                "of a multipart/form-data form (curl -F file=@m.pt)");
         return;
     }
-    /* Refused before a byte is read when the length already says so. */
+    /* Refused before a byte is read when the length already says so; else
+     * the whole length is reserved now, as the body will take it. */
     const char *cl = rematd_req_header_in(r, MHD_HTTP_HEADER_CONTENT_LENGTH);
     unsigned long long used = 0, mine = 0;
-    if (cl && !multipart &&
-        rematd_store_models_bytes(r->srv->store, NULL, &used) == REMATD_STORE_OK &&
-        strtoull(cl, NULL, 10) >
-            cfg->max_models_bytes - (used < cfg->max_models_bytes ? used : cfg->max_models_bytes)) {
+    if (cl && !multipart && reserve(u, strtoull(cl, NULL, 10), &used) < 0) {
         refuse(r, u, 507, "storage-full",
-               "models take %llu of the %zu bytes allowed (--max-models-bytes); "
-               "delete some to upload %s more",
+               "models stored and uploads in flight take %llu of the %zu bytes allowed "
+               "(--max-models-bytes); delete some to upload %s more",
                used, cfg->max_models_bytes, cl);
         return;
     }
@@ -292,6 +356,22 @@ static enum rematd_handled finish(struct rematd_request *r)
         rematd_req_problem(r, 400, "validation", NULL, "the multipart/form-data body is malformed");
         return REMATD_HANDLED;
     }
+    if (u->over) {
+        char sha[65];
+        struct rematd_model have;
+        rematx_sha256_final_hex(&u->sha, sha);
+        char id[REMATD_ID_LEN + 1];
+        memcpy(id, sha, REMATD_ID_LEN);
+        id[REMATD_ID_LEN] = '\0';
+        enum rematd_store_result got = rematd_store_get_model(r->srv->store, id, &have);
+        if (got == REMATD_STORE_OK && strcmp(have.sha256, sha) == 0 && u->bytes > 0)
+            answer_model(r, 200, &have);
+        else
+            rematd_req_problem(r, 507, "storage-full", NULL, "%s", u->refused_detail);
+        if (got == REMATD_STORE_OK)
+            rematd_model_clear(&have);
+        return REMATD_HANDLED;
+    }
     if (u->write_errno || fsync(u->fd) < 0) {
         int e = u->write_errno ? u->write_errno : errno;
         if (e == ENOSPC || e == EDQUOT)
@@ -359,6 +439,9 @@ static enum rematd_handled finish(struct rematd_request *r)
     char path[1200];
     struct rematd_model existing;
     enum rematd_store_result rc = REMATD_STORE_ERROR;
+    /* From here the store's own check counts the archive: its reservation
+     * would count it twice. */
+    unreserve(u);
     rematd_models_lock();
     if (rematd_model_path(cfg, m.sha256, path, sizeof path) == 0) {
         rc = rematd_store_get_model(r->srv->store, m.id, &existing);

@@ -35,5 +35,9 @@ static enum rematd_handled readyz(struct rematd_request *r)
     return REMATD_HANDLED;
 }
 
-const struct rematd_route rematd_route_readyz = {
-    .method = "GET", .pattern = "/readyz", .name = "readyz", .health_probe = 1, .handler = readyz};
+const struct rematd_route rematd_route_readyz = {.method = "GET",
+                                                 .pattern = "/readyz",
+                                                 .name = "readyz",
+                                                 .health_probe = 1,
+                                                 .health_port = 1,
+                                                 .handler = readyz};

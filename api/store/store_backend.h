@@ -85,6 +85,23 @@ static inline int rematd__idem_purge_due(double now, double last_purge, double t
     return now - last_purge >= (ttl < 60 ? ttl : 60);
 }
 
+/* The bounds of stored plans and Idempotency-Key records (--plan-ttl,
+ * --max-store-bytes; sqlite/bounds.c, pg/bounds.c): whether a housekeeping
+ * pass at `now` enforces them.  Once a minute, or once --plan-ttl when
+ * that is shorter, and sooner once the bytes this process wrote since the
+ * last pass reach a sixteenth of the bound (a burst).  The bytes of a row
+ * are those of its fields (the database's own overhead is not counted);
+ * past the bound the oldest rows go, plans and records alike, until the
+ * rest take at most REMATD_STORE_KEEP of it, so that one more plan does
+ * not start a pass again. */
+static inline int rematd__bounds_due(double now, double last, unsigned plan_ttl, long long written,
+                                     size_t max_bytes)
+{
+    double period = plan_ttl > 0 && plan_ttl < 60 ? (double)plan_ttl : 60.0;
+    return now - last >= period || written >= (long long)(max_bytes / 16);
+}
+#define REMATD_STORE_KEEP(max_bytes) ((max_bytes) / 8 * 7)
+
 /* Adds n jobs of the status named name (a row of the backends' GROUP BY
  * status) to c; a name that is no status counts nowhere. */
 void rematd__job_counts_add(struct rematd_job_counts *c, const char *name, long n);

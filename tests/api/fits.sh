@@ -54,6 +54,12 @@ post /v1/fits "{\"profiles\":[$b4],\"memory\":[1000],\"optimizer\":{\"name\":\"a
 problem "state precision" 400 validation /optimizer/state_elem_bytes
 post /v1/fits "{\"profiles\":[$b4,$b4],\"memory\":[1000]}"
 problem "same batch twice" 400 validation /profiles/1/batch_size
+# Profiles of two models, even with the same stages, are not one model's.
+b8other=$(echo "$b8" | sed 's/"model": "fits-demo"/"model": "other-model"/')
+post /v1/fits "{\"profiles\":[$b4,$b8other],\"memory\":[200000000]}"
+problem "two models" 400 validation /profiles/1/model &&
+    { grep -q "other-model" "$BODY" && grep -q "fits-demo" "$BODY" && ok ||
+        fail "two models: the detail names neither: $(head -c 300 "$BODY")"; }
 post /v1/fits "{\"profiles\":[$b4],\"profile_ids\":[\"x\"],\"memory\":[1000]}"
 problem "both sources" 400 validation /profile_ids
 post /v1/fits "{\"profiles\":[$b4],\"memory\":[1000],\"margin_fraction\":2}"

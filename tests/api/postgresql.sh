@@ -49,7 +49,7 @@ if [ -x "$unit" ]; then
     echo "--- test_store_pg on PostgreSQL"
     "$unit" || FAILED=$((FAILED + 1))
 fi
-for suite in endpoints jobs durability replicas tenants; do
+for suite in endpoints jobs durability replicas tenants store-bounds; do
     echo "--- $suite.sh on PostgreSQL, two replicas"
     if sh "$top_srcdir/tests/api/$suite.sh"; then
         :

@@ -35,7 +35,32 @@ static int model_lookup(void *cls, const char *id, struct rematd_read_model *m,
     return 0;
 }
 
-static const struct rematd_read_ctx ctx = {.max_stages = 100, .model_by_id = model_lookup};
+/* Two done profile jobs, of two models: PROF_A of alexnet, PROF_B of vgg11. */
+#define PROF_A "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
+#define PROF_B "bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb"
+#define PM(model, batch)                                                                           \
+    "{\"model\":\"" model "\",\"input_bytes\":8,\"batch_size\":" #batch                            \
+    ",\"stages\":[{\"out_bytes\":8},{\"out_bytes\":8}]}"
+
+static struct remat_profile *profile_lookup(void *cls, const char *id, const char *pointer,
+                                            struct rematd_problem *p)
+{
+    (void)cls;
+    const char *text = strcmp(id, PROF_A) == 0   ? PM("alexnet", 4)
+                       : strcmp(id, PROF_B) == 0 ? PM("vgg11", 8)
+                                                 : NULL;
+    if (!text) {
+        rematd_problem_set(p, 404, "not-found", pointer, "no profile job with this id");
+        return NULL;
+    }
+    struct remat_error err = {0};
+    struct remat_profile *prof = remat_profile_loadb(text, strlen(text), &err);
+    assert_non_null(prof);
+    return prof;
+}
+
+static const struct rematd_read_ctx ctx = {
+    .max_stages = 100, .model_by_id = model_lookup, .profile_by_id = profile_lookup};
 
 static json_t *spec_of(const char *text, struct rematd_problem *p)
 {
@@ -158,8 +183,13 @@ static void test_fits(void **state)
          400},
         {"{\"profiles\":[" P3 "],\"memory\":[1],\"optimizer\":\"lion\"}", "validation",
          "/optimizer", 400},
-        /* No profile jobs in this context. */
+        /* No such profile job in this context. */
         {"{\"profile_ids\":[\"" MODEL_ID "\"],\"memory\":[1]}", "not-found", "/profile_ids/0", 404},
+        /* Profiles of two models, inline and as jobs. */
+        {"{\"profiles\":[" PM("alexnet", 4) "," PM("vgg11", 8) "],\"memory\":[1]}", "validation",
+         "/profiles/1/model", 400},
+        {"{\"profile_ids\":[\"" PROF_A "\",\"" PROF_B "\"],\"memory\":[1]}", "validation",
+         "/profile_ids/1", 400},
     };
     for (size_t k = 0; k < sizeof bad / sizeof bad[0]; k++) {
         int rc = fits_read(bad[k].body, &f, &p);
@@ -170,6 +200,18 @@ static void test_fits(void **state)
         rematd_fits_req_free(&f);
         rematd_problem_clear(&p);
     }
+
+    /* One model at two batches, or a profile without a name beside one
+     * with: read. */
+    assert_int_equal(
+        fits_read("{\"profiles\":[" PM("alexnet", 4) "," PM("alexnet", 8) "],\"memory\":[1]}", &f,
+                  &p),
+        0);
+    assert_int_equal(f.n, 2);
+    rematd_fits_req_free(&f);
+    assert_int_equal(
+        fits_read("{\"profiles\":[" PM("alexnet", 8) "," P3 "],\"memory\":[1]}", &f, &p), 0);
+    rematd_fits_req_free(&f);
 
     json_t *body = json_loads("{\"batches\":[8,8]}", 0, NULL);
     json_int_t b[REMATD_FITS_MAX_BATCHES];

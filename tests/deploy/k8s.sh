@@ -71,6 +71,8 @@ broken "the token mounted" 's/automountServiceAccountToken: false/automountServi
 broken "another listen port" 's/0.0.0.0:8080/0.0.0.0:9090/'
 broken "an unknown variable" 's/name: REMAT_PLAN_THREADS/name: REMAT_PLANNING_THREADS/'
 broken "an unknown flag" 's/- --data-dir/- --data-directory/'
+broken "probes on the main port beside a health listener" 's/port: health$/port: http/'
+broken "a health listener on loopback" 's/0.0.0.0:8081/127.0.0.1:8081/'
 broken "the liveness timeout left out" '/livenessProbe:/,/timeoutSeconds/{/timeoutSeconds/d}'
 broken "more planning threads than CPUs" '/name: REMAT_PLAN_THREADS/{n;s/value: "2"/value: "8"/}'
 broken "OMP_NUM_THREADS not the CPU limit" '/name: OMP_NUM_THREADS/{n;s/value: "2"/value: "16"/}'

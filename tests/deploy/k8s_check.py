@@ -9,7 +9,8 @@ The last three are files of names, one per line: the REMAT_* variables and
 
 Every pod passes Pod Security "restricted"; no service account token is
 mounted; every container has requests and a memory limit; rematd has startup,
-liveness and readiness probes with timeouts on the port it listens on; ports,
+liveness and readiness probes with timeouts on the port it listens on, or on
+its health listener's (--health-listen) when it has one; ports,
 the Service, the workers' server URL and the NetworkPolicy agree; every
 environment variable and flag is one the program knows; thread counts fit
 the CPUs requested; tokens come from the Secret remat-tokens; the root
@@ -189,6 +190,18 @@ def main():
     ports = {p.get("name"): p["containerPort"] for p in c.get("ports", [])}
     if port not in ports.values():
         fail("%s: listens on %d but declares ports %s" % (cn, port, ports))
+    # With a health listener (--health-listen) the probes go there: the
+    # main port's connections can all be taken by clients.
+    health = arg_value(c, "--health-listen") or env_value(c, "REMAT_HEALTH_LISTEN")
+    probe_port = port
+    if health:
+        hm = re.fullmatch(r"(\[[0-9a-fA-F:]+\]|[^:]+):(\d+)", health)
+        if not hm or hm.group(1) in ("127.0.0.1", "localhost", "[::1]"):
+            fail("%s: health address %r is not reachable from the kubelet" % (cn, health))
+            return
+        probe_port = int(hm.group(2))
+        if probe_port not in ports.values():
+            fail("%s: probes listen on %d but declares ports %s" % (cn, probe_port, ports))
     for probe, path in (("startupProbe", "/healthz"), ("livenessProbe", "/healthz"),
                         ("readinessProbe", "/readyz")):
         p = c.get(probe)
@@ -197,8 +210,9 @@ def main():
             continue
         g = p.get("httpGet", {})
         pp = ports.get(g.get("port"), g.get("port"))
-        if g.get("path") != path or pp != port:
-            fail("%s: %s asks %s on %s, want %s on %d" % (cn, probe, g.get("path"), pp, path, port))
+        if g.get("path") != path or pp != probe_port:
+            fail("%s: %s asks %s on %s, want %s on %d" % (cn, probe, g.get("path"), pp, path,
+                                                         probe_port))
         if not 1 <= p.get("timeoutSeconds", 1) or "timeoutSeconds" not in p:
             fail("%s: %s has no timeoutSeconds (the default is 1 s)" % (cn, probe))
     data_dir = arg_value(c, "--data-dir") or env_value(c, "REMAT_DATA_DIR")

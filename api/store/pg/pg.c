@@ -358,8 +358,13 @@ static long write_batch(void *arg, struct rematd_plan_write *batch)
     struct rematd_pg *st = arg;
     double now = rematd_now();
     size_t nk = 0;
-    for (struct rematd_plan_write *w = batch; w; w = w->next)
+    for (struct rematd_plan_write *w = batch; w; w = w->next) {
         nk += w->idem_key != NULL;
+        /* Near enough for when the byte bound is next checked (pg/bounds.c),
+         * which counts exactly; this replica's writes only. */
+        st->written += (long long)(w->record_len + strlen(w->options) +
+                                   (w->body && w->idem_key ? strlen(w->body) : 0) + 100);
+    }
     struct keyed one = {0}, *keyed = nk <= 1 ? &one : malloc(nk * sizeof *keyed);
     if (!keyed) {
         for (struct rematd_plan_write *w = batch; w; w = w->next)
@@ -402,7 +407,8 @@ static long write_batch(void *arg, struct rematd_plan_write *batch)
 
 /* In a quiet second: after a failed write, a probe tells when the server
  * answers again; otherwise leases are expired (any replica may; each
- * expiry is counted once) and old Idempotency-Key records purged. */
+ * expiry is counted once), plans and records kept within their age and
+ * bytes (pg/bounds.c) and old Idempotency-Key records purged. */
 static void housekeeping(void *arg)
 {
     struct rematd_pg *st = arg;
@@ -422,6 +428,7 @@ static void housekeeping(void *arg)
         return;
     }
     double now = rematd_now();
+    rematd__pg_bounds(st, c, now);
     if (!rematd__idem_purge_due(now, st->last_purge, st->idem_ttl))
         return;
     st->last_purge = now;
@@ -594,6 +601,8 @@ struct rematd_store *rematd__pg_open(const char *conninfo, const struct rematd_c
     st->tenant_max_queued_jobs =
         cfg->tenant_max_queued_jobs ? (long)cfg->tenant_max_queued_jobs : st->max_queued_jobs;
     st->max_idem = cfg->max_idempotency_keys ? (long)cfg->max_idempotency_keys : 1000000;
+    st->max_store_bytes = cfg->max_store_bytes ? cfg->max_store_bytes : (size_t)1 << 30;
+    st->plan_ttl = cfg->plan_ttl;
     snprintf(st->models_dir, sizeof st->models_dir, "%s/models", cfg->data_dir);
     pthread_mutex_init(&st->pmu, NULL);
     pthread_cond_init(&st->pcv, NULL);

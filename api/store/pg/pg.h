@@ -65,6 +65,12 @@ struct rematd_pg {
     struct rematd_group group;
     PGconn *wc;
     double last_purge;
+    /* --max-store-bytes, --plan-ttl (pg/bounds.c): its last pass, and the
+     * bytes of plans this replica wrote since (the writer thread's). */
+    size_t max_store_bytes;
+    unsigned plan_ttl;
+    double last_bounds;
+    long long written;
     /* The SQLSTATE of the writer connection's last failed statement. */
     char w_sqlstate[6];
 
@@ -111,6 +117,12 @@ int rematd__pg_begin_locked(PGconn *c, const char *what, long long lock);
  * what was only read.  Returns ret, or ERROR when the COMMIT failed. */
 enum rematd_store_result rematd__pg_end_write(struct rematd_pg *st, PGconn *c,
                                               enum rematd_store_result ret);
+
+/* pg/bounds.c: removes plans older than --plan-ttl and, past
+ * --max-store-bytes, the oldest plans and records, when a pass is due
+ * (rematd__bounds_due), on the writer's connection c outside a
+ * transaction. */
+void rematd__pg_bounds(struct rematd_pg *st, PGconn *c, double now);
 
 /* pg/schema.c: brings the database to REMATD_PG_SCHEMA_VERSION
  * under an advisory lock.  0, or -1 with a message in errbuf. */

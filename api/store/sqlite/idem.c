@@ -82,6 +82,7 @@ enum rematd_store_result rematd__idem_insert(struct rematd_sqlite *st, const cha
     int rc = insert(st, scope, key, body_hash, resource_id, body, now);
     if (rc == SQLITE_DONE) {
         st->idem_count++;
+        st->written += (long long)(strlen(body) + strlen(key) + 200);
         return REMATD_STORE_OK;
     }
     if (rc != SQLITE_CONSTRAINT)

@@ -25,6 +25,9 @@ int rematd__plan_insert(struct rematd_sqlite *st, const struct rematd_plan_write
         sqlite3_bind_text(s, 5, w->profile_id, -1, SQLITE_STATIC);
     sqlite3_bind_blob(s, 6, w->record, (int)w->record_len, SQLITE_STATIC);
     sqlite3_bind_text(s, 7, w->tenant ? w->tenant : REMATD_TENANT_DEFAULT, -1, SQLITE_STATIC);
+    /* Near enough for when the byte bound is next checked (bounds.c),
+     * which counts exactly. */
+    st->written += (long long)(w->record_len + strlen(w->options) + 100);
     return rematd__sql_step_reset(s);
 }
 

@@ -237,6 +237,9 @@ struct rematd_store *rematd__sqlite_open(const char *dir, const struct rematd_co
     st->tenant_max_queued_jobs =
         cfg->tenant_max_queued_jobs ? (long)cfg->tenant_max_queued_jobs : st->max_queued_jobs;
     st->max_idem = cfg->max_idempotency_keys ? (long)cfg->max_idempotency_keys : 1000000;
+    st->max_store_bytes = cfg->max_store_bytes ? cfg->max_store_bytes : (size_t)1 << 30;
+    st->plan_ttl = cfg->plan_ttl;
+    st->stored_bytes = -1;
     st->wal_limit = cfg->wal_limit_bytes ? (long long)cfg->wal_limit_bytes : 64LL << 20;
     snprintf(st->db_path, sizeof st->db_path, "%s", path);
     pthread_mutex_init(&st->wmu, NULL);

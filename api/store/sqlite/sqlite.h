@@ -57,6 +57,13 @@ struct rematd_sqlite {
     long max_queued_jobs, max_idem;
     long tenant_max_queued_jobs; /* one tenant's queued jobs */
     long idem_count;
+    /* --max-store-bytes, --plan-ttl (sqlite/bounds.c): the last pass, and
+     * the bytes of plans and records written since, under wmu. */
+    size_t max_store_bytes;
+    unsigned plan_ttl;
+    double last_bounds;
+    long long written;
+    long long stored_bytes; /* at the last pass, deletions since aside; -1: not summed */
 
     /* Faults.  lock_fd holds the data directory's flock for the store's
      * life.  The database file is identified at open (dev, ino): when the
@@ -122,6 +129,11 @@ enum rematd_store_result rematd__idem_insert(struct rematd_sqlite *st, const cha
                                              struct rematd_idem *existing);
 /* Deletes records past the TTL, at most once a minute.  Under wmu. */
 void rematd__idem_purge(struct rematd_sqlite *st, double now);
+
+/* sqlite/bounds.c: removes plans older than --plan-ttl and, past
+ * --max-store-bytes, the oldest plans and Idempotency-Key records, when a
+ * pass is due (rematd__bounds_due).  Under wmu, outside a transaction. */
+void rematd__store_bounds(struct rematd_sqlite *st, double now);
 
 /* sqlite/jobs.c: puts jobs whose lease expired back in the queue (or fails
  * them).  Under wmu, outside a transaction. */

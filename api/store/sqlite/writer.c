@@ -111,8 +111,9 @@ static int probe_space(struct rematd_sqlite *st)
 }
 
 /* In a quiet second: expire leases so that GET shows a job whose worker
- * vanished as queued again without waiting for a lease request, and purge
- * old Idempotency-Key records. */
+ * vanished as queued again without waiting for a lease request, purge
+ * old Idempotency-Key records, and keep plans and records within their
+ * age and bytes. */
 static void housekeeping(void *arg)
 {
     struct rematd_sqlite *st = arg;
@@ -137,6 +138,7 @@ static void housekeeping(void *arg)
     }
     rematd__jobs_expire(st);
     rematd__idem_purge(st, rematd_now());
+    rematd__store_bounds(st, rematd_now());
     pthread_mutex_unlock(&st->wmu);
     /* After a burst the WAL file keeps the size it grew to (SQLite starts
      * it over from its beginning but does not shrink it): hundreds of MB

@@ -74,3 +74,16 @@ class ChainError(RematError, TypeError):
 class CommandError(RematError, RuntimeError):
     """The `remat` program, which plans without a server, failed or is not
     there."""
+
+
+class UntraceableError(RematError, TypeError):
+    """torch.fx cannot trace the model's forward: .module is the path of the
+    module whose forward holds the call (as model.named_modules() names
+    it), .call the file, line and source of that call, .cause fx's own
+    message."""
+
+    def __init__(self, module, call, cause):
+        self.module, self.call, self.cause = module, call, cause
+        super().__init__("torch.fx cannot trace %s: %s%s (give remat an nn.Sequential, or "
+                         "make this call traceable)" % (module, cause,
+                                                        " at " + call if call else ""))

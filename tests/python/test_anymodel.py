@@ -254,17 +254,41 @@ def test_traced_exports_name_blocks(planned, cli):
     assert not ex["checkpoint_sequential"]["available"]
     assert not ex["per_module"]["available"]   # the embedding stages are no blocks
     first = chain.blocks.index(("model.layers", 0))
-    ck = list(range(first + 1, first + 3))
-    ops = remat.single_level_schedule(ck, n)
-    ex = remat.exports({"schedule": [{"op": o, "stage": i} for o, i in ops]}, chain)
-    if ex["per_module"]["available"]:
-        assert ex["per_module"]["names"] == ["model.layers.%d" % k
-                                             for k in range(len(ex["per_module"]["names"]))]
+
+    def per_module(wrapped):
+        """The schedule of wrapping the stages `wrapped` (1-based) one by one."""
+        ops = [("F_ck" if i in wrapped else "F_all", i) for i in range(1, n + 1)]
+        ops.append(("loss", n))
+        for i in range(n, 0, -1):
+            ops += ([("F_all", i)] if i in wrapped else []) + [("B", i)]
+        return {"schedule": [{"op": o, "stage": i} for o, i in ops]}
+    blocks = [first + 1, first + 2, first + 4]
+    ex = remat.exports(per_module(blocks), chain)
+    assert ex["per_module"]["available"] and ex["per_module"]["use_reentrant"] is False
+    assert ex["per_module"]["names"] == ["model.layers.0", "model.layers.1", "model.layers.3"]
+    ex = remat.exports(per_module([1] + blocks), chain)
+    assert not ex["per_module"]["available"] and "block" in ex["per_module"]["reason"]
 
 
-def test_stage_discovery_is_fast_enough_to_ignore():
-    """A 100-block decoder's stages are found (the time is bench's to
-    report; here, that there is one stage per block)."""
+@pytest.mark.parametrize("name", ["gpt", "unet"])
+def test_checkpoint_engine_in_both_modes(planned, name):
+    """Tuples across cuts (a mask, the skips) through torch.utils.checkpoint,
+    reentrant and not: every weight gets the plain step's gradient."""
+    model, sample, loss, chain, prof, plan = planned[name]
+    n = len(chain)
+    ops = remat.single_level_schedule(list(range(2, n, 3)), n)
+    uniform = {"schedule": [{"op": o, "stage": i} for o, i in ops]}
+    params = list(model.parameters())
+    want = [g.clone() for g in _step(model, params, sample, loss)]
+    for reentrant in (True, False):
+        m = remat.apply(chain, uniform, engine="checkpoint", use_reentrant=reentrant)
+        got = _step(m, params, sample, loss)
+        assert all(g is not None and torch.equal(g, w) for g, w in zip(got, want)), reentrant
+
+
+def test_a_hundred_block_decoder_is_a_hundred_block_stages():
+    """A 100-block decoder: one stage per block (bench/python-apply.py
+    --decoder 100 reports the time)."""
     torch.manual_seed(0)
     model = GPT(dim=16, heads=2, layers=100)
     chain = stages_of(model, gpt_inputs())

@@ -489,7 +489,6 @@ class Chain:
         self.sig = None
         self.out_spec = None
         self.cut_tensors = None
-        self.exclude = set()
 
     def __len__(self):
         return len(self.stages)
@@ -523,12 +522,16 @@ class Chain:
             return [True] * len(vals)
         return self.grads[cut]
 
-    def out_bytes(self, cut, vals):
+    def out_bytes(self, cut, vals, inputs=()):
         """Bytes across cut `cut` >= 1: every distinct storage there but the
-        inputs' and the weights' (both live the whole step)."""
+        inputs' (those of `inputs`, cut 0's values) and the weights' and
+        buffers' (all live the whole step)."""
         if not self.traced:
             return vals[0].numel() * vals[0].element_size()
-        return value_bytes(vals, self.exclude)
+        exclude = {_storage_key(t)[0] for t in _tensors_in(list(inputs))}
+        exclude |= {_storage_key(t)[0] for t in self.model.parameters()}
+        exclude |= {_storage_key(t)[0] for t in self.model.buffers()}
+        return value_bytes(vals, exclude)
 
     def recomputed_stages(self, ops):
         """Stages (1-based) a schedule runs forward more than once."""
@@ -623,11 +626,10 @@ def stages_of(model, sample, trace=None):
     with torch.no_grad():
         info = _record(model, graph, dict(zip(names, inputs)))
     flags = _grad_flags(graph, model, {n: t.requires_grad for n, t in zip(names, inputs)})
-    exclude = {p.data_ptr() for p in model.parameters()} | \
-        {b.data_ptr() for b in model.buffers()} | {_storage_key(t)[0] for t in inputs}
+    exclude = {_storage_key(p)[0] for p in model.parameters()} | \
+        {_storage_key(b)[0] for b in model.buffers()} | {_storage_key(t)[0] for t in inputs}
     chain = _cut(model, graph, info, flags, exclude, names)
     chain.sig, chain.input_names, chain.out_spec = sig, names, out_spec
-    chain.exclude = exclude
     return chain
 
 

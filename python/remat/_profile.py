@@ -259,6 +259,7 @@ def profile_local(blocks, sample_input, device=None, warmup=2, repeats=5, model=
     xs = chain.pack(sample if isinstance(sample, tuple) else
                     (sample,) if _is_t(sample) else (), sample if isinstance(sample, dict)
                     else None)
+    inputs = xs
     if names is None:
         names = chain.names
     meter = _CudaMeter(device) if device.type == "cuda" else _CpuMeter()
@@ -271,7 +272,7 @@ def profile_local(blocks, sample_input, device=None, warmup=2, repeats=5, model=
         c = _measure_stage(stage, params, xs, flags, warmup, repeats, meter, device, chain)
         with torch.no_grad():
             y = _run_stage(stage, xs, chain)
-        ob = chain.out_bytes(i + 1, y)
+        ob = chain.out_bytes(i + 1, y, inputs)
         sb = max(c["saved"], ob)
         st = {"name": names[i][:250], "out_bytes": ob, "saved_bytes": sb,
               "fwd_tmp_bytes": max(c["fwd_tmp"], 0),
@@ -297,9 +298,6 @@ def profile_local(blocks, sample_input, device=None, warmup=2, repeats=5, model=
     else:
         dev_name = "cpu"
         driver = "cpu, %d threads" % torch.get_num_threads()
-    inputs = chain.pack(sample if isinstance(sample, tuple) else
-                        (sample,) if _is_t(sample) else (),
-                        sample if isinstance(sample, dict) else None)
     # The model's dtype: its first floating input's (token ids are not it),
     # else its weights'.
     dtype = next((t.dtype for t in inputs if _is_t(t) and t.is_floating_point()), None) or \

@@ -15,7 +15,7 @@ from remat._graph import stages_of
 from remat._profile import _CpuMeter
 from chains import CHAINS
 from conftest import CLI
-from models import MODELS, GPT, UNet, gpt_inputs
+from models import MODELS, GPT, gpt_inputs
 
 PROFILE = {"warmup": 0, "repeats": 1}
 

@@ -159,8 +159,8 @@ def exports(plan, names=None):
                     ex["per_module"] = _absent("a wrapped stage is not one block of a block list")
                 else:
                     names = [None] * len(chain)
-                    for k, b in zip(pm["modules"], bl):
-                        names[k] = "%s.%d" % b
+                    for k in pm["modules"]:
+                        names[k] = chain.names[k]
     if names is not None and not isinstance(names, (list, tuple)):
         names = [nm for nm, _ in names.named_children()]
     ex = _local_torch(ex)

@@ -14,6 +14,7 @@ and returning the next one.  A checkpoint keeps a whole live set: a
 U-Net's skips, a decoder's mask and position ids, a residual stream.
 """
 import dataclasses
+import dis
 import inspect
 import operator
 import os
@@ -165,11 +166,36 @@ class _Tracer(fx.Tracer):
         return flat, args
 
 
+def _unpacked(caller, proxy):
+    """The proxies of `a, b = proxy` when the caller's current instruction
+    unpacks, else None."""
+    for inst in dis.get_instructions(caller.f_code):
+        if inst.offset == caller.f_lasti:
+            if inst.opname == "UNPACK_SEQUENCE":
+                return (proxy[i] for i in range(inst.argval))
+            return None
+    return None
+
+
+def _proxy_iter(self):
+    """fx.Proxy.__iter__ while remat traces.  fx 1.13 finds the caller's
+    UNPACK_SEQUENCE (`b, t, d = x.shape`, `q, k, v = t.split(d, 2)`) at
+    instruction f_lasti // 2, which Python 3.11's inline caches move: the
+    unpacking failed (IndexError or TraceError).  This finds the
+    instruction by its offset."""
+    frame = inspect.currentframe()
+    caller = frame.f_back if frame is not None else None
+    got = _unpacked(caller, self) if caller is not None else None
+    if got is not None:
+        return got
+    return self.tracer.iter(self)
+
+
 def _user_frame(tb):
     """The last frame of the traceback in the user's code (not torch's, not
     remat's): where the call that cannot be traced is."""
-    torch_dir = os.path.dirname(torch.__file__)
-    here = os.path.dirname(__file__)
+    torch_dir = os.path.dirname(torch.__file__) + os.sep
+    here = os.path.dirname(os.path.abspath(__file__)) + os.sep
     best = None
     for fs in traceback.extract_tb(tb):
         if fs.filename.startswith(torch_dir) or fs.filename.startswith(here):
@@ -224,14 +250,18 @@ def _bind(model, sample):
 
 def _trace(model, concrete):
     tracer = _Tracer()
+    orig_iter = fx.Proxy.__iter__
+    fx.Proxy.__iter__ = _proxy_iter
     try:
         graph = tracer.trace(model, concrete_args=concrete)
     except Exception as e:  # noqa: BLE001: fx raises many kinds; all mean the same here
         where = tracer.failed_in
         fs = _user_frame(sys.exc_info()[2])
         call = "%s:%d: %s" % (fs.filename, fs.lineno, (fs.line or "").strip()) if fs else ""
-        raise UntraceableError(where or "(the model)", call, "%s: %s" % (type(e).__name__, e)) \
-            from e
+        raise UntraceableError(where or "", call, "%s: %s" % (type(e).__name__, e),
+                               type(model).__name__) from e
+    finally:
+        fx.Proxy.__iter__ = orig_iter
     return graph, tracer.out_spec
 
 
@@ -321,16 +351,26 @@ def _functionalize(graph, model):
 
 def _prune(graph, used_inputs):
     """Drops the guards fx adds for specialised arguments and every pure
-    node nothing reads (the placeholders of those arguments included)."""
+    node nothing reads (the placeholders of those arguments included); the
+    model's own torch._assert checks stay."""
+    def fixed(n, depth=0):
+        """Whether n reads a placeholder of an argument fixed at its value."""
+        return any(a.op == "placeholder" and a.target not in used_inputs or
+                   depth < 2 and fixed(a, depth + 1) for a in n.all_input_nodes)
+
+    asserts = set()
     for n in list(graph.nodes):
         if n.op == "call_function" and (n.target is torch._assert or
                                         getattr(n.target, "__name__", "") == "_assert_is_none"):
-            graph.erase_node(n)
+            if fixed(n):
+                graph.erase_node(n)
+            else:
+                asserts.add(n)  # the model's own check: it stays
     changed = True
     while changed:
         changed = False
         for n in reversed(list(graph.nodes)):
-            if n.users or n.op == "output" or n.op == "call_module":
+            if n.users or n.op == "output" or n.op == "call_module" or n in asserts:
                 continue
             if n.op == "placeholder" and n.target in used_inputs:
                 continue
@@ -414,21 +454,25 @@ def _getattr_path(obj, path):
 # ---- block lists ---------------------------------------------------------------
 
 def _block_lists(model):
-    """nn.ModuleLists of at least two blocks of one type: (path, count)."""
+    """Block lists: an nn.ModuleList, or an nn.Sequential (torchvision's
+    ViT and ResNet stages hold their blocks in one), of at least two
+    children of one type.  (path, {child name: index})."""
     out = []
     for path, m in model.named_modules():
-        if isinstance(m, nn.ModuleList) and len(m) >= 2 and \
-                len({type(c) for c in m}) == 1 and path:
-            out.append((path, len(m)))
+        if not path or not isinstance(m, (nn.ModuleList, nn.Sequential)):
+            continue
+        kids = list(m.named_children())
+        if len(kids) >= 2 and len({type(c) for _, c in kids}) == 1:
+            out.append((path, {name: k for k, (name, _) in enumerate(kids)}))
     return out
 
 
 def _block_of(node_path, lists):
-    for path, count in lists:
+    for path, index in lists:
         if node_path.startswith(path + "."):
             head = node_path[len(path) + 1:].split(".", 1)[0]
-            if head.isdigit() and int(head) < count:
-                return path, int(head)
+            if head in index:
+                return path, index[head]
     return None
 
 
@@ -738,8 +782,13 @@ def _choose_cuts(nodes, cost, diff, valid, basic, model):
     # other, each in one contiguous run of nodes.
     blocked = [None] * N
     forced = set()
-    for path, count in lists:
-        bs = [(path, k) for k in range(count) if (path, k) in spans]
+    taken = []
+    for path, index in lists:
+        # A list inside a block of a list already taken (the blocks of a
+        # block) is that block's business: the outer blocks are the stages.
+        if any(path.startswith(t + ".") for t in taken):
+            continue
+        bs = [(path, k) for k in range(len(index)) if (path, k) in spans]
         if len(bs) < 2:
             continue
         ok = all(spans[bs[j]][1] < spans[bs[j + 1]][0] for j in range(len(bs) - 1)) and \
@@ -747,6 +796,7 @@ def _choose_cuts(nodes, cost, diff, valid, basic, model):
                 for b in bs for p in range(spans[b][0], spans[b][1] + 1))
         if not ok:
             continue
+        taken.append(path)
         for b in bs:
             for p in range(spans[b][0], spans[b][1]):
                 blocked[p] = b
@@ -821,7 +871,8 @@ def _build(model, nodes, idx, last, chosen, out_node, flags, info, input_names):
         bl = {_block_of(n.meta.get("remat_path", ""), lists) for n in body}
         block = next(iter(bl)) if len(bl) == 1 and None not in bl else None
         paths = [n.meta.get("remat_path", "") for n in body if n.meta.get("remat_path")]
-        name = ("%s.%d" % block) if block else _name_of(paths, body)
+        name = "%s.%s" % (block[0], next(c for c, k in dict(lists)[block[0]].items()
+                                          if k == block[1])) if block else _name_of(paths, body)
         stages.append(_Stage(model, fn, name, params, block, body))
         names.append(name)
         blocks.append(block)

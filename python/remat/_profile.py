@@ -286,7 +286,7 @@ def profile_local(blocks, sample_input, device=None, warmup=2, repeats=5, model=
             # solvers read out_bytes alone; these say what it is made of.
             st["out_tensors"] = sum(1 for t in y if _is_t(t))
             if chain.blocks[i] is not None:
-                st["block"] = "%s.%d" % chain.blocks[i]
+                st["block"] = chain.names[i]
         stages.append(st)
         xs = y
         flags = chain.grad_flags(i + 1, y)

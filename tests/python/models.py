@@ -42,9 +42,8 @@ class Attention(nn.Module):
         self.proj = nn.Linear(dim, dim)
 
     def forward(self, x, attention_mask):
-        b, t, d = x.size(0), x.size(1), x.size(2)
-        qkv = self.qkv(x)
-        q, k, v = qkv[..., :d], qkv[..., d:2 * d], qkv[..., 2 * d:]
+        b, t, d = x.shape
+        q, k, v = self.qkv(x).split(d, dim=2)
         q = q.view(b, t, self.heads, d // self.heads).transpose(1, 2)
         k = k.view(b, t, self.heads, d // self.heads).transpose(1, 2)
         v = v.view(b, t, self.heads, d // self.heads).transpose(1, 2)

@@ -197,6 +197,33 @@ def test_vgg_inplace_relus_multi_level_plans(planned, cli):
     assert all(m.inplace for m in relus)
 
 
+def test_torchvision_vit_blocks_in_a_sequential():
+    """torchvision's VisionTransformer: its shape unpacking (`n, c, h, w =
+    x.shape`, which fx 1.13 cannot trace under Python 3.11 by itself) and
+    its blocks, held in an nn.Sequential of named layers, one stage each;
+    its own torch._assert checks stay in the stages."""
+    import torchvision
+    torch.manual_seed(0)
+    model = torchvision.models.VisionTransformer(image_size=32, patch_size=8, num_layers=3,
+                                                 num_heads=2, hidden_dim=16, mlp_dim=32,
+                                                 num_classes=10)
+    x = torch.randn(2, 3, 32, 32)
+    chain = remat.stages(model, x)
+    names = [nm for nm, b in zip(chain.names, chain.blocks) if b is not None]
+    assert names == ["encoder.layers.encoder_layer_%d" % k for k in range(3)]
+    n = len(chain)
+    plan = {"schedule": [{"op": o, "stage": i} for o, i in
+                         remat.single_level_schedule(list(range(2, n, 2)), n)]}
+    params = list(model.parameters())
+    loss = lambda y: y.square().mean()  # noqa: E731
+    want = [g.clone() for g in _step(model, params, x, loss)]
+    for engine in ("checkpoint", "executor"):
+        got = _step(remat.apply(chain, plan, engine=engine), params, x, loss)
+        assert all(g is not None and torch.equal(g, w) for g, w in zip(got, want)), engine
+    with pytest.raises(AssertionError, match="Wrong image height"):
+        remat.apply(chain, plan)(torch.randn(2, 3, 16, 16))
+
+
 def test_untraceable_model_names_the_call():
     class Gate(nn.Module):
         def __init__(self):

@@ -850,7 +850,7 @@ def _build(model, nodes, idx, last, chosen, out_node, flags, info, input_names):
     placeholders = [n for n in nodes if n.op == "placeholder" and n.target in input_names]
     placeholders.sort(key=lambda n: input_names.index(n.target))
     lists = _block_lists(model)
-    stages, names, grads, blocks = [], [], [placeholders and [flags[n] for n in placeholders]], []
+    stages, names, grads, blocks = [], [], [[flags[n] for n in placeholders]], []
     owner_params = {}
     tensors = []
     prev_live = placeholders

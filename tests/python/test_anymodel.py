@@ -21,7 +21,9 @@ PROFILE = {"warmup": 0, "repeats": 1}
 
 
 def _call(model, sample):
-    return model(**sample) if isinstance(sample, dict) else model(sample)
+    if isinstance(sample, dict):
+        return model(**sample)
+    return model(*sample) if isinstance(sample, tuple) else model(sample)
 
 
 def _step(model, params, sample, loss, seed=1):
@@ -222,6 +224,53 @@ def test_torchvision_vit_blocks_in_a_sequential():
         assert all(g is not None and torch.equal(g, w) for g, w in zip(got, want)), engine
     with pytest.raises(AssertionError, match="Wrong image height"):
         remat.apply(chain, plan)(torch.randn(2, 3, 16, 16))
+
+
+class InPlace(nn.Module):
+    """In-place ops of every kind on what an earlier stage made: a method
+    (add_), a function (F.relu(inplace=True)), `+=`, a module with
+    inplace=True; called with a tuple of positional arguments."""
+
+    def __init__(self):
+        super().__init__()
+        self.a, self.b, self.c = nn.Linear(8, 8), nn.Linear(8, 8), nn.Linear(8, 8)
+        self.act = nn.LeakyReLU(0.1, inplace=True)
+
+    def forward(self, x, bias):
+        h = self.a(x)
+        h.add_(bias)
+        h = self.b(h)
+        h = torch.nn.functional.relu(h, inplace=True)
+        g = self.c(h)
+        g += h
+        return self.act(g), h
+
+
+def test_in_place_ops_across_cuts():
+    torch.manual_seed(0)
+    model = InPlace()
+    sample = (torch.randn(4, 8), torch.randn(8))
+    chain = remat.stages(model, sample)
+    assert len(chain) >= 3
+    n = len(chain)
+    params = list(model.parameters())
+    loss = lambda y: y[0].square().sum() + y[1].sum()  # noqa: E731
+    want = [g.clone() for g in _step(model, params, sample, loss)]
+    for ck in ([1], [1, 2], list(range(1, n))):
+        plan = {"schedule": [{"op": o, "stage": i} for o, i in
+                             remat.single_level_schedule(ck, n)]}
+        for engine in ("checkpoint", "executor"):
+            m = remat.apply(chain, plan, engine=engine)
+            torch.manual_seed(1)
+            y = m(*sample)
+            torch.manual_seed(1)
+            with torch.no_grad():
+                plain = model(*sample)
+            assert all(torch.equal(a, b) for a, b in zip(y, plain)), (ck, engine)
+            got = _step(m, params, sample, loss)
+            assert all(torch.equal(g, w) for g, w in zip(got, want)), (ck, engine)
+    prof = remat.profile_local(chain, sample, **PROFILE)
+    assert len(prof["stages"]) == n and model.act.inplace
 
 
 def test_untraceable_model_names_the_call():

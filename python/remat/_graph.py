@@ -852,6 +852,7 @@ def _build(model, nodes, idx, last, chosen, out_node, flags, info, input_names):
     lists = _block_lists(model)
     stages, names, grads, blocks = [], [], [[flags[n] for n in placeholders]], []
     owner_params = {}
+    compiled = {}
     tensors = []
     prev_live = placeholders
     for s in range(len(bounds) - 1):
@@ -861,19 +862,32 @@ def _build(model, nodes, idx, last, chosen, out_node, flags, info, input_names):
             out_live = outputs
         else:
             out_live = [v for v in nodes[:b + 1] if last[v] > b and v.op != "get_attr"]
-        fn = _compile(prev_live, body, out_live)
+        bl = {_block_of(n.meta.get("remat_path", ""), lists) for n in body}
+        block = next(iter(bl)) if len(bl) == 1 and None not in bl else None
+        child = next(c for c, k in dict(lists)[block[0]].items() if k == block[1]) \
+            if block else None
+        root, fn = model, None
+        if block is not None:
+            # A block's code reads its weights through the block: the blocks
+            # of a list then share one compiled function.
+            prefix = "%s.%s" % (block[0], child)
+            key = _block_key(prev_live, body, out_live, prefix)
+            if key is not None:
+                root = model.get_submodule(prefix)
+                fn = compiled.get(key)
+                if fn is None:
+                    fn = compiled[key] = _compile(prev_live, body, out_live, prefix)
+        if fn is None:
+            fn = _compile(prev_live, body, out_live)
         params = []
         for n in body:
             for m in _used_params(model, n):
                 if id(m) not in owner_params:
                     owner_params[id(m)] = s
                     params.append(m)
-        bl = {_block_of(n.meta.get("remat_path", ""), lists) for n in body}
-        block = next(iter(bl)) if len(bl) == 1 and None not in bl else None
         paths = [n.meta.get("remat_path", "") for n in body if n.meta.get("remat_path")]
-        name = "%s.%s" % (block[0], next(c for c, k in dict(lists)[block[0]].items()
-                                          if k == block[1])) if block else _name_of(paths, body)
-        stages.append(_Stage(model, fn, name, params, block, body))
+        name = "%s.%s" % (block[0], child) if block else _name_of(paths, body)
+        stages.append(_Stage(root, fn, name, params, block, body))
         names.append(name)
         blocks.append(block)
         grads.append([bool(flags.get(v)) and bool(info.get(v, {}).get("float"))
@@ -910,24 +924,79 @@ def _used_params(model, n):
     return out
 
 
-def _compile(inputs, body, outputs):
+def _relative(target, prefix):
+    return target[len(prefix) + 1:] if target.startswith(prefix + ".") else None
+
+
+def _block_key(inputs, body, outputs, prefix):
+    """What a block's stage computes, with its weights named from the block
+    (`attn.qkv`, not `model.layers.3.attn.qkv`) and its values by position:
+    equal keys, equal code.  None when the stage reads a module or weight
+    outside the block."""
+    local = {v: ("in", k) for k, v in enumerate(inputs)}
+
+    def sig(a):
+        if isinstance(a, fx.Node):
+            if a in local:
+                return local[a]
+            if a.op == "get_attr":
+                r = _relative(a.target, prefix)
+                if r is None:
+                    raise KeyError(a.target)
+                return ("attr", r)
+            raise KeyError(a.name)
+        if isinstance(a, (tuple, list)):
+            return (type(a).__name__,) + tuple(sig(x) for x in a)
+        if isinstance(a, dict):
+            return ("dict",) + tuple((k, sig(v)) for k, v in a.items())
+        if isinstance(a, slice):
+            return ("slice", sig(a.start), sig(a.stop), sig(a.step))
+        try:
+            hash(a)
+            return ("c", type(a).__name__, a)
+        except TypeError:
+            return ("r", repr(a))
+    try:
+        key = []
+        for j, n in enumerate(body):
+            if n.op in ("call_module", "get_attr"):
+                target = _relative(n.target, prefix)
+                if target is None:
+                    return None
+            else:
+                target = n.target
+            key.append((n.op, target, sig(n.args), sig(n.kwargs)))
+            local[n] = ("b", j)
+        key.append(tuple(sig(o) for o in outputs))
+    except KeyError:
+        return None
+    return (len(inputs),) + tuple(key)
+
+
+def _compile(inputs, body, outputs, prefix=None):
     """Python code for one stage: its inputs as arguments, its nodes (the
-    weights fetched from the model at each call), its outputs as a tuple."""
+    weights fetched from the model at each call, or from the block `prefix`
+    names, called then with the block as `self`), its outputs as a tuple."""
     g = fx.Graph()
     env = {}
     for k, v in enumerate(inputs):
         env[v] = g.placeholder(v.name)
 
+    def rebase(new):
+        if prefix is not None and new.op in ("get_attr", "call_module"):
+            new.target = _relative(new.target, prefix)
+        return new
+
     def arg(a):
         if a not in env:
             if a.op != "get_attr":
                 raise AssertionError("node %s is not live into its stage" % a.name)
-            env[a] = g.node_copy(a)
+            env[a] = rebase(g.node_copy(a))
         return env[a]
     for n in body:
         for a in n.all_input_nodes:
             arg(a)
-        env[n] = g.node_copy(n, arg)
+        env[n] = rebase(g.node_copy(n, arg))
     g.output(tuple(arg(o) if isinstance(o, fx.Node) else o for o in outputs))
     code = g.python_code(root_module="self")
     glb = dict(code.globals)

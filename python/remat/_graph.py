@@ -158,12 +158,22 @@ class _Tracer(fx.Tracer):
         return n
 
     def create_args_for_root(self, root_fn, is_module, concrete_args=None):
-        fn, args = super().create_args_for_root(root_fn, is_module, concrete_args)
+        """A placeholder for each tensor argument, the others passed as
+        their values, by keyword.  fx's own way rewrites the code object of
+        a forward with *args or **kwargs, which fails under Python 3.11
+        with torch 1.13 ("code() argument 13 must be str"), and adds guards
+        for the fixed values; the model is called here as a user calls it."""
+        names, fixed = self.tensor_names, {k: v for k, v in (concrete_args or {}).items()
+                                           if not k.startswith("*")}
+        phs = {n: self.create_proxy("placeholder", n, (), {}) for n in names}
+        root = self.root
 
-        def flat(*a):
-            leaves, self.out_spec = _flatten(fn(*a))
+        def flat(*_):
+            kw = dict(fixed)
+            kw.update(phs)
+            leaves, self.out_spec = _flatten(root_fn(root, **kw))
             return tuple(leaves)
-        return flat, args
+        return flat, [root]
 
 
 def _unpacked(caller, proxy):
@@ -248,8 +258,9 @@ def _bind(model, sample):
     return sig, names, concrete
 
 
-def _trace(model, concrete):
+def _trace(model, names, concrete):
     tracer = _Tracer()
+    tracer.tensor_names = names
     orig_iter = fx.Proxy.__iter__
     fx.Proxy.__iter__ = _proxy_iter
     try:
@@ -660,7 +671,7 @@ def stages_of(model, sample, trace=None):
     if not isinstance(model, nn.Module):
         raise ChainError("a model is an nn.Module, not %s" % type(model).__name__)
     sig, names, concrete = _bind(model, sample)
-    graph, out_spec = _trace(model, concrete)
+    graph, out_spec = _trace(model, names, concrete)
     _functionalize(graph, model)
     _prune(graph, set(names))
     ba = sig.bind(*(sample if isinstance(sample, tuple) else
@@ -862,8 +873,10 @@ def _build(model, nodes, idx, last, chosen, out_node, flags, info, input_names):
             out_live = outputs
         else:
             out_live = [v for v in nodes[:b + 1] if last[v] > b and v.op != "get_attr"]
-        bl = {_block_of(n.meta.get("remat_path", ""), lists) for n in body}
-        block = next(iter(bl)) if len(bl) == 1 and None not in bl else None
+        # A stage is a block's when every node it has of any block is that
+        # block's (the glue between blocks, `h = out[0]`, goes with one).
+        bl = {_block_of(n.meta.get("remat_path", ""), lists) for n in body} - {None}
+        block = next(iter(bl)) if len(bl) == 1 else None
         child = next(c for c, k in dict(lists)[block[0]].items() if k == block[1]) \
             if block else None
         root, fn = model, None

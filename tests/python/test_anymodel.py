@@ -273,6 +273,56 @@ def test_in_place_ops_across_cuts():
     assert len(prof["stages"]) == n and model.act.inplace
 
 
+class KwargsModel(nn.Module):
+    """Hugging Face's calling convention: optional tensors, flags and
+    **kwargs in the signature, a dict out whose members depend on a flag,
+    glue between the blocks (tanh outside them)."""
+
+    def __init__(self):
+        super().__init__()
+        self.emb = nn.Embedding(10, 8)
+        self.layers = nn.ModuleList(nn.Linear(8, 8) for _ in range(3))
+        self.head = nn.Linear(8, 10)
+
+    def forward(self, input_ids, attention_mask=None, use_cache=False,
+                output_hidden_states=False, **kwargs):
+        h = self.emb(input_ids)
+        if attention_mask is not None:
+            h = h * attention_mask[..., None]
+        states = ()
+        for layer in self.layers:
+            if output_hidden_states:
+                states = states + (h,)
+            h = torch.tanh(layer(h))
+        out = {"logits": self.head(h)}
+        if output_hidden_states:
+            out["hidden_states"] = states
+        return out
+
+
+def test_signature_with_kwargs_flags_and_optional_tensors():
+    torch.manual_seed(0)
+    model = KwargsModel()
+    ids = torch.randint(0, 10, (2, 5))
+    for sample, keys in (({"input_ids": ids}, ["logits"]),
+                         ({"input_ids": ids, "attention_mask": torch.ones(2, 5),
+                           "output_hidden_states": True}, ["logits", "hidden_states"]),
+                         ((ids,), ["logits"])):
+        chain = remat.stages(model, sample)
+        assert [b for b in chain.blocks if b] == [("layers", k) for k in range(3)]
+        n = len(chain)
+        plan = {"schedule": [{"op": o, "stage": i} for o, i in
+                             remat.single_level_schedule([2, 3], n)]}
+        loss = lambda y: y["logits"].square().sum() + sum(  # noqa: E731
+            t.sum() for t in y.get("hidden_states", ()))
+        params = list(model.parameters())
+        want = [g.clone() for g in _step(model, params, sample, loss)]
+        y = _call(remat.apply(chain, plan), sample)
+        assert list(y) == keys and (len(y.get("hidden_states", ())) in (0, 3))
+        got = _step(remat.apply(chain, plan), params, sample, loss)
+        assert all(g is not None and torch.equal(g, w) for g, w in zip(got, want))
+
+
 def test_untraceable_model_names_the_call():
     class Gate(nn.Module):
         def __init__(self):

@@ -360,30 +360,18 @@ def _functionalize(graph, model):
     return count
 
 
-def _prune(graph, used_inputs):
-    """Drops the guards fx adds for specialised arguments and every pure
-    node nothing reads (the placeholders of those arguments included); the
-    model's own torch._assert checks stay."""
-    def fixed(n, depth=0):
-        """Whether n reads a placeholder of an argument fixed at its value."""
-        return any(a.op == "placeholder" and a.target not in used_inputs or
-                   depth < 2 and fixed(a, depth + 1) for a in n.all_input_nodes)
-
-    asserts = set()
-    for n in list(graph.nodes):
-        if n.op == "call_function" and (n.target is torch._assert or
-                                        getattr(n.target, "__name__", "") == "_assert_is_none"):
-            if fixed(n):
-                graph.erase_node(n)
-            else:
-                asserts.add(n)  # the model's own check: it stays
+def _prune(graph):
+    """Drops every node nothing reads that only computes a value: not a
+    module call, not the model's own torch._assert checks, not an in-place
+    method fx could not make pure."""
     changed = True
     while changed:
         changed = False
         for n in reversed(list(graph.nodes)):
-            if n.users or n.op == "output" or n.op == "call_module" or n in asserts:
+            if n.users or n.op not in ("call_function", "call_method", "get_attr"):
                 continue
-            if n.op == "placeholder" and n.target in used_inputs:
+            if n.op == "call_function" and (n.target is torch._assert or
+                                            "assert" in getattr(n.target, "__name__", "")):
                 continue
             if n.op == "call_method" and n.target.endswith("_"):
                 continue
@@ -673,7 +661,7 @@ def stages_of(model, sample, trace=None):
     sig, names, concrete = _bind(model, sample)
     graph, out_spec = _trace(model, names, concrete)
     _functionalize(graph, model)
-    _prune(graph, set(names))
+    _prune(graph)
     ba = sig.bind(*(sample if isinstance(sample, tuple) else
                     (sample,) if isinstance(sample, torch.Tensor) else ()),
                   **(sample if isinstance(sample, dict) else {}))

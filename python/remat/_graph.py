@@ -994,9 +994,17 @@ def _compile(inputs, body, outputs, prefix=None):
                 raise AssertionError("node %s is not live into its stage" % a.name)
             env[a] = rebase(g.node_copy(a))
         return env[a]
+    ins = set(inputs)
     for n in body:
         for a in n.all_input_nodes:
             arg(a)
+        if n.op == "call_method" and n.target.endswith("_") and n.args and \
+                n.args[0] in ins and n.target != "requires_grad_":
+            # An in-place op with no pure form (copy_, fill_, zero_) on the
+            # stage's input: it changes a clone, so that the input stays what
+            # a recomputation of this stage needs.
+            env[n.args[0]] = g.call_method("clone", (env[n.args[0]],))
+            ins.discard(n.args[0])
         env[n] = rebase(g.node_copy(n, arg))
     g.output(tuple(arg(o) if isinstance(o, fx.Node) else o for o in outputs))
     code = g.python_code(root_module="self")

@@ -228,8 +228,9 @@ def test_torchvision_vit_blocks_in_a_sequential():
 
 class InPlace(nn.Module):
     """In-place ops of every kind on what an earlier stage made: a method
-    (add_), a function (F.relu(inplace=True)), `+=`, a module with
-    inplace=True; called with a tuple of positional arguments."""
+    (add_), one with no pure form (copy_), a function (F.relu(inplace=True)),
+    `+=`, a module with inplace=True; called with a tuple of positional
+    arguments."""
 
     def __init__(self):
         super().__init__()
@@ -240,6 +241,7 @@ class InPlace(nn.Module):
         h = self.a(x)
         h.add_(bias)
         h = self.b(h)
+        h.copy_(h * 0.5)
         h = torch.nn.functional.relu(h, inplace=True)
         g = self.c(h)
         g += h

@@ -421,3 +421,25 @@ def test_a_hundred_block_decoder_is_a_hundred_block_stages():
     model = GPT(dim=16, heads=2, layers=100)
     chain = stages_of(model, gpt_inputs())
     assert sum(b is not None for b in chain.blocks) == 100
+
+
+def test_any_model_planned_by_rematd(server):
+    """A traced model's profile, with its out_tensors and block members,
+    planned by a real rematd (which ignores the members it does not know),
+    and the plan applied: a budget between min-peak's and store-all's."""
+    torch.manual_seed(0)
+    model = GPT(layers=3)
+    sample = gpt_inputs()
+    c = remat.Client(server.url)
+    m = remat.checkpoint(model, sample, server=server.url, progress=False)
+    assert m.profile["stages_found_by"] == "torch.fx" and m.plan["exports"]
+    assert any(s.get("block") == "model.layers.2" for s in m.profile["stages"])
+    sa = c.plan(profile=m.profile, algorithm="store-all")
+    budget = (m.plan["peak_bytes"] + sa["peak_bytes"]) // 2
+    m2 = remat.checkpoint(model, sample, server=server.url, budget=budget, progress=False)
+    assert m2.plan["algorithm"] == "min-time" and m2.plan["peak_bytes"] <= budget
+    params = list(model.parameters())
+    loss = MODELS["gpt"][2]
+    want = [g.clone() for g in _step(model, params, sample, loss)]
+    got = _step(m2, params, sample, loss)
+    assert all(torch.equal(g, w) for g, w in zip(got, want))

@@ -5,6 +5,14 @@ of a chain, alternating the two in rounds so that drift in a shared machine
 hits both alike.  Prints the medians and their ratio.
 
     /usr/bin/python3 bench/python-apply.py [--rounds R] [--steps S] [--reentrant 0|1]
+
+With --decoder N it times instead what remat does before a step for a model
+that is not a chain: finding the stages of an N-block decoder (an
+nn.ModuleList called in a loop with attention_mask and position_ids,
+tests/python/models.py's GPT at width 16) with torch.fx, and planning it
+with the built `remat plan` (min-peak and min-time; $REMAT_CLI, else
+build/cli/remat), on a profile measured once beforehand (the profiling is
+timed apart: it runs every stage).
 """
 import argparse
 import os
@@ -43,8 +51,52 @@ def hand_written(seq, checkpoints, reentrant):
     return forward
 
 
+def decoder(n, repeats):
+    import json
+    import subprocess
+    top = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
+    sys.path.insert(0, os.path.join(top, "tests", "python"))
+    from models import GPT, gpt_inputs
+    cli = os.environ.get("REMAT_CLI") or os.path.join(top, "build", "cli", "remat")
+    torch.manual_seed(0)
+    model = GPT(dim=16, heads=2, layers=n)
+    sample = gpt_inputs()
+    t0 = time.perf_counter()
+    chain = remat.stages(model, sample)
+    t_find = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    prof = remat.profile_local(chain, sample, warmup=0, repeats=1)
+    t_prof = time.perf_counter() - t0
+    finds, plans = [t_find], []
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        remat.stages(model, sample)
+        finds.append(time.perf_counter() - t0)
+    text = json.dumps(prof).encode()
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        for alg in (["min-peak"], ["min-time", "--budget",
+                                   str(int(sum(s["param_bytes"] for s in prof["stages"]) * 2.2))]):
+            r = subprocess.run([cli, "plan", "--algorithm"] + alg + ["-"], input=text,
+                               capture_output=True)
+            if r.returncode != 0 and alg[0] == "min-peak":
+                raise SystemExit("remat plan: " + r.stderr.decode())
+        plans.append(time.perf_counter() - t0)
+    blocks = sum(b is not None for b in chain.blocks)
+    print("torch %s, %d threads: %d-block decoder, %d stages (%d blocks), %d fx nodes"
+          % (torch.__version__, torch.get_num_threads(), n, len(chain), blocks,
+             sum(len(s.nodes) for s in chain.stages)))
+    print("  stage discovery (trace, cuts, stage code): median %.3f s (first %.3f s)"
+          % (statistics.median(finds), t_find))
+    print("  planning (remat plan min-peak + min-time): median %.3f s" % statistics.median(plans))
+    print("  discovery + planning: %.3f s" % (statistics.median(finds) + statistics.median(plans)))
+    print("  profiling every stage once (profile_local, warmup 0, repeats 1): %.3f s" % t_prof)
+
+
 def main():
     ap = argparse.ArgumentParser()
+    ap.add_argument("--decoder", type=int, default=0,
+                    help="time stage discovery and planning of an N-block decoder instead")
     ap.add_argument("--rounds", type=int, default=7)
     ap.add_argument("--steps", type=int, default=20)
     ap.add_argument("--stages", type=int, default=16)
@@ -52,6 +104,8 @@ def main():
     ap.add_argument("--batch", type=int, default=32)
     ap.add_argument("--reentrant", type=int, default=int(default_reentrant()))
     a = ap.parse_args()
+    if a.decoder:
+        return decoder(a.decoder, a.rounds)
     seq = chain(a.stages // 2, a.width)
     n = len(seq)
     ck = list(range(4, n, 4))

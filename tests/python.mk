@@ -5,11 +5,12 @@ dist_check_SCRIPTS += tests/python.sh
 TESTS += tests/python.sh
 REMAT_PY_FILES = python/remat/__init__.py python/remat/_plan.py python/remat/_apply.py \
 	python/remat/_profile.py python/remat/_exports.py python/remat/_one.py \
-	python/remat/client.py python/remat/_exceptions.py
+	python/remat/client.py python/remat/_exceptions.py python/remat/_graph.py
 EXTRA_DIST += $(REMAT_PY_FILES) python/pyproject.toml python/README.md \
 	tests/python/conftest.py tests/python/chains.py tests/python/test_apply.py \
 	tests/python/test_client.py tests/python/test_exports.py tests/python/test_profile.py \
 	tests/python/test_e2e.py tests/python/test_layers.py tests/python/test_exceptions.py \
+	tests/python/models.py tests/python/test_anymodel.py \
 	bench/python-apply.py docs/python.md
 
 # `make install` puts the package in the site-packages of $(PYTHON3) under

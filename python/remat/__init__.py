@@ -5,7 +5,8 @@ The client (remat.Client) needs only the standard library; torch is imported
 when a model is touched (apply, checkpoint, profile_local).
 """
 from ._exceptions import (ChainError, CommandError, InfeasibleError, JobFailed, JobTimeout,
-                          PlanError, ProblemError, RematError, TransportError, UsageError)
+                          PlanError, ProblemError, RematError, TransportError, UntraceableError,
+                          UsageError)
 from ._plan import check_schedule, schedule_of, single_level_schedule
 from .client import Client, Job
 
@@ -13,7 +14,8 @@ __version__ = "0.1.0"
 
 __all__ = ["Client", "Job", "RematError", "ProblemError", "TransportError", "InfeasibleError",
            "JobFailed", "JobTimeout", "PlanError", "UsageError", "ChainError", "CommandError",
-           "apply", "checkpoint", "profile_local", "exports", "schedule_of",
+           "UntraceableError", "apply", "checkpoint", "profile_local", "stages", "exports",
+           "schedule_of",
            "check_schedule", "single_level_schedule", "__version__"]
 
 
@@ -27,6 +29,12 @@ def checkpoint(model, sample_input, **kw):
     """See remat._one.checkpoint."""
     from ._one import checkpoint as _checkpoint
     return _checkpoint(model, sample_input, **kw)
+
+
+def stages(model, sample_input, trace=None):
+    """See remat._graph.stages_of."""
+    from ._graph import stages_of
+    return stages_of(model, sample_input, trace)
 
 
 def profile_local(blocks, sample_input, device=None, **kw):

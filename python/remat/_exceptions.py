@@ -74,3 +74,17 @@ class ChainError(RematError, TypeError):
 class CommandError(RematError, RuntimeError):
     """The `remat` program, which plans without a server, failed or is not
     there."""
+
+
+class UntraceableError(RematError, TypeError):
+    """torch.fx cannot trace the model's forward: .module is the path of the
+    module whose forward holds the call (as model.named_modules() names
+    it; "" for the model's own forward), .call the file, line and source of
+    that call, .cause fx's own message."""
+
+    def __init__(self, module, call, cause, model="the model"):
+        self.module, self.call, self.cause = module, call, cause
+        where = "%s (in %s)" % (module, model) if module else "%s's own forward" % model
+        super().__init__("torch.fx cannot trace %s: %s%s (give remat an nn.Sequential, or "
+                         "make this call traceable)" % (where, cause,
+                                                        " at " + call if call else ""))

@@ -88,17 +88,82 @@ def compute_exports(plan, input_bytes=None, param_bytes=None):
     return out
 
 
+def _takes_use_reentrant(fn):
+    import inspect
+    try:
+        return "use_reentrant" in inspect.signature(fn).parameters
+    except (TypeError, ValueError):
+        return False
+
+
+def _local_torch(ex):
+    """The knobs as this process's torch runs them.  Every export must train:
+    with an input that needs no gradient, a reentrant checkpoint gives its
+    segment's weights none (torch 1.13: "None of the inputs have
+    requires_grad=True"), so each knob says use_reentrant: false, and
+    checkpoint_sequential, which takes no mode before torch 2.0, is not
+    available there."""
+    try:
+        import torch
+        from torch.utils.checkpoint import checkpoint, checkpoint_sequential
+    except ImportError:
+        return ex
+    cs = ex.get("checkpoint_sequential", {})
+    if cs.get("available"):
+        if _takes_use_reentrant(checkpoint_sequential):
+            cs["use_reentrant"] = False
+        else:
+            ex["checkpoint_sequential"] = {
+                "available": False, "segments": cs.get("segments"),
+                "reason": "torch %s's checkpoint_sequential is reentrant only: with an input that "
+                          "needs no gradient its first segment's weights get none; "
+                          "remat.apply runs the same segments non-reentrant" % torch.__version__}
+    pm = ex.get("per_module", {})
+    if pm.get("available"):
+        if _takes_use_reentrant(checkpoint):
+            pm["use_reentrant"] = False
+            pm["checkpoint_impl"] = "NO_REENTRANT"
+        else:
+            ex["per_module"] = {"available": False, "modules": pm.get("modules"),
+                                "reason": "torch %s has no non-reentrant checkpoint"
+                                          % torch.__version__}
+    return ex
+
+
 def exports(plan, names=None):
-    """The plan's exports (the plan's own, else computed from its schedule).
-    With names (the chain's module names, or an nn.Sequential), per_module
-    also lists "names": what apply_activation_checkpointing's check_fn or a
-    per-layer flag selects."""
+    """The plan's exports (the plan's own, else computed from its schedule),
+    as this process's torch runs them (every knob non-reentrant, or not
+    available where torch has no such mode: see _local_torch).  With names
+    (the chain's module names, an nn.Sequential, or the stages remat.stages
+    found), per_module also lists "names": what apply_activation_
+    checkpointing's check_fn or a per-layer flag selects.  Stages found in
+    a traced model are not modules: per_module is available there only when
+    every wrapped stage is one block of a block list (its name the block's
+    path, model.layers.3), checkpoint_sequential never."""
+    from ._graph import Chain
     if not isinstance(plan, dict):
         plan = getattr(plan, "json", plan)
     ex = plan.get("exports")
     ex = {k: dict(v) for k, v in ex.items()} if isinstance(ex, dict) else compute_exports(plan)
+    chain = names if isinstance(names, Chain) else None
+    if chain is not None:
+        names = None if chain.traced else chain.names
+        if chain.traced:
+            ex["checkpoint_sequential"] = _absent(
+                "the stages were found in a traced graph: they are not modules of an "
+                "nn.Sequential")
+            pm = ex.get("per_module", {})
+            if pm.get("available"):
+                bl = [chain.blocks[k] for k in pm["modules"]]
+                if None in bl:
+                    ex["per_module"] = _absent("a wrapped stage is not one block of a block list")
+                else:
+                    names = [None] * len(chain)
+                    for k in pm["modules"]:
+                        names[k] = chain.names[k]
     if names is not None and not isinstance(names, (list, tuple)):
         names = [nm for nm, _ in names.named_children()]
+    ex = _local_torch(ex)
     pm = ex.get("per_module", {})
     if names is not None and pm.get("available"):
         pm["names"] = [names[k] for k in pm["modules"]]
@@ -119,11 +184,13 @@ def check_fn(blocks, plan):
 
 
 def run_checkpoint_sequential(blocks, plan, x, **kw):
-    """torch.utils.checkpoint.checkpoint_sequential with the plan's segments
-    (PlanError when the plan is not what it runs)."""
+    """torch.utils.checkpoint.checkpoint_sequential with the plan's segments,
+    non-reentrant (PlanError when the plan is not what it runs, or this
+    torch's checkpoint_sequential has no non-reentrant mode)."""
     from torch.utils.checkpoint import checkpoint_sequential
     cs = exports(plan)["checkpoint_sequential"]
     if not cs.get("available"):
         raise PlanError("checkpoint_sequential: " + cs.get("reason", "not available"))
     from ._apply import blocks_of
+    kw.setdefault("use_reentrant", cs["use_reentrant"])
     return checkpoint_sequential(blocks_of(blocks), cs["segments"], x, **kw)

@@ -1,6 +1,7 @@
 """remat.checkpoint: profile the user's own chain, plan, apply, in one call."""
 import json
 import os
+import re
 import shutil
 import subprocess
 
@@ -8,6 +9,7 @@ import torch
 import torch.nn as nn
 
 from ._apply import apply, blocks_of
+from ._graph import stages_of
 from ._profile import DTYPES, profile_local
 from ._exceptions import CommandError, InfeasibleError, ProblemError, UsageError
 from .client import Client
@@ -77,6 +79,14 @@ def _plan_with_cli(profile, algorithm, budget, cli):
     if budget is not None:
         args += ["--budget", str(budget)]
     r = subprocess.run(args + ["-"], input=json.dumps(profile).encode(), capture_output=True)
+    err = r.stderr.decode(errors="replace").strip()
+    least = re.search(r"least budget that fits is (\d+)", err)
+    if r.returncode == 2 and least:
+        # `remat plan` exits 2 when nothing fits (cli/cmd_plan.c): the same
+        # InfeasibleError rematd's /problems/infeasible gives.
+        raise InfeasibleError(422, {"type": "/problems/infeasible", "title": "infeasible",
+                                    "detail": err, "min_budget_bytes": int(least.group(1))},
+                              "remat", "plan")
     if r.returncode != 0:
         raise CommandError("remat plan: " + r.stderr.decode(errors="replace").strip())
     return json.loads(r.stdout)
@@ -84,7 +94,7 @@ def _plan_with_cli(profile, algorithm, budget, cli):
 
 def plan_for(blocks, sample_input, budget=None, algorithm=None, server=None, token=None,
              profile=None, via="auto", progress=None, timeout=600.0, client=None):
-    """(profile, plan) for the chain: profiled by a worker through rematd
+    """(chain, profile, plan) for the model (remat.stages' chain): profiled by a worker through rematd
     (via="worker": the chain as a layer list), or in this process
     (via="local", profile_local), or given; planned by rematd, or by the
     `remat` program on PATH ($REMAT_CLI) without a server."""
@@ -92,13 +102,18 @@ def plan_for(blocks, sample_input, budget=None, algorithm=None, server=None, tok
         algorithm = "min-time" if budget is not None else "min-peak"
     if budget is not None and algorithm != "min-time":
         raise UsageError("a budget is min-time's: algorithm=%r takes none" % algorithm)
-    mods = blocks_of(blocks)
+    chain = stages_of(blocks, sample_input)
+    mods = chain.modules
     if server is not None and client is None:
         client = Client(server, token)
     if profile is None:
-        layers = layers_of(mods) if client is not None and via in ("auto", "worker") else None
+        layers = layers_of(mods) if client is not None and via in ("auto", "worker") and \
+            mods is not None else None
         if via == "worker" and layers is None:
-            raise UsageError("via=\"worker\": a module of this chain has no rematd layer")
+            raise UsageError("via=\"worker\": a module of this chain has no rematd layer"
+                             if mods is not None else "via=\"worker\": the worker measures an "
+                             "nn.Sequential of rematd's layers; this model's stages are "
+                             "measured here (via=\"local\")")
         if layers is not None:
             dt = DTYPES.get(sample_input.dtype)
             try:
@@ -112,7 +127,7 @@ def plan_for(blocks, sample_input, budget=None, algorithm=None, server=None, tok
                     raise
                 layers = None
         if profile is None:
-            profile = profile_local(mods, sample_input)
+            profile = profile_local(chain, sample_input)
     try:
         if client is not None:
             kw = {"budget_bytes": budget} if budget is not None else {}
@@ -129,21 +144,25 @@ def plan_for(blocks, sample_input, budget=None, algorithm=None, server=None, tok
         raise InfeasibleError(e.status, dict(e.problem, detail=(
             "no schedule fits %d bytes; the least budget that does is %s bytes"
             % (budget, e.min_budget_bytes))), e.method, e.url) from None
-    return profile, plan
+    return chain, profile, plan
 
 
 def checkpoint(model, sample_input, budget=None, algorithm=None, server=None, token=None,
                via="auto", engine="auto", use_reentrant=None, preserve_rng_state=True,
                progress=None, timeout=600.0):
-    """Profiles `model` (an nn.Sequential or a list of modules) on
-    `sample_input`, plans (min-peak, or min-time under `budget` bytes) and
-    returns the model with the plan applied (remat.apply); the module's
-    .plan and .profile hold what was used.  A budget nothing fits raises
+    """Profiles `model` on `sample_input`, plans (min-peak, or min-time
+    under `budget` bytes) and returns the model with the plan applied
+    (remat.apply); the module's .plan, .profile and .description hold what
+    was used and what it recomputes.  `model` is an nn.Sequential or a list
+    of modules (a stage each), or any nn.Module torch.fx can trace, whose
+    stages remat finds (remat.stages); `sample_input` is a tensor, a tuple
+    of positional arguments or a dict of keyword arguments, and the
+    returned module is called the same way.  A budget nothing fits raises
     InfeasibleError whose min_budget_bytes is the least that does."""
-    profile, plan = plan_for(model, sample_input, budget=budget, algorithm=algorithm,
+    chain, profile, plan = plan_for(model, sample_input, budget=budget, algorithm=algorithm,
                              server=server, token=token, via=via, progress=progress,
                              timeout=timeout)
-    out = apply(model, plan, engine=engine, use_reentrant=use_reentrant,
+    out = apply(chain, plan, engine=engine, use_reentrant=use_reentrant,
                 preserve_rng_state=preserve_rng_state)
     out.profile = profile
     return out

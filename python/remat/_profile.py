@@ -16,8 +16,8 @@ import statistics
 import time
 
 import torch
+import torch.nn as nn
 
-from ._apply import blocks_of
 from ._exceptions import ChainError, UsageError
 
 DTYPES = {torch.float32: "fp32", torch.float16: "fp16", torch.bfloat16: "bf16",
@@ -70,20 +70,29 @@ class _CpuMeter:
         return [e.cpu_memory_usage for e in evs if e.cpu_memory_usage]
 
 
-def _run_stage(mod, x):
-    y = mod(x)
-    if not isinstance(y, torch.Tensor):
-        raise ChainError("a stage returned %s: a chain passes one tensor" % type(y).__name__)
-    # As remat-worker does: an output that is a view of its input gets its
-    # own buffer, as the memory model gives every stage output one.
-    if y.untyped_storage().data_ptr() == x.untyped_storage().data_ptr() \
-            if hasattr(y, "untyped_storage") else y.storage().data_ptr() == x.storage().data_ptr():
-        y = y.clone()
-    return y
+def _same_storage(a, b):
+    sa = a.untyped_storage() if hasattr(a, "untyped_storage") else a.storage()
+    sb = b.untyped_storage() if hasattr(b, "untyped_storage") else b.storage()
+    return sa.data_ptr() == sb.data_ptr()
 
 
-def _clear_grads(mod):
-    for p in mod.parameters():
+def _run_stage(stage, xs, chain=None):
+    """The stage's output tuple.  In a chain of modules, as remat-worker
+    does, an output that is a view of its input gets its own buffer, as the
+    memory model gives every stage output one.  A traced stage's outputs
+    are what its code returns: values passed through are the same tensors."""
+    ys = stage(*xs)
+    if not isinstance(ys, tuple):
+        raise ChainError("a stage returned %s: a chain passes one tensor" % type(ys).__name__)
+    if chain is None or not chain.traced:
+        y, x = ys[0], xs[0]
+        if isinstance(y, torch.Tensor) and isinstance(x, torch.Tensor) and _same_storage(y, x):
+            ys = (y.clone(),)
+    return ys
+
+
+def _clear_grads(params):
+    for p in params:
         p.grad = None
 
 
@@ -92,10 +101,25 @@ def _sync(device):
         torch.cuda.synchronize(device)
 
 
-def _measure_stage(mod, i, x, warmup, repeats, meter, device):
-    input_grad = i > 0 and x.is_floating_point()
-    in_bytes = _nbytes(x) if input_grad else 0
-    p_bytes = sum(_nbytes(p) for p in mod.parameters())
+def _is_t(v):
+    return isinstance(v, torch.Tensor)
+
+
+def _leaves(xs, flags):
+    return tuple(v.detach().requires_grad_(bool(f) and v.is_floating_point()) if _is_t(v) else v
+                 for v, f in zip(xs, flags))
+
+
+def _grad_pairs(ys):
+    """The outputs a backward starts from, each with a random δ."""
+    ys = [y for y in ys if _is_t(y) and y.requires_grad]
+    return ys, [torch.randn_like(y) for y in ys]
+
+
+def _measure_stage(stage, params, xs, flags, warmup, repeats, meter, device, chain=None):
+    leaf0 = _leaves(xs, flags)
+    in_bytes = sum(_nbytes(t) for t in leaf0 if _is_t(t) and t.requires_grad)
+    p_bytes = sum(_nbytes(p) for p in params)
     # fwd_tmp: the forward without grad's transient, fwd_grad_tmp: with
     # grad's, bwd_tmp: the backward's, signed (below zero when it frees saved
     # tensors before it has made all its gradients), as the worker measures.
@@ -105,123 +129,168 @@ def _measure_stage(mod, i, x, warmup, repeats, meter, device):
     for r in range(warmup + repeats):
         keep = r >= warmup
         # Memory, with the meter.
-        _clear_grads(mod)
+        _clear_grads(params)
         with torch.no_grad():
-            y, live, pk = meter.measure(lambda: _run_stage(mod, x))
+            y, live, pk = meter.measure(lambda: _run_stage(stage, xs, chain))
         del y
         if keep:
             fwd_tmp = max(fwd_tmp, pk - live)
-        leaf = x.detach().requires_grad_(True) if input_grad else x
-        y, live, pk = meter.measure(lambda: _run_stage(mod, leaf))
+        leaf = _leaves(xs, flags)
+        y, live, pk = meter.measure(lambda: _run_stage(stage, leaf, chain))
         if keep:
             saved = max(saved, live)
             fwd_grad_tmp = max(fwd_grad_tmp, pk - live)
-        if y.requires_grad:
-            dy = torch.randn_like(y)
-            _, live, pk = meter.measure(lambda: torch.autograd.backward(y, dy))
+        ys, dys = _grad_pairs(y)
+        if ys:
+            _, live, pk = meter.measure(lambda: torch.autograd.backward(ys, dys))
             if keep:
                 b = pk - in_bytes - p_bytes
                 bwd_tmp = b if bwd_tmp is None else max(bwd_tmp, b)
-        del y, leaf
+        del y, leaf, ys, dys
         # Times, without the meter's overhead.
-        _clear_grads(mod)
-        leaf = x.detach().requires_grad_(True) if input_grad else x
+        _clear_grads(params)
+        leaf = _leaves(xs, flags)
         _sync(device)
         t0 = time.perf_counter()
-        y = _run_stage(mod, leaf)
+        y = _run_stage(stage, leaf, chain)
         _sync(device)
         t1 = time.perf_counter()
-        if y.requires_grad:
-            dy = torch.randn_like(y)
+        ys, dys = _grad_pairs(y)
+        if ys:
             _sync(device)
             t2 = time.perf_counter()
-            torch.autograd.backward(y, dy)
+            torch.autograd.backward(ys, dys)
             _sync(device)
             t3 = time.perf_counter()
             if keep:
                 tb.append((t3 - t2) * 1e3)
         if keep:
             tf.append((t1 - t0) * 1e3)
-        del y, leaf
-    _clear_grads(mod)
+        del y, leaf, ys, dys
+    _clear_grads(params)
     fwd_ms, bwd_ms = statistics.median(tf), statistics.median(tb) if tb else 0.0
     if device.type == "cuda":
-        fwd_ms, b2b = _time_back_to_back(mod, x, input_grad, repeats, device)
+        fwd_ms, b2b = _time_back_to_back(stage, xs, flags, repeats, device)
         bwd_ms = b2b if tb else 0.0
     return {"saved": saved, "fwd_tmp": fwd_tmp, "fwd_grad_tmp": fwd_grad_tmp,
             "bwd_tmp": bwd_tmp or 0, "p_bytes": p_bytes, "fwd_ms": fwd_ms, "bwd_ms": bwd_ms}
 
 
-def _time_back_to_back(mod, x, input_grad, repeats, device):
+def _time_back_to_back(stage, xs, flags, repeats, device):
     """remat-worker's GPU times (docs/worker.md): `repeats` forwards with
     grad run back to back, then as many backwards on one retained graph
     (gradients cleared before each), each the mean.  Timed alone between
     synchronisations a stage waits for the host's kernel launches, which a
-    step's ops do not.  Returns (fwd_ms, bwd_ms); bwd_ms is 0.0 when the
-    output needs no gradient."""
-    leaf = x.detach().requires_grad_(True) if input_grad else x
+    step's ops do not.  Returns (fwd_ms, bwd_ms); bwd_ms is 0.0 when no
+    output needs a gradient.  `stage` may be a module and `xs` one tensor
+    (flags then one bool: whether it gets grad)."""
+    if isinstance(stage, nn.Module):
+        mod = stage
+        stage = lambda *t: (mod(*t),)  # noqa: E731
+        params = list(mod.parameters())
+    else:
+        params = stage.parameters()
+    if _is_t(xs):
+        xs, flags = (xs,), (flags,)
+    leaf = _leaves(xs, flags)
     y = None
     _sync(device)
     t0 = time.perf_counter()
     for _ in range(repeats):
         y = None  # never two graphs at once
-        y = _run_stage(mod, leaf)
+        y = _run_stage(stage, leaf)
     _sync(device)
     fwd_ms = (time.perf_counter() - t0) * 1e3 / repeats
-    if not y.requires_grad:
+    ys, dys = _grad_pairs(y)
+    if not ys:
         return fwd_ms, 0.0
-    dy = torch.randn_like(y)
     _sync(device)
     t0 = time.perf_counter()
     for r in range(repeats):
-        _clear_grads(mod)
-        if leaf.requires_grad:
-            leaf.grad = None
-        torch.autograd.backward(y, dy, retain_graph=r + 1 < repeats)
+        _clear_grads(params)
+        for t in leaf:
+            if _is_t(t) and t.requires_grad:
+                t.grad = None
+        torch.autograd.backward(ys, dys, retain_graph=r + 1 < repeats)
     _sync(device)
     bwd_ms = (time.perf_counter() - t0) * 1e3 / repeats
-    _clear_grads(mod)
+    _clear_grads(params)
     return fwd_ms, bwd_ms
+
+
+def _first_tensor(sample):
+    if _is_t(sample):
+        return sample
+    vals = sample.values() if isinstance(sample, dict) else sample
+    t = next((v for v in vals if _is_t(v)), None)
+    if t is None:
+        raise UsageError("the sample holds no tensor")
+    return t
+
+
+def _to(sample, device):
+    if _is_t(sample):
+        return sample.to(device)
+    if isinstance(sample, dict):
+        return {k: v.to(device) if _is_t(v) else v for k, v in sample.items()}
+    return tuple(v.to(device) if _is_t(v) else v for v in sample)
 
 
 def profile_local(blocks, sample_input, device=None, warmup=2, repeats=5, model="local",
                   names=None):
-    """Measures the chain `blocks` (an nn.Sequential or a list of modules,
-    already on `device`) on `sample_input` (its first dimension the batch)
-    and returns a remat.profile/v1 dict that rematd and `remat plan` accept.
+    """Measures the model `blocks` (an nn.Sequential or a list of modules, one
+    stage each; any other nn.Module, cut into stages by remat.stages; or
+    those stages), already on `device`, on `sample_input` (a tensor, a tuple
+    of positional arguments or a dict of keyword arguments; the first
+    tensor's first dimension the batch), and returns a remat.profile/v1
+    dict that rematd and `remat plan` accept.
 
-    device: where to measure (default: the input's device); the input is
+    device: where to measure (default: the sample's device); the sample is
     moved there.  Parameters' gradients are left None."""
-    mods = blocks_of(blocks)
-    if not mods:
-        raise UsageError("the chain has no modules")
+    from ._graph import Chain, stages_of
     if warmup < 0 or repeats < 1:
         raise UsageError("warmup must be >= 0 and repeats >= 1")
-    device = torch.device(device) if device is not None else sample_input.device
-    x = sample_input.to(device)
+    first = _first_tensor(sample_input)
+    device = torch.device(device) if device is not None else first.device
+    sample = _to(sample_input, device)
+    chain = blocks if isinstance(blocks, Chain) else stages_of(blocks, sample)
+    if not len(chain):
+        raise UsageError("the chain has no modules")
+    xs = chain.pack(sample if isinstance(sample, tuple) else
+                    (sample,) if _is_t(sample) else (), sample if isinstance(sample, dict)
+                    else None)
+    inputs = xs
     if names is None:
-        if isinstance(blocks, torch.nn.Sequential):
-            names = [n for n, _ in blocks.named_children()]
-        else:
-            names = [type(m).__name__.lower() + str(k) for k, m in enumerate(mods)]
+        names = chain.names
     meter = _CudaMeter(device) if device.type == "cuda" else _CpuMeter()
-    was_training = [m.training for m in mods]
+    owner = chain.model if chain.traced else None
+    was_training = [m.training for m in (chain.modules or [owner])]
     stages = []
-    for i, mod in enumerate(mods):
-        c = _measure_stage(mod, i, x, warmup, repeats, meter, device)
+    flags = [False] * len(xs)
+    for i, stage in enumerate(chain.stages):
+        params = stage.parameters()
+        c = _measure_stage(stage, params, xs, flags, warmup, repeats, meter, device, chain)
         with torch.no_grad():
-            y = _run_stage(mod, x)
-        ob = _nbytes(y)
+            y = _run_stage(stage, xs, chain)
+        ob = chain.out_bytes(i + 1, y, inputs)
         sb = max(c["saved"], ob)
-        stages.append({"name": names[i], "out_bytes": ob, "saved_bytes": sb,
-                       "fwd_tmp_bytes": max(c["fwd_tmp"], 0),
-                       "fwd_grad_tmp_bytes": max(c["fwd_grad_tmp"], 0),
-                       "bwd_tmp_bytes": max(c["bwd_tmp"], 0),
-                       "bwd_freed_bytes": min(max(-c["bwd_tmp"], 0), sb + ob),
-                       "param_bytes": c["p_bytes"],
-                       "fwd_ms": c["fwd_ms"], "bwd_ms": c["bwd_ms"]})
-        x = y
-    for m, t in zip(mods, was_training):
+        st = {"name": names[i][:250], "out_bytes": ob, "saved_bytes": sb,
+              "fwd_tmp_bytes": max(c["fwd_tmp"], 0),
+              "fwd_grad_tmp_bytes": max(c["fwd_grad_tmp"], 0),
+              "bwd_tmp_bytes": max(c["bwd_tmp"], 0),
+              "bwd_freed_bytes": min(max(-c["bwd_tmp"], 0), sb + ob),
+              "param_bytes": c["p_bytes"],
+              "fwd_ms": c["fwd_ms"], "bwd_ms": c["bwd_ms"]}
+        if chain.traced:
+            # What crosses the stage's end cut (docs/python.md): remat's
+            # solvers read out_bytes alone; these say what it is made of.
+            st["out_tensors"] = sum(1 for t in y if _is_t(t))
+            if chain.blocks[i] is not None:
+                st["block"] = chain.names[i]
+        stages.append(st)
+        xs = y
+        flags = chain.grad_flags(i + 1, y)
+    for m, t in zip(chain.modules or [owner], was_training):
         m.train(t)
     if device.type == "cuda":
         dev_name = torch.cuda.get_device_name(device)
@@ -229,8 +298,17 @@ def profile_local(blocks, sample_input, device=None, warmup=2, repeats=5, model=
     else:
         dev_name = "cpu"
         driver = "cpu, %d threads" % torch.get_num_threads()
-    return {"format": "remat.profile/v1", "model": model,
-            "batch_size": int(sample_input.shape[0]) if sample_input.dim() > 0 else 1,
-            "dtype": DTYPES.get(sample_input.dtype, str(sample_input.dtype)),
-            "input_bytes": _nbytes(sample_input), "stages": stages, "device": dev_name,
-            "driver": driver, "libtorch": torch.__version__, "measured_by": "remat.profile_local"}
+    # The model's dtype: its first floating input's (token ids are not it),
+    # else its weights'.
+    dtype = next((t.dtype for t in inputs if _is_t(t) and t.is_floating_point()), None) or \
+        next((p.dtype for p in (owner or nn.ModuleList(chain.modules)).parameters()),
+             first.dtype)
+    out = {"format": "remat.profile/v1", "model": model,
+           "batch_size": int(first.shape[0]) if first.dim() > 0 else 1,
+           "dtype": DTYPES.get(dtype, str(dtype)),
+           "input_bytes": sum(_nbytes(t) for t in inputs if _is_t(t)), "stages": stages,
+           "device": dev_name, "driver": driver, "libtorch": torch.__version__,
+           "measured_by": "remat.profile_local"}
+    if chain.traced:
+        out["stages_found_by"] = "torch.fx"
+    return out

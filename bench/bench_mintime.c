@@ -17,6 +17,7 @@
 
 #include "solve_mintime.h"
 #include "bench.h"
+#include "randchain.h"
 
 static uint64_t mix(uint64_t *s)
 {
@@ -224,8 +225,112 @@ static void bench_frontier(const struct bench_config *cfg, size_t n, size_t slot
     remat_profile_free(p);
 }
 
+/* One min-time solve of a stack (bench_stack); its time in ns, or -1. */
+static int64_t time_stack_solve(const struct remat_profile *p, const struct remat_options *o,
+                                int share, struct remat_plan *plan)
+{
+    struct remat_error err;
+    int64_t t0 = bench_now_ns();
+    int rc = remat__solve_min_time_share(p, o, share, plan, &err);
+    int64_t ns = bench_now_ns() - t0;
+    if (rc != REMAT_OK) {
+        fprintf(stderr, "bench_mintime: %s\n", err.message);
+        return -1;
+    }
+    return ns;
+}
+
+/* A stack of `layers` copies of a random block of `block` stages between a
+ * random first and last stage (an embedding and a head), budget halfway
+ * between the least peak and store-all: the solve with the periodic
+ * sharing, and (at `old_layers` layers, or not when 0) without it beside
+ * it, as the solver was. */
+static void bench_stack(const struct bench_config *cfg, size_t layers, size_t block,
+                        size_t old_layers, int runs)
+{
+    struct remat_profile *p = randchain_stack(7 + layers, 1, block, layers, 1, RANDCHAIN_UNIFORM);
+    if (p == NULL)
+        return;
+    size_t n = p->n_stages;
+    struct remat_options o;
+    remat_options_init(&o);
+    o.algorithm = REMAT_ALG_MIN_TIME;
+    int64_t least = 0;
+    if (remat__mt_min_peak(p, &least, NULL, NULL) != REMAT_OK) {
+        remat_profile_free(p);
+        return;
+    }
+    struct remat_plan plan;
+    o.budget_bytes = 0;
+    struct remat_error err;
+    if (remat_solve(p, &o, &plan, &err) != REMAT_OK) {
+        remat_profile_free(p);
+        return;
+    }
+    o.budget_bytes = least + (plan.peak_bytes - least) / 2;
+    remat_plan_clear(&plan);
+    int64_t *ns = malloc((size_t)runs * sizeof *ns);
+    double total_ms = 0;
+    for (int r = 0; ns != NULL && r < runs; r++) {
+        ns[r] = time_stack_solve(p, &o, 1, &plan);
+        if (ns[r] < 0) {
+            free(ns);
+            remat_profile_free(p);
+            return;
+        }
+        total_ms = plan.total_ms;
+        remat_plan_clear(&plan);
+    }
+    if (ns == NULL) {
+        remat_profile_free(p);
+        return;
+    }
+    int64_t new_ns = median(ns, runs);
+    int64_t old_ns = -1, old_new_ns = -1;
+    double old_ms = -1;
+    if (old_layers > 0) {
+        /* Both paths on the smaller stack, alternating. */
+        struct remat_profile *q =
+            randchain_stack(7 + layers, 1, block, old_layers, 1, RANDCHAIN_UNIFORM);
+        int64_t ql = 0;
+        struct remat_options oq = o;
+        oq.budget_bytes = 0;
+        if (q != NULL && remat__mt_min_peak(q, &ql, NULL, NULL) == REMAT_OK &&
+            remat_solve(q, &oq, &plan, &err) == REMAT_OK) {
+            oq.budget_bytes = ql + (plan.peak_bytes - ql) / 2;
+            remat_plan_clear(&plan);
+            int oruns = runs < 3 ? runs : 3;
+            int64_t a[3], b[3];
+            for (int r = 0; r < oruns; r++) {
+                a[r] = time_stack_solve(q, &oq, 0, &plan);
+                old_ms = plan.total_ms;
+                remat_plan_clear(&plan);
+                b[r] = time_stack_solve(q, &oq, 1, &plan);
+                /* The same plan either way: sharing changes no value. */
+                if (plan.total_ms != old_ms)
+                    fprintf(stderr, "bench_mintime: the stack's plans differ\n");
+                remat_plan_clear(&plan);
+            }
+            old_ns = median(a, oruns);
+            old_new_ns = median(b, oruns);
+        }
+        remat_profile_free(q);
+    }
+    free(ns);
+    char extra[400];
+    snprintf(extra, sizeof extra,
+             "\"layers\": %zu, \"block\": %zu, \"budget_bytes\": %" PRId64
+             ", \"total_ms\": %.3f, \"old_layers\": %zu, \"old_n\": %zu, \"old_ns\": %" PRId64
+             ", \"new_ns_at_old_n\": %" PRId64,
+             layers, block, o.budget_bytes, total_ms, old_layers,
+             old_layers ? old_layers * block + 2 : 0, old_ns, old_new_ns);
+    bench_report(cfg, "min-time-stack", n, new_ns, runs, extra);
+    remat_profile_free(p);
+}
+
 void bench_mintime(const struct bench_config *cfg)
 {
+    bench_stack(cfg, 80, 10, 20, runs_for(cfg, 3));
     bench_solve(cfg, 39, 500, runs_for(cfg, 51), runs_for(cfg, 5));
     bench_solve(cfg, 200, 500, runs_for(cfg, 11), runs_for(cfg, 3));
     bench_frontier(cfg, 39, 500, runs_for(cfg, 21));

@@ -194,7 +194,7 @@ static int walk_store_all_table(const struct remat_profile *p, const struct rema
  * filled capped at have and from the budget up; a walk that goes below that
  * (a flat run across the budget) is done again on the whole table. */
 static int faster_from_store_all_table(const struct remat_profile *p, int64_t budget,
-                                       int64_t sa_peak, size_t slots,
+                                       int64_t sa_peak, size_t slots, int prune,
                                        const struct remat__cancel *cancel, double have,
                                        struct remat_schedule *best, struct remat_error *err)
 {
@@ -203,7 +203,7 @@ static int faster_from_store_all_table(const struct remat_profile *p, int64_t bu
         struct remat__mt *t = NULL;
         struct remat_error skip;
         memset(&skip, 0, sizeof skip);
-        rc = remat__mt_fill_capped(p, sa_peak, slots, 1, have, whole ? 0 : budget, cancel, &t,
+        rc = remat__mt_fill_capped(p, sa_peak, slots, prune, have, whole ? 0 : budget, cancel, &t,
                                    &skip);
         if (rc == REMAT_ECANCELED) {
             if (err != NULL)
@@ -221,6 +221,14 @@ static int faster_from_store_all_table(const struct remat_profile *p, int64_t bu
 int remat__solve_min_time(const struct remat_profile *p, const struct remat_options *opts,
                           struct remat_plan *plan, struct remat_error *err)
 {
+    return remat__solve_min_time_share(p, opts, 1, plan, err);
+}
+
+int remat__solve_min_time_share(const struct remat_profile *p, const struct remat_options *opts,
+                                int share, struct remat_plan *plan, struct remat_error *err)
+{
+    /* The table's fill with (1) or without (3) the periodic sharing. */
+    int prune = share ? 1 : 3;
     memset(plan, 0, sizeof *plan);
     int64_t budget = opts->budget_bytes;
     if (budget < 0)
@@ -233,7 +241,7 @@ int remat__solve_min_time(const struct remat_profile *p, const struct remat_opti
     remat_schedule_init(&best);
     int64_t least_peak = 0;
     struct remat__cancel cancel = {opts->cancel, opts->cancel_arg};
-    int rc = remat__mt_min_peak_cancel(p, &least_peak, &least, &cancel, err);
+    int rc = remat__mt_min_peak_share(p, share, &least_peak, &least, &cancel, err);
     if (rc != REMAT_OK)
         goto out;
     if (budget != 0 && budget < least_peak) {
@@ -258,8 +266,8 @@ int remat__solve_min_time(const struct remat_profile *p, const struct remat_opti
         remat_schedule_clear(&best);
         struct remat__mt *t = NULL;
         /* Only the top's value and schedule are read. */
-        rc = remat__mt_fill_capped(p, budget, opts->mem_slots, 1, HUGE_VAL, budget, &cancel, &t,
-                                   err);
+        rc = remat__mt_fill_capped(p, budget, opts->mem_slots, prune, HUGE_VAL, budget, &cancel,
+                                   &t, err);
         if (rc != REMAT_OK)
             goto out;
         size_t top = remat__mt_top(t);
@@ -292,8 +300,8 @@ int remat__solve_min_time(const struct remat_profile *p, const struct remat_opti
             remat_schedule_init(&least);
             tb = tl;
         }
-        rc = faster_from_store_all_table(p, budget, sa_peak, opts->mem_slots, &cancel, tb, &best,
-                                         err);
+        rc = faster_from_store_all_table(p, budget, sa_peak, opts->mem_slots, prune, &cancel, tb,
+                                         &best, err);
         if (rc != REMAT_OK)
             goto out;
     }

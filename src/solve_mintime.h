@@ -14,6 +14,11 @@
  * none fits. */
 int remat__solve_min_time(const struct remat_profile *p, const struct remat_options *opts,
                           struct remat_plan *plan, struct remat_error *err);
+/* The same with share = 0: no cell taken over from the one a period before
+ * (remat__mt_period), as the solver was before it; for the bench and the
+ * tests, which compare both. */
+int remat__solve_min_time_share(const struct remat_profile *p, const struct remat_options *opts,
+                                int share, struct remat_plan *plan, struct remat_error *err);
 
 /* For a nested (multi-level) plan: the nested segment description that maps
  * onto nested torch.utils.checkpoint calls, as plan JSON's "nested_segments".
@@ -34,7 +39,10 @@ struct remat__mt; /* one filled table; opaque */
 
 /* Fills the table for a profile and a budget (traced bytes, weights and the
  * input included) divided into `slots` units (0 = the default).  prune = 1
- * is the solver's fill.  For the bench and the tests that compare them:
+ * is the solver's fill; on a chain with a periodic stretch (repeated blocks
+ * of stages) it computes each cell that is another one period before over
+ * again once (remat__mt_period); prune = 3 is the same fill without that,
+ * the tests' reference.  For the bench and the tests that compare them:
  * prune = 0 fills the whole table as Rotor does (every m of every cell, every
  * option checked per m); prune = 2 runs the solver's loops over every m of
  * every cell (no floors, no saturation).  On success *out is new (free with
@@ -89,6 +97,16 @@ int remat__mt_min_peak(const struct remat_profile *p, int64_t *peak_bytes,
 int remat__mt_min_peak_cancel(const struct remat_profile *p, int64_t *peak_bytes,
                               struct remat_schedule *sched, const struct remat__cancel *cancel,
                               struct remat_error *err);
+
+/* The same with share = 0: every cell computed, none taken over from the
+ * cell one period before (remat__mt_period), the tests' reference. */
+int remat__mt_min_peak_share(const struct remat_profile *p, int share, int64_t *peak_bytes,
+                             struct remat_schedule *sched, const struct remat__cancel *cancel,
+                             struct remat_error *err);
+
+/* The period the fill found and shares cells over (a chain of repeated
+ * blocks of stages), 0 when it shares none. */
+size_t remat__mt_period(const struct remat__mt *t);
 
 /* Fills every field of a min-time plan from a schedule, which it takes over
  * (schedule is left empty): simulates it, finds whether it is single-level

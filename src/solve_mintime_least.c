@@ -49,6 +49,13 @@ int remat__mt_min_peak_cancel(const struct remat_profile *p, int64_t *peak_bytes
                               struct remat_schedule *sched, const struct remat__cancel *cancel,
                               struct remat_error *err)
 {
+    return remat__mt_min_peak_share(p, 1, peak_bytes, sched, cancel, err);
+}
+
+int remat__mt_min_peak_share(const struct remat_profile *p, int share, int64_t *peak_bytes,
+                             struct remat_schedule *sched, const struct remat__cancel *cancel,
+                             struct remat_error *err)
+{
     if (p->n_stages > REMAT_MT_MAX_STAGES)
         return remat__error(err, REMAT_ELIMIT, "/stages", "min-time takes at most %d stages",
                             REMAT_MT_MAX_STAGES);
@@ -58,6 +65,8 @@ int remat__mt_min_peak_cancel(const struct remat_profile *p, int64_t *peak_bytes
     t->cancel = cancel;
     int rc = remat__mt_load_stages(t, p, err);
     size_t n = p->n_stages, ncell = (n + 2) * (n + 1);
+    if (rc == REMAT_OK && share)
+        remat__mt_find_period(t);
     if (rc == REMAT_OK) {
         d.need = malloc(ncell * sizeof(int64_t));
         d.time = malloc(ncell * sizeof(double));
@@ -74,6 +83,16 @@ int remat__mt_min_peak_cancel(const struct remat_profile *p, int64_t *peak_bytes
                 break;
             for (size_t i = l; i >= 1; i--) {
                 size_t c = cell(t, i, l), q = cell(t, i + 1, l);
+                if (shared_cell(t, i, l)) {
+                    /* The same options over the same records: the same
+                     * need, time and choice (remat__mt_find_period). */
+                    size_t src = cell(t, i - t->per_p, l - t->per_p);
+                    d.need[c] = d.need[src];
+                    d.time[c] = d.time[src];
+                    /* A leaf's j is absolute: the source's, p later. */
+                    d.choice[c] = d.choice[src] ? d.choice[src] + (int32_t)t->per_p : 0;
+                    continue;
+                }
                 int64_t best = t->xb[i] + t->fg[i];
                 if (t->xb[i] + d.need[q] > best)
                     best = t->xb[i] + d.need[q];

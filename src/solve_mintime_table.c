@@ -165,6 +165,13 @@ static void floors(struct remat__mt *t)
             return;
         for (size_t i = l; i >= 1; i--) {
             size_t c = cell(t, i, l), q = cell(t, i + 1, l);
+            if (shared_cell(t, i, l)) {
+                size_t src = cell(t, i - t->per_p, l - t->per_p);
+                t->lo[c] = t->lo[src];
+                t->sat[c] = t->sat[src];
+                t->ca[c] = t->ca[src];
+                continue;
+            }
             int32_t a = t->uxb[i];
             int32_t own = max32(t->uown[i], up(t, chain_bwd_bytes(t, i, l)));
             int32_t lo = max32(own, min32(a + t->lo[q], S1));
@@ -352,6 +359,50 @@ static int unit_tables(struct remat__mt *t)
     return REMAT_OK;
 }
 
+/* Whether stages s and s + p have the same record, as the table reads it. */
+static int same_stage(const struct remat__mt *t, size_t s, size_t p)
+{
+    size_t r = s + p;
+    return t->x[s] == t->x[r] && t->xb[s] == t->xb[r] && t->ft[s] == t->ft[r] &&
+           t->fg[s] == t->fg[r] && t->bt[s] == t->bt[r] &&
+           t->pp[s] - t->pp[s - 1] == t->pp[r] - t->pp[r - 1] && t->tf[s] == t->tf[r] &&
+           t->tb[s] == t->tb[r];
+}
+
+void remat__mt_find_period(struct remat__mt *t)
+{
+    size_t n = t->n, best = 0;
+    t->per_p = t->per_a = t->per_e = 0;
+    /* With the stretch [a, e], the cells (i, l) with a + p < i <= l <=
+     * min(e + p, n - 1) are shared: K(K + 1)/2 of them, K = min(e + p, n -
+     * 1) - a - p.  K is at most n - 2 - p, which bounds the search. */
+    for (size_t p = 1; p + 2 < n && n - 2 - p > best; p++) {
+        size_t s = 1;
+        while (s + p <= n) {
+            if (!same_stage(t, s, p)) {
+                s++;
+                continue;
+            }
+            size_t a = s;
+            while (s + p <= n && same_stage(t, s, p))
+                s++;
+            size_t e = s - 1, top = e + p < n - 1 ? e + p : n - 1;
+            size_t k = top > a + p ? top - a - p : 0;
+            if (k > best) {
+                best = k;
+                t->per_p = p;
+                t->per_a = a;
+                t->per_e = e;
+            }
+        }
+    }
+    /* Sharing costs the fill its cap and its root's floor (see
+     * remat__mt_fill_capped): worth it only when at least half the cells
+     * are shared. */
+    if (best * (best + 1) < n * (n + 1) / 2)
+        t->per_p = t->per_a = t->per_e = 0;
+}
+
 static void fill_pruned(struct remat__mt *t)
 {
     size_t n = t->n;
@@ -364,6 +415,10 @@ static void fill_pruned(struct remat__mt *t)
             if (stop(t))
                 return;
             size_t c = cell(t, i, l), q = cell(t, i + 1, l);
+            if (shared_cell(t, i, l)) {
+                t->cv[c] = t->cv[cell(t, i - t->per_p, l - t->per_p)];
+                continue;
+            }
             int32_t lo = t->lo[c], hi = t->hi[c];
             double *T = t->tab + t->off[c];
             int32_t me = hi - lo; /* T is indexed from lo */
@@ -533,6 +588,11 @@ int remat__mt_fill_capped(const struct remat_profile *p, int64_t budget_bytes, s
                           struct remat_error *err)
 {
     *out = NULL;
+    /* prune = 3 is the solver's fill without the periodic sharing: the
+     * tests' reference for it. */
+    int share = prune == 1;
+    if (prune == 3)
+        prune = 1;
     if (prune != 1)
         cap_ms = HUGE_VAL; /* the cut needs the pruned fill's layout */
     if (slots == 0)
@@ -579,6 +639,17 @@ int remat__mt_fill_capped(const struct remat_profile *p, int64_t budget_bytes, s
         remat__mt_free(t);
         return remat__error(err, REMAT_ENOMEM, "", "out of memory");
     }
+    if (share) {
+        remat__mt_find_period(t);
+        if (t->per_p != 0) {
+            /* The cap's cut and the root's floor differ from cell to cell
+             * (they depend on what lies outside it), so a shared table is
+             * filled whole: every value is the whole table's, which is what
+             * both limits promise at least. */
+            t->cap = HUGE_VAL;
+            root_lo_bytes = 0;
+        }
+    }
     t->lo = malloc(ncell * sizeof(int32_t));
     t->hi = malloc(ncell * sizeof(int32_t));
     t->sat = malloc(ncell * sizeof(int32_t));
@@ -608,7 +679,8 @@ int remat__mt_fill_capped(const struct remat_profile *p, int64_t budget_bytes, s
                 if (t->hi[c] < t->lo[c])
                     t->hi[c] = t->lo[c];
             }
-            len += (size_t)(t->hi[c] - t->lo[c]);
+            if (!shared_cell(t, i, l))
+                len += (size_t)(t->hi[c] - t->lo[c]);
         }
     }
     if (len > (size_t)(REMAT_MT_MAX_TABLE_BYTES / (int64_t)sizeof(double))) {
@@ -628,6 +700,10 @@ int remat__mt_fill_capped(const struct remat_profile *p, int64_t budget_bytes, s
     for (size_t l = 1; l <= n; l++) {
         for (size_t i = 1; i <= l; i++) {
             size_t c = cell(t, i, l);
+            if (shared_cell(t, i, l)) {
+                t->off[c] = t->off[cell(t, i - t->per_p, l - t->per_p)];
+                continue;
+            }
             t->off[c] = len;
             len += (size_t)(t->hi[c] - t->lo[c]);
         }
@@ -648,6 +724,11 @@ int remat__mt_fill_capped(const struct remat_profile *p, int64_t budget_bytes, s
     }
     *out = t;
     return REMAT_OK;
+}
+
+size_t remat__mt_period(const struct remat__mt *t)
+{
+    return t->per_p;
 }
 
 size_t remat__mt_top(const struct remat__mt *t)

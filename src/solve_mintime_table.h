@@ -42,7 +42,28 @@ struct remat__mt {
     const int32_t *ux, *uxb, *uown, *uf0, *uf;
     int32_t *dg;
     int32_t exact_from; /* the root's values are the whole table's from here */
+    /* A periodic stretch (remat__mt_find_period): stage s and stage s + per_p
+     * have the same record for every s in [per_a, per_e]; per_p = 0 when
+     * none is used. */
+    size_t per_p, per_a, per_e;
 };
+
+/* Whether cell (i, l) is cell (i - p, l - p) over again.  A cell reads the
+ * records of stages i..l, the output x_{i-1}, and whether i > 1 and l < n:
+ * the same for both cells when every stage from i - p - 1 to l - p has the
+ * record of the stage p after it (so i - p > 1) and l < n.  Its floor,
+ * saturation point, values and choices are then the same numbers computed
+ * by the same expressions, so it shares the other's storage. */
+static inline int shared_cell(const struct remat__mt *t, size_t i, size_t l)
+{
+    return t->per_p != 0 && i >= t->per_a + t->per_p + 1 && l <= t->per_e + t->per_p && l < t->n;
+}
+
+/* Looks for the period p and the stretch [a, e] over which stage s and
+ * stage s + p have the same record (every field the table reads, times
+ * compared as doubles) that lets the most cells be shared; sets per_p (0
+ * when none helps), per_a and per_e.  O(n^2) comparisons at most. */
+void remat__mt_find_period(struct remat__mt *t);
 
 /* Whether the fill is to stop (once told, it stays stopped). */
 static inline int stop(struct remat__mt *t)

@@ -18,6 +18,7 @@
 
 #include <cmocka.h>
 
+#include "randchain.h"
 #include "solve_mintime.h"
 
 /* ------------------------------------------------------------------------
@@ -413,6 +414,91 @@ static void test_pruned_equals_full(void **state)
         remat__mt_free(c);
         remat_profile_free(p);
     }
+}
+
+/* Two schedules op for op. */
+static void assert_same_schedule(const struct remat_schedule *a, const struct remat_schedule *b)
+{
+    assert_int_equal(a->n_ops, b->n_ops);
+    for (size_t o = 0; o < a->n_ops; o++) {
+        assert_int_equal(a->ops[o].kind, b->ops[o].kind);
+        assert_int_equal(a->ops[o].stage, b->ops[o].stage);
+    }
+}
+
+/* A stack of repeated blocks (random blocks, random prefix and suffix):
+ * the shared fill (remat__mt_period found) holds the plain fill's values,
+ * the same doubles, at every m, with the same schedules, each fitting its
+ * budget in the simulator; the least peak and its schedule are the plain
+ * recursion's; both agree with Rotor's full fill.  Budgets at store-all
+ * and halfway down to the least peak, one-byte units on the smaller ones. */
+static void test_periodic_equals_plain(void **state)
+{
+    (void)state;
+    size_t shared = 0, compared = 0;
+    for (uint64_t seed = 1; seed <= 40; seed++) {
+        struct randchain_rng r;
+        randchain_seed(&r, seed * 7919);
+        size_t pre = randchain_below(&r, 3), block = 1 + randchain_below(&r, 4);
+        size_t k = 5 + randchain_below(&r, 8), post = randchain_below(&r, 3);
+        struct remat_profile *p = randchain_stack(seed, pre, block, k, post,
+                                                  (enum randchain_dist)(seed % RANDCHAIN_N_DISTS));
+        assert_non_null(p);
+        int64_t least_a, least_b;
+        struct remat_schedule la, lb;
+        remat_schedule_init(&la);
+        remat_schedule_init(&lb);
+        assert_int_equal(remat__mt_min_peak_share(p, 1, &least_a, &la, NULL, NULL), 0);
+        assert_int_equal(remat__mt_min_peak_share(p, 0, &least_b, &lb, NULL, NULL), 0);
+        assert_true(least_a == least_b);
+        assert_same_schedule(&la, &lb);
+        remat_schedule_clear(&la);
+        remat_schedule_clear(&lb);
+        int64_t sa = store_all_peak(p, NULL);
+        for (int b = 0; b < 2; b++) {
+            int64_t budget = b == 0 ? sa : least_a + (sa - least_a) / 2;
+            size_t slots = seed % 2 && budget < 4000 ? (size_t)budget : 97;
+            struct remat__mt *a = NULL, *w = NULL, *f = NULL;
+            assert_int_equal(remat__mt_fill(p, budget, slots, 1, &a, NULL), 0);
+            assert_int_equal(remat__mt_fill(p, budget, slots, 3, &w, NULL), 0);
+            assert_int_equal(remat__mt_fill(p, budget, slots, 0, &f, NULL), 0);
+            assert_int_equal(remat__mt_period(w), 0);
+            if (remat__mt_period(a) != 0) {
+                shared++;
+                assert_true(remat__mt_table_bytes(a) <= remat__mt_table_bytes(w));
+            }
+            for (size_t m = 0; m <= remat__mt_top(a); m++) {
+                double x = remat__mt_time(a, m), y = remat__mt_time(w, m);
+                double z = remat__mt_time(f, m);
+                assert_true(x == y);
+                assert_true(z == HUGE_VAL ? x == HUGE_VAL : fabs(x - z) <= 1e-9 * z);
+                if (x == HUGE_VAL)
+                    continue;
+                struct remat_schedule sa_, sw;
+                remat_schedule_init(&sa_);
+                remat_schedule_init(&sw);
+                assert_int_equal(remat__mt_schedule(a, m, &sa_), 0);
+                assert_int_equal(remat__mt_schedule(w, m, &sw), 0);
+                assert_same_schedule(&sa_, &sw);
+                struct remat_sim sim;
+                memset(&sim, 0, sizeof sim);
+                assert_int_equal(remat_simulate(p, REMAT_MODEL_TRACED, &sa_, 0, &sim, NULL), 0);
+                assert_true(sim.peak_bytes <= remat__mt_budget_at(a, m));
+                assert_true(fabs(sim.total_ms - x) <= 1e-9 * x);
+                remat_sim_clear(&sim);
+                remat_schedule_clear(&sa_);
+                remat_schedule_clear(&sw);
+                compared++;
+            }
+            remat__mt_free(a);
+            remat__mt_free(w);
+            remat__mt_free(f);
+        }
+        remat_profile_free(p);
+    }
+    /* Most of these stacks are periodic enough to share. */
+    assert_true(shared >= 40);
+    assert_true(compared > 1000);
 }
 
 /* The part fill (remat__mt_fill_capped) against the whole table: from its
@@ -815,6 +901,7 @@ int main(void)
         cmocka_unit_test(test_exhaustive_coarse),
         cmocka_unit_test(test_pruned_equals_full),
         cmocka_unit_test(test_part_fill_equals_whole),
+        cmocka_unit_test(test_periodic_equals_plain),
         cmocka_unit_test(test_unlimited_is_store_all),
         cmocka_unit_test(test_least_budget),
         cmocka_unit_test(test_nested_beats_single_level),

@@ -266,8 +266,8 @@ int remat__solve_min_time_share(const struct remat_profile *p, const struct rema
         remat_schedule_clear(&best);
         struct remat__mt *t = NULL;
         /* Only the top's value and schedule are read. */
-        rc = remat__mt_fill_capped(p, budget, opts->mem_slots, prune, HUGE_VAL, budget, &cancel,
-                                   &t, err);
+        rc = remat__mt_fill_capped(p, budget, opts->mem_slots, prune, HUGE_VAL, budget, &cancel, &t,
+                                   err);
         if (rc != REMAT_OK)
             goto out;
         size_t top = remat__mt_top(t);

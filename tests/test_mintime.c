@@ -493,6 +493,21 @@ static void test_periodic_equals_plain(void **state)
             remat__mt_free(a);
             remat__mt_free(w);
             remat__mt_free(f);
+            /* The solver (both fills, the walk, the least-peak backstop)
+             * gives the same plan with and without the sharing. */
+            struct remat_options o;
+            remat_options_init(&o);
+            o.algorithm = REMAT_ALG_MIN_TIME;
+            o.budget_bytes = budget;
+            o.mem_slots = slots;
+            struct remat_plan pa, pw;
+            assert_int_equal(remat__solve_min_time_share(p, &o, 1, &pa, NULL), 0);
+            assert_int_equal(remat__solve_min_time_share(p, &o, 0, &pw, NULL), 0);
+            assert_true(pa.total_ms == pw.total_ms);
+            assert_true(pa.peak_bytes == pw.peak_bytes && pa.peak_bytes <= budget);
+            assert_same_schedule(&pa.schedule, &pw.schedule);
+            remat_plan_clear(&pa);
+            remat_plan_clear(&pw);
         }
         remat_profile_free(p);
     }

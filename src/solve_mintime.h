@@ -71,6 +71,19 @@ int remat__mt_fill_capped(const struct remat_profile *p, int64_t budget_bytes, s
                           int prune, double cap_ms, int64_t root_lo_bytes,
                           const struct remat__cancel *cancel, struct remat__mt **out,
                           struct remat_error *err);
+/* The fill of the table over runs of stages: ends[0] = 0 < ends[1] < ...
+ * < ends[g] = n, run k being stages ends[k-1]+1..ends[k], each run one
+ * stage of the table whose options run its stages' ops one after the other
+ * (F_all over the run, its backwards in reverse; F_ck of its first stage
+ * and F_∅ of the rest).  Its schedules (remat__mt_schedule, over the
+ * profile's own stages) are persistent schedules of the profile, its
+ * times their exact times and its budgets bounds on their peaks, as for the
+ * plain table: an upper bound on the plain table's answer.  Otherwise as
+ * remat__mt_fill_capped with prune = 1. */
+int remat__mt_fill_groups(const struct remat_profile *p, const size_t *ends, size_t g,
+                          int64_t budget_bytes, size_t slots, double cap_ms, int64_t root_lo_bytes,
+                          const struct remat__cancel *cancel, struct remat__mt **out,
+                          struct remat_error *err);
 size_t remat__mt_exact_from(const struct remat__mt *t);
 void remat__mt_free(struct remat__mt *t);
 
@@ -103,6 +116,13 @@ int remat__mt_min_peak_cancel(const struct remat_profile *p, int64_t *peak_bytes
 int remat__mt_min_peak_share(const struct remat_profile *p, int share, int64_t *peak_bytes,
                              struct remat_schedule *sched, const struct remat__cancel *cancel,
                              struct remat_error *err);
+
+/* The least peak over the schedules of the runs that ends[0..g] bound
+ * (remat__mt_fill_groups): an upper bound on the least peak, and a
+ * schedule reaching it. */
+int remat__mt_min_peak_groups(const struct remat_profile *p, const size_t *ends, size_t g,
+                              int64_t *peak_bytes, struct remat_schedule *sched,
+                              const struct remat__cancel *cancel, struct remat_error *err);
 
 /* The period the fill found and shares cells over (a chain of repeated
  * blocks of stages), 0 when it shares none. */

@@ -30,6 +30,7 @@
  */
 #include <math.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "solve_mintime_table.h"
 
@@ -87,6 +88,7 @@ void remat__mt_free(struct remat__mt *t)
     free(t->tt);
     free(t->ubuf);
     free(t->dg);
+    free(t->gend);
     free(t);
 }
 
@@ -95,7 +97,7 @@ int remat__mt_load_stages(struct remat__mt *t, const struct remat_profile *p,
 {
     size_t n = p->n_stages;
     t->n = n;
-    t->buf_i64 = malloc(6 * (n + 2) * sizeof(int64_t));
+    t->buf_i64 = malloc(8 * (n + 2) * sizeof(int64_t));
     t->buf_f64 = malloc(2 * (n + 2) * sizeof(double));
     if (t->buf_i64 == NULL || t->buf_f64 == NULL)
         return remat__error(err, REMAT_ENOMEM, "", "out of memory");
@@ -147,7 +149,124 @@ int remat__mt_load_stages(struct remat__mt *t, const struct remat_profile *p,
     t->pp = pp;
     t->tf = tf;
     t->tb = tb;
+    int64_t *f0 = pp + (n + 2), *f1 = f0 + (n + 2);
+    for (size_t k = 0; k <= n + 1; k++) {
+        f0[k] = x[k] + ft[k];
+        f1[k] = (k == 0 ? 0 : x[k - 1]) + x[k] + ft[k];
+    }
+    t->f0 = f0;
+    t->f1 = f1;
     return REMAT_OK;
+}
+
+int remat__mt_load_groups(struct remat__mt *t, const struct remat_profile *p, const size_t *ends,
+                          size_t g, struct remat_error *err)
+{
+    size_t n = p->n_stages;
+    if (g == 0 || ends[0] != 0 || ends[g] != n)
+        return remat__error(err, REMAT_EINVAL, "", "the runs do not cover the chain");
+    for (size_t k = 1; k <= g; k++)
+        if (ends[k] <= ends[k - 1])
+            return remat__error(err, REMAT_EINVAL, "", "the runs do not cover the chain");
+    /* The profile's own stages first (the overflow checks), then the runs'
+     * amounts over them. */
+    struct remat__mt s;
+    memset(&s, 0, sizeof s);
+    int rc = remat__mt_load_stages(&s, p, err);
+    if (rc == REMAT_OK) {
+        t->n = g;
+        t->buf_i64 = malloc(8 * (g + 2) * sizeof(int64_t));
+        t->buf_f64 = malloc(2 * (g + 2) * sizeof(double));
+        t->gend = malloc((g + 1) * sizeof(size_t));
+        if (t->buf_i64 == NULL || t->buf_f64 == NULL || t->gend == NULL)
+            rc = remat__error(err, REMAT_ENOMEM, "", "out of memory");
+    }
+    if (rc != REMAT_OK) {
+        free(s.buf_i64);
+        free(s.buf_f64);
+        return rc;
+    }
+    memcpy(t->gend, ends, (g + 1) * sizeof(size_t));
+    int64_t *x = t->buf_i64, *xb = x + (g + 2), *ft = xb + (g + 2), *fg = ft + (g + 2);
+    int64_t *bt = fg + (g + 2), *pp = bt + (g + 2), *f0 = pp + (g + 2), *f1 = f0 + (g + 2);
+    double *tf = t->buf_f64, *tb = tf + (g + 2);
+    memset(t->buf_i64, 0, 8 * (g + 2) * sizeof(int64_t));
+    memset(t->buf_f64, 0, 2 * (g + 2) * sizeof(double));
+    x[0] = s.x[0];
+    for (size_t k = 1; k <= g; k++) {
+        size_t a = ends[k - 1] + 1, e = ends[k];
+        x[k] = s.x[e];
+        pp[k] = s.pp[e];
+        /* The run's F_all keeps every x̄ of it; F_all(c)'s peak lies P_c
+         * (the x̄ of the run's stages before c) above the run's entry, and
+         * so does B(c)'s, which runs with the same x̄ live. */
+        int64_t sum = 0, own = 0, bwd = 0, fk = s.f0[a], fn = 0;
+        for (size_t c = a; c <= e; c++) {
+            int64_t o = sum + s.xb[c] + s.fg[c];
+            int64_t b = sum + s.xb[c] + s.x[c] - s.pp[c - 1] + s.bt[c] + (c > 1 ? s.x[c - 1] : 0);
+            own = c == a || o > own ? o : own;
+            bwd = c == a || b > bwd ? b : bwd;
+            sum += s.xb[c];
+            tf[k] += s.tf[c];
+            tb[k] += s.tb[c];
+            if (c > a && s.f1[c] > fk)
+                fk = s.f1[c];
+            if (c == a || s.f1[c] > fn)
+                fn = s.f1[c];
+        }
+        xb[k] = sum;
+        fg[k] = own - sum;
+        /* chain_bwd_bytes(k, l) is then bwd + pp[l] - [l < g] x[l]. */
+        bt[k] = bwd - (sum + x[k] - pp[k - 1] + (k > 1 ? x[k - 1] : 0));
+        f0[k] = fk; /* F_ck(a), then F_∅ over the rest of the run */
+        f1[k] = fn; /* F_∅ over the whole run */
+        ft[k] = 0;  /* read through f0 and f1 only */
+    }
+    pp[g + 1] = pp[g];
+    free(s.buf_i64);
+    free(s.buf_f64);
+    t->x = x;
+    t->xb = xb;
+    t->ft = ft;
+    t->fg = fg;
+    t->bt = bt;
+    t->pp = pp;
+    t->tf = tf;
+    t->tb = tb;
+    t->f0 = f0;
+    t->f1 = f1;
+    return REMAT_OK;
+}
+
+int remat__mt_expand(const size_t *ends, size_t g, size_t n, const struct remat_schedule *s,
+                     struct remat_schedule *out)
+{
+    int rc = REMAT_OK;
+    for (size_t o = 0; o < s->n_ops && rc == REMAT_OK; o++) {
+        size_t k = s->ops[o].stage;
+        if (k < 1 || k > g)
+            return REMAT_EINVAL;
+        size_t a = ends[k - 1] + 1, e = ends[k];
+        switch (s->ops[o].kind) {
+        case REMAT_OP_LOSS:
+            rc = remat_schedule_push(out, REMAT_OP_LOSS, (uint32_t)n);
+            break;
+        case REMAT_OP_B:
+            for (size_t c = e; c >= a && rc == REMAT_OK; c--)
+                rc = remat_schedule_push(out, REMAT_OP_B, (uint32_t)c);
+            break;
+        case REMAT_OP_F_CK:
+            rc = remat_schedule_push(out, REMAT_OP_F_CK, (uint32_t)a);
+            for (size_t c = a + 1; c <= e && rc == REMAT_OK; c++)
+                rc = remat_schedule_push(out, REMAT_OP_F_NONE, (uint32_t)c);
+            break;
+        default: /* F_all, F_∅: the run's stages one after the other */
+            for (size_t c = a; c <= e && rc == REMAT_OK; c++)
+                rc = remat_schedule_push(out, s->ops[o].kind, (uint32_t)c);
+            break;
+        }
+    }
+    return rc;
 }
 
 /* First pass: the floor and the saturation point of every cell, in units,
@@ -582,10 +701,32 @@ size_t remat__mt_exact_from(const struct remat__mt *t)
     return (size_t)t->exact_from;
 }
 
+static int fill_impl(const struct remat_profile *p, const size_t *ends, size_t g,
+                     int64_t budget_bytes, size_t slots, int prune, double cap_ms,
+                     int64_t root_lo_bytes, const struct remat__cancel *cancel,
+                     struct remat__mt **out, struct remat_error *err);
+
 int remat__mt_fill_capped(const struct remat_profile *p, int64_t budget_bytes, size_t slots,
                           int prune, double cap_ms, int64_t root_lo_bytes,
                           const struct remat__cancel *cancel, struct remat__mt **out,
                           struct remat_error *err)
+{
+    return fill_impl(p, NULL, 0, budget_bytes, slots, prune, cap_ms, root_lo_bytes, cancel, out,
+                     err);
+}
+
+int remat__mt_fill_groups(const struct remat_profile *p, const size_t *ends, size_t g,
+                          int64_t budget_bytes, size_t slots, double cap_ms, int64_t root_lo_bytes,
+                          const struct remat__cancel *cancel, struct remat__mt **out,
+                          struct remat_error *err)
+{
+    return fill_impl(p, ends, g, budget_bytes, slots, 1, cap_ms, root_lo_bytes, cancel, out, err);
+}
+
+static int fill_impl(const struct remat_profile *p, const size_t *ends, size_t g,
+                     int64_t budget_bytes, size_t slots, int prune, double cap_ms,
+                     int64_t root_lo_bytes, const struct remat__cancel *cancel,
+                     struct remat__mt **out, struct remat_error *err)
 {
     *out = NULL;
     /* prune = 3 is the solver's fill without the periodic sharing: the
@@ -600,7 +741,7 @@ int remat__mt_fill_capped(const struct remat_profile *p, int64_t budget_bytes, s
     if (slots > REMAT_MT_MAX_SLOTS)
         return remat__error(err, REMAT_ELIMIT, "/mem_slots", "mem_slots is over %d",
                             REMAT_MT_MAX_SLOTS);
-    if (p->n_stages > REMAT_MT_MAX_STAGES)
+    if ((ends != NULL ? g : p->n_stages) > REMAT_MT_MAX_STAGES)
         return remat__error(err, REMAT_ELIMIT, "/stages", "min-time takes at most %d stages",
                             REMAT_MT_MAX_STAGES);
     struct remat__mt *t = calloc(1, sizeof *t);
@@ -608,7 +749,10 @@ int remat__mt_fill_capped(const struct remat_profile *p, int64_t budget_bytes, s
         return remat__error(err, REMAT_ENOMEM, "", "out of memory");
     t->cancel = cancel;
     t->cap = cap_ms;
-    int rc = remat__mt_load_stages(t, p, err);
+    int rc =
+        ends != NULL ? remat__mt_load_groups(t, p, ends, g, err) : remat__mt_load_stages(t, p, err);
+    if (ends != NULL)
+        share = 0;
     if (rc == REMAT_OK && cap_ms != HUGE_VAL) {
         t->tt = malloc((t->n + 1) * sizeof(double));
         if (t->tt == NULL)
@@ -622,7 +766,7 @@ int remat__mt_fill_capped(const struct remat_profile *p, int64_t budget_bytes, s
         return rc;
     }
     /* The optimizer's state is live throughout, like the weights. */
-    t->base = t->pp[p->n_stages] + t->x[0] + p->optimizer.state_bytes;
+    t->base = t->pp[t->n] + t->x[0] + p->optimizer.state_bytes;
     t->prune = prune;
     int64_t avail = budget_bytes - t->base;
     if (avail < 0) {
@@ -819,5 +963,13 @@ int remat__mt_schedule(const struct remat__mt *t, size_t m, struct remat_schedul
         m = (size_t)t->S;
     if (remat__mt_time(t, m) == HUGE_VAL)
         return REMAT_EINFEASIBLE;
-    return rebuild(t, 1, t->n, (int32_t)m, out);
+    if (t->gend == NULL)
+        return rebuild(t, 1, t->n, (int32_t)m, out);
+    struct remat_schedule s;
+    remat_schedule_init(&s);
+    int rc = rebuild(t, 1, t->n, (int32_t)m, &s);
+    if (rc == REMAT_OK)
+        rc = remat__mt_expand(t->gend, t->n, t->gend[t->n], &s, out);
+    remat_schedule_clear(&s);
+    return rc;
 }

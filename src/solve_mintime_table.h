@@ -18,6 +18,13 @@ struct remat__mt {
     const int64_t *x, *xb, *ft, *fg, *bt;
     const double *tf, *tb;
     const int64_t *pp; /* pp[k] = Σ_{1..k} p */
+    /* f0[k]: F_ck(k)'s peak above entry (x_k + ft_k); f1[k]: F_∅(k)'s
+     * (x_{k-1} + x_k + ft_k). */
+    const int64_t *f0, *f1;
+    /* A grouped table (remat__mt_load_groups): its stages are runs of the
+     * profile's, the run k ending at the profile's stage gend[k] (gend[0]
+     * = 0); NULL for a table over the profile's own stages. */
+    size_t *gend;
     int64_t *buf_i64;
     double *buf_f64;
     /* Cells (i, l) with 1 <= i <= l + 1, l in 1..n, at i * (n + 1) + l. */
@@ -105,11 +112,25 @@ static inline int64_t leaf_gain_bytes(const struct remat__mt *t, size_t i, size_
  * of F_ck(i) (x_i). */
 static inline int64_t fwd_bytes(const struct remat__mt *t, size_t i, size_t k)
 {
-    return (k == i ? 0 : t->x[k - 1]) + t->x[k] + t->ft[k];
+    return k == i ? t->f0[k] : t->f1[k];
 }
 
 /* Copies the stage data into flat 1-based arrays (t->buf_i64, t->buf_f64)
  * and checks that every sum the program forms stays far from overflow. */
 int remat__mt_load_stages(struct remat__mt *t, const struct remat_profile *p,
                           struct remat_error *err);
+
+/* The same for the chain of runs of stages that ends[1..g] end (ends[0] =
+ * 0 < ends[1] < ... < ends[g] = n): each run is one stage of t whose every
+ * option is the run's ops one after the other, with their peaks in bytes
+ * exactly (docs/min-time.md, "Chains past the exact table").  A schedule
+ * over t's stages is the profile's schedule by remat__mt_expand. */
+int remat__mt_load_groups(struct remat__mt *t, const struct remat_profile *p, const size_t *ends,
+                          size_t g, struct remat_error *err);
+
+/* Appends to *out the profile's ops of a schedule over the runs that
+ * ends[0..g] bound (remat__mt_load_groups).  Returns REMAT_OK or
+ * REMAT_ENOMEM. */
+int remat__mt_expand(const size_t *ends, size_t g, size_t n, const struct remat_schedule *s,
+                     struct remat_schedule *out);
 #endif

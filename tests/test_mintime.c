@@ -516,6 +516,94 @@ static void test_periodic_equals_plain(void **state)
     assert_true(compared > 1000);
 }
 
+/* The table over runs of stages (remat__mt_fill_groups): with runs of one
+ * stage it is the plain table, value for value and schedule for schedule;
+ * with longer runs and one-byte units (no rounding) it searches a subset of
+ * the schedules, so it is never faster; every schedule it gives is one of
+ * the profile's that fits its budget in the simulator and takes its time.
+ * The least peak over the runs is at or over the plain one, and reached. */
+static void test_groups(void **state)
+{
+    (void)state;
+    size_t compared = 0;
+    for (uint64_t seed = 1; seed <= 30; seed++) {
+        size_t n = 4 + (size_t)(seed % 9);
+        struct remat_profile *p =
+            randchain_profile(seed, n, (enum randchain_dist)(seed % RANDCHAIN_N_DISTS), 1);
+        assert_non_null(p);
+        int64_t least;
+        assert_int_equal(remat__mt_min_peak(p, &least, NULL, NULL), 0);
+        size_t ends[16], g = 0, one[16];
+        struct randchain_rng r;
+        randchain_seed(&r, seed);
+        ends[0] = one[0] = 0;
+        for (size_t k = 1; k <= n; k++)
+            one[k] = k;
+        while (ends[g] < n) {
+            size_t len = 1 + randchain_below(&r, 3);
+            ends[g + 1] = ends[g] + len > n ? n : ends[g] + len;
+            g++;
+        }
+        int64_t gl;
+        struct remat_schedule ls;
+        remat_schedule_init(&ls);
+        assert_int_equal(remat__mt_min_peak_groups(p, ends, g, &gl, &ls, NULL, NULL), 0);
+        assert_true(gl >= least);
+        struct remat_sim sim;
+        memset(&sim, 0, sizeof sim);
+        assert_int_equal(remat_simulate(p, REMAT_MODEL_TRACED, &ls, 0, &sim, NULL), 0);
+        assert_true(sim.peak_bytes == gl);
+        remat_sim_clear(&sim);
+        remat_schedule_clear(&ls);
+        int64_t sa = store_all_peak(p, NULL);
+        int64_t budget = sa - (sa - least) / 3;
+        int64_t base = p->input_bytes + p->optimizer.state_bytes;
+        for (size_t k = 0; k < n; k++)
+            base += p->stages[k].param_bytes;
+        /* One byte a unit where that is small enough. */
+        size_t slots = budget - base <= 20000 ? (size_t)(budget - base) : 97;
+        struct remat__mt *w = NULL, *a = NULL, *b = NULL;
+        assert_int_equal(remat__mt_fill(p, budget, slots, 1, &w, NULL), 0);
+        assert_int_equal(
+            remat__mt_fill_groups(p, one, n, budget, slots, HUGE_VAL, 0, NULL, &a, NULL), 0);
+        assert_int_equal(
+            remat__mt_fill_groups(p, ends, g, budget, slots, HUGE_VAL, 0, NULL, &b, NULL), 0);
+        int unit_one = remat__mt_unit(w) == 1;
+        for (size_t m = 0; m <= remat__mt_top(w); m++) {
+            double x = remat__mt_time(w, m), y = remat__mt_time(a, m), z = remat__mt_time(b, m);
+            assert_true(x == y);
+            if (unit_one)
+                assert_true(z >= x);
+            if (z == HUGE_VAL)
+                continue;
+            struct remat_schedule sw, sa_, sb;
+            remat_schedule_init(&sw);
+            remat_schedule_init(&sa_);
+            remat_schedule_init(&sb);
+            if (x != HUGE_VAL) {
+                assert_int_equal(remat__mt_schedule(w, m, &sw), 0);
+                assert_int_equal(remat__mt_schedule(a, m, &sa_), 0);
+                assert_same_schedule(&sw, &sa_);
+            }
+            assert_int_equal(remat__mt_schedule(b, m, &sb), 0);
+            memset(&sim, 0, sizeof sim);
+            assert_int_equal(remat_simulate(p, REMAT_MODEL_TRACED, &sb, 0, &sim, NULL), 0);
+            assert_true(sim.peak_bytes <= remat__mt_budget_at(b, m));
+            assert_true(fabs(sim.total_ms - z) <= 1e-9 * z);
+            remat_sim_clear(&sim);
+            remat_schedule_clear(&sw);
+            remat_schedule_clear(&sa_);
+            remat_schedule_clear(&sb);
+            compared++;
+        }
+        remat__mt_free(w);
+        remat__mt_free(a);
+        remat__mt_free(b);
+        remat_profile_free(p);
+    }
+    assert_true(compared > 500);
+}
+
 /* The part fill (remat__mt_fill_capped) against the whole table: from its
  * exact_from up, every time under the cap and its schedule are the whole
  * table's, op for op; the times at or over the cap read no lower.  Caps at
@@ -917,6 +1005,7 @@ int main(void)
         cmocka_unit_test(test_pruned_equals_full),
         cmocka_unit_test(test_part_fill_equals_whole),
         cmocka_unit_test(test_periodic_equals_plain),
+        cmocka_unit_test(test_groups),
         cmocka_unit_test(test_unlimited_is_store_all),
         cmocka_unit_test(test_least_budget),
         cmocka_unit_test(test_nested_beats_single_level),

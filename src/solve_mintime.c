@@ -193,8 +193,25 @@ static int walk_store_all_table(const struct remat_profile *p, const struct rema
  * first step at or under the budget (whose schedule fits), so the table is
  * filled capped at have and from the budget up; a walk that goes below that
  * (a flat run across the budget) is done again on the whole table. */
+/* Which table a solve fills: the plain one (ends NULL; prune 1, or 3
+ * without the periodic sharing) or the one over the runs ends[0..g]. */
+struct which {
+    int prune;
+    const size_t *ends;
+    size_t g;
+};
+
+static int fill(const struct remat_profile *p, const struct which *w, int64_t budget, size_t slots,
+                double cap, int64_t root, const struct remat__cancel *cancel, struct remat__mt **t,
+                struct remat_error *err)
+{
+    if (w->ends != NULL)
+        return remat__mt_fill_groups(p, w->ends, w->g, budget, slots, cap, root, cancel, t, err);
+    return remat__mt_fill_capped(p, budget, slots, w->prune, cap, root, cancel, t, err);
+}
+
 static int faster_from_store_all_table(const struct remat_profile *p, int64_t budget,
-                                       int64_t sa_peak, size_t slots, int prune,
+                                       int64_t sa_peak, size_t slots, const struct which *w,
                                        const struct remat__cancel *cancel, double have,
                                        struct remat_schedule *best, struct remat_error *err)
 {
@@ -203,8 +220,7 @@ static int faster_from_store_all_table(const struct remat_profile *p, int64_t bu
         struct remat__mt *t = NULL;
         struct remat_error skip;
         memset(&skip, 0, sizeof skip);
-        rc = remat__mt_fill_capped(p, sa_peak, slots, prune, have, whole ? 0 : budget, cancel, &t,
-                                   &skip);
+        rc = fill(p, w, sa_peak, slots, have, whole ? 0 : budget, cancel, &t, &skip);
         if (rc == REMAT_ECANCELED) {
             if (err != NULL)
                 *err = skip;
@@ -224,11 +240,41 @@ int remat__solve_min_time(const struct remat_profile *p, const struct remat_opti
     return remat__solve_min_time_share(p, opts, 1, plan, err);
 }
 
+/* The runs of the long-chain solve: g runs of as equal a length as can be
+ * (ends[0] = 0, ends[g] = n).  Returns a new array, or NULL when out of
+ * memory. */
+static size_t *equal_runs(size_t n, size_t g)
+{
+    size_t *ends = malloc((g + 1) * sizeof *ends);
+    if (ends == NULL)
+        return NULL;
+    for (size_t k = 0; k <= g; k++)
+        ends[k] = (size_t)((unsigned long long)n * k / g);
+    return ends;
+}
+
+static int solve(const struct remat_profile *p, const struct remat_options *opts, int share,
+                 size_t groups, struct remat_plan *plan, struct remat_error *err);
+
 int remat__solve_min_time_share(const struct remat_profile *p, const struct remat_options *opts,
                                 int share, struct remat_plan *plan, struct remat_error *err)
 {
-    /* The table's fill with (1) or without (3) the periodic sharing. */
-    int prune = share ? 1 : 3;
+    return solve(p, opts, share, 0, plan, err);
+}
+
+int remat__solve_min_time_groups(const struct remat_profile *p, const struct remat_options *opts,
+                                 size_t groups, struct remat_plan *plan, struct remat_error *err)
+{
+    if (groups == 0 || groups > p->n_stages)
+        return remat__error(err, REMAT_EINVAL, "", "the runs do not cover the chain");
+    return solve(p, opts, 1, groups, plan, err);
+}
+
+/* groups = 0: the solver's own choice of table; else the table over that
+ * many equal runs. */
+static int solve(const struct remat_profile *p, const struct remat_options *opts, int share,
+                 size_t groups, struct remat_plan *plan, struct remat_error *err)
+{
     memset(plan, 0, sizeof *plan);
     int64_t budget = opts->budget_bytes;
     if (budget < 0)
@@ -236,19 +282,55 @@ int remat__solve_min_time_share(const struct remat_profile *p, const struct rema
     if (opts->mem_slots > REMAT_MT_MAX_SLOTS)
         return remat__error(err, REMAT_ELIMIT, "/mem_slots", "mem_slots is over %d",
                             REMAT_MT_MAX_SLOTS);
+    size_t n = p->n_stages;
+    if (n > REMAT_MT_MAX_STAGES)
+        return remat__error(err, REMAT_ELIMIT, "/stages", "min-time takes at most %d stages",
+                            REMAT_MT_MAX_STAGES);
+    /* The table's fill with (1) or without (3) the periodic sharing, over
+     * the stages or, past REMAT_MT_EXACT_STAGES on a chain that shares too
+     * little, over runs of them. */
+    struct which w = {share ? 1 : 3, NULL, 0};
+    size_t *ends = NULL;
+    int exact = 1;
+    if (groups == 0 && n > REMAT_MT_EXACT_STAGES) {
+        int shares = n <= REMAT_MT_TABLE_MAX_STAGES && share ? remat__mt_profile_shares(p, err) : 0;
+        if (shares < 0)
+            return shares;
+        if (!shares)
+            groups = REMAT_MT_GROUPS;
+    }
+    if (groups != 0) {
+        ends = equal_runs(n, groups);
+        if (ends == NULL)
+            return remat__error(err, REMAT_ENOMEM, "", "out of memory");
+        w.ends = ends;
+        w.g = groups;
+        exact = 0;
+    }
     struct remat_schedule least, best;
     remat_schedule_init(&least);
     remat_schedule_init(&best);
     int64_t least_peak = 0;
     struct remat__cancel cancel = {opts->cancel, opts->cancel_arg};
-    int rc = remat__mt_min_peak_share(p, share, &least_peak, &least, &cancel, err);
+    /* The least peak is exact while one table takes the chain; past that
+     * it is the least over the runs' schedules, a bound from above. */
+    int least_exact = n <= REMAT_MT_TABLE_MAX_STAGES;
+    int rc = least_exact
+                 ? remat__mt_min_peak_share(p, share, &least_peak, &least, &cancel, err)
+                 : remat__mt_min_peak_groups(p, w.ends, w.g, &least_peak, &least, &cancel, err);
     if (rc != REMAT_OK)
         goto out;
     if (budget != 0 && budget < least_peak) {
         plan->min_budget_bytes = least_peak;
-        rc = remat__error(err, REMAT_EINFEASIBLE, "/budget_bytes",
-                          "no schedule fits in %lld bytes; the least budget that fits is %lld",
-                          (long long)budget, (long long)least_peak);
+        if (least_exact)
+            rc = remat__error(err, REMAT_EINFEASIBLE, "/budget_bytes",
+                              "no schedule fits in %lld bytes; the least budget that fits is %lld",
+                              (long long)budget, (long long)least_peak);
+        else
+            rc = remat__error(err, REMAT_EINFEASIBLE, "/budget_bytes",
+                              "no schedule min-time plans at %zu stages fits in %lld bytes; the "
+                              "least budget it plans is %lld",
+                              n, (long long)budget, (long long)least_peak);
         goto out;
     }
     /* Store-all is the fastest schedule there is: when it fits, it is the
@@ -266,8 +348,7 @@ int remat__solve_min_time_share(const struct remat_profile *p, const struct rema
         remat_schedule_clear(&best);
         struct remat__mt *t = NULL;
         /* Only the top's value and schedule are read. */
-        rc = remat__mt_fill_capped(p, budget, opts->mem_slots, prune, HUGE_VAL, budget, &cancel, &t,
-                                   err);
+        rc = fill(p, &w, budget, opts->mem_slots, HUGE_VAL, budget, &cancel, &t, err);
         if (rc != REMAT_OK)
             goto out;
         size_t top = remat__mt_top(t);
@@ -300,7 +381,7 @@ int remat__solve_min_time_share(const struct remat_profile *p, const struct rema
             remat_schedule_init(&least);
             tb = tl;
         }
-        rc = faster_from_store_all_table(p, budget, sa_peak, opts->mem_slots, prune, &cancel, tb,
+        rc = faster_from_store_all_table(p, budget, sa_peak, opts->mem_slots, &w, &cancel, tb,
                                          &best, err);
         if (rc != REMAT_OK)
             goto out;
@@ -312,6 +393,12 @@ int remat__solve_min_time_share(const struct remat_profile *p, const struct rema
         remat_plan_clear(plan);
         rc = remat__error(err, REMAT_EINVAL, "", "internal error: schedule over budget");
     }
+    if (rc == REMAT_OK && !exact && budget != 0) {
+        /* The gap to the optimum is at most the distance to the bound from
+         * below; 0 only when the plan meets it. */
+        double lb = remat__mt_time_bound(p, budget);
+        plan->optimality_gap = plan->total_ms <= lb || !(lb > 0) ? 0.0 : (plan->total_ms - lb) / lb;
+    }
     if (rc == REMAT_OK)
         rc = report_model(p, opts, plan, err);
     if (rc != REMAT_OK && rc != REMAT_EINFEASIBLE)
@@ -319,5 +406,6 @@ int remat__solve_min_time_share(const struct remat_profile *p, const struct rema
 out:
     remat_schedule_clear(&least);
     remat_schedule_clear(&best);
+    free(ends);
     return rc;
 }

@@ -19,6 +19,11 @@ int remat__solve_min_time(const struct remat_profile *p, const struct remat_opti
  * tests, which compare both. */
 int remat__solve_min_time_share(const struct remat_profile *p, const struct remat_options *opts,
                                 int share, struct remat_plan *plan, struct remat_error *err);
+/* The long-chain solve (docs/min-time.md) on `groups` equal runs of
+ * stages, whatever the chain's length (1 <= groups <= n): for the tests,
+ * which hold it to the plain solve where that can run. */
+int remat__solve_min_time_groups(const struct remat_profile *p, const struct remat_options *opts,
+                                 size_t groups, struct remat_plan *plan, struct remat_error *err);
 
 /* For a nested (multi-level) plan: the nested segment description that maps
  * onto nested torch.utils.checkpoint calls, as plan JSON's "nested_segments".
@@ -31,7 +36,16 @@ json_t *remat__nested_segments_json(const struct remat_profile *p, const struct 
 
 #define REMAT__MT_DEFAULT_SLOTS 500
 #define REMAT_MT_MAX_SLOTS 100000
-#define REMAT_MT_MAX_STAGES 1000
+/* The most stages min-time plans (docs/min-time.md, "Limits"). */
+#define REMAT_MT_MAX_STAGES 10000
+/* The most stages one table takes: its per-cell arrays grow as n^2. */
+#define REMAT_MT_TABLE_MAX_STAGES 1000
+/* Up to this many stages (and up to the table's on a chain of repeated
+ * blocks, remat__mt_period) min-time solves on the plain table, exactly;
+ * past it, on the table over runs of stages, with a bound on the gap. */
+#define REMAT_MT_EXACT_STAGES 300
+/* The runs the long-chain solve cuts a chain into. */
+#define REMAT_MT_GROUPS 200
 /* The most table memory one fill may take. */
 #define REMAT_MT_MAX_TABLE_BYTES (INT64_C(512) << 20)
 
@@ -123,6 +137,19 @@ int remat__mt_min_peak_share(const struct remat_profile *p, int share, int64_t *
 int remat__mt_min_peak_groups(const struct remat_profile *p, const size_t *ends, size_t g,
                               int64_t *peak_bytes, struct remat_schedule *sched,
                               const struct remat__cancel *cancel, struct remat_error *err);
+
+/* A bound from below on the time of every persistent schedule whose
+ * traced peak is at most budget_bytes (docs/min-time.md, "The bound from
+ * below"): every stage forwards and backwards once, and a stage that
+ * forwards only once keeps its saved tensors from its forward to its
+ * backward, so all of those are live together at the loss; the stages
+ * forwarded again must hold the rest, and their forwards cost at least
+ * the fractional knapsack's least.  HUGE_VAL when no schedule can fit. */
+double remat__mt_time_bound(const struct remat_profile *p, int64_t budget_bytes);
+
+/* Whether the plain table would share cells over a period of the chain
+ * (remat__mt_find_period): 1 or 0, or negative on a bad profile. */
+int remat__mt_profile_shares(const struct remat_profile *p, struct remat_error *err);
 
 /* The period the fill found and shares cells over (a chain of repeated
  * blocks of stages), 0 when it shares none. */

@@ -74,9 +74,9 @@ static int min_peak(const struct remat_profile *p, const size_t *ends, size_t g,
                     int64_t *peak_bytes, struct remat_schedule *sched,
                     const struct remat__cancel *cancel, struct remat_error *err)
 {
-    if ((ends != NULL ? g : p->n_stages) > REMAT_MT_MAX_STAGES)
-        return remat__error(err, REMAT_ELIMIT, "/stages", "min-time takes at most %d stages",
-                            REMAT_MT_MAX_STAGES);
+    if ((ends != NULL ? g : p->n_stages) > REMAT_MT_TABLE_MAX_STAGES)
+        return remat__error(err, REMAT_ELIMIT, "/stages", "one table takes at most %d stages",
+                            REMAT_MT_TABLE_MAX_STAGES);
     struct need_dp d;
     memset(&d, 0, sizeof d);
     struct remat__mt *t = &d.t;

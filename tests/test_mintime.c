@@ -336,6 +336,113 @@ static void test_exhaustive_exact(void **state)
     assert_true(cases > 500);
 }
 
+static int solve_groups(const struct remat_profile *p, int64_t budget, size_t slots, size_t g,
+                        struct remat_plan *plan)
+{
+    struct remat_options o;
+    remat_options_init(&o);
+    o.algorithm = REMAT_ALG_MIN_TIME;
+    o.budget_bytes = budget;
+    o.mem_slots = slots;
+    memset(plan, 0, sizeof *plan);
+    struct remat_error err;
+    return remat__solve_min_time_groups(p, &o, g, plan, &err);
+}
+
+/* The long-chain solve's claims against every persistent schedule: the
+ * bound from below (remat__mt_time_bound) is at or under the fastest
+ * schedule that fits, at every budget; the plan over runs fits, is never
+ * faster than that schedule, is within its optimality_gap of it, and is it
+ * when the gap is 0.  The plain solve's gap is 0. */
+static void test_exhaustive_gap(void **state)
+{
+    (void)state;
+    size_t cases = 0, zero = 0;
+    for (size_t n = 1; n <= 6; n++) {
+        for (uint64_t seed = 1; seed <= (n <= 4 ? 30 : 12); seed++) {
+            struct truth tr;
+            const struct remat_profile *p = tiny_truth(seed, n, 1, &tr);
+            for (int64_t b = tr.min_peak; b <= tr.store_all + 1; b++) {
+                double want = truth_best(&tr, b);
+                assert_true(remat__mt_time_bound(p, b) <= want);
+                struct remat_plan plan;
+                assert_int_equal(solve(p, b, REMAT_MT_MAX_SLOTS, &plan), REMAT_OK);
+                assert_true(plan.optimality_gap == 0);
+                remat_plan_clear(&plan);
+                size_t g = n > 1 ? n / 2 + (seed % 2) : 1;
+                int rc = solve_groups(p, b, REMAT_MT_MAX_SLOTS, g, &plan);
+                if (rc == REMAT_EINFEASIBLE)
+                    continue; /* the runs' least peak is over b */
+                assert_int_equal(rc, REMAT_OK);
+                check_plan(p, &plan, b);
+                assert_true(plan.total_ms >= want);
+                assert_true(plan.optimality_gap >= 0);
+                assert_true(plan.total_ms <= want * (1 + plan.optimality_gap) * (1 + 1e-12));
+                if (plan.optimality_gap == 0) {
+                    assert_true(plan.total_ms == want);
+                    zero++;
+                }
+                remat_plan_clear(&plan);
+                cases++;
+            }
+            truth_clear(&tr);
+        }
+    }
+    assert_true(cases > 500);
+    assert_true(zero > 50);
+}
+
+/* The same claims on 1,200 random chains of 5 to 80 stages (every
+ * distribution, budgets from the least to store-all), against the plain
+ * solve (exact there): the bound is under its time, the plan over runs is
+ * within its gap of it, and equal to it or faster where the gap is 0
+ * (faster only by the units' rounding, which the runs' table does
+ * differently). */
+static void test_random_gap(void **state)
+{
+    (void)state;
+    size_t zero = 0, within = 0;
+    double worst = 0;
+    for (uint64_t seed = 1; seed <= 1200; seed++) {
+        struct randchain_rng r;
+        randchain_seed(&r, seed * 31337);
+        size_t n = 5 + randchain_below(&r, 76);
+        struct remat_profile *p =
+            randchain_profile(seed, n, (enum randchain_dist)(seed % RANDCHAIN_N_DISTS), 1);
+        assert_non_null(p);
+        int64_t least;
+        assert_int_equal(remat__mt_min_peak(p, &least, NULL, NULL), 0);
+        int64_t sa = store_all_peak(p, NULL);
+        int64_t b = least + (int64_t)randchain_below(&r, (uint64_t)(sa - least) + 1);
+        struct remat_plan exact, fast;
+        assert_int_equal(solve(p, b, 0, &exact), REMAT_OK);
+        assert_true(exact.optimality_gap == 0);
+        assert_true(remat__mt_time_bound(p, b) <= exact.total_ms * (1 + 1e-12));
+        size_t g = 2 + randchain_below(&r, n - 1); /* 2..n runs */
+        int rc = solve_groups(p, b, 0, g, &fast);
+        if (rc == REMAT_OK) {
+            check_plan(p, &fast, b);
+            if (fast.optimality_gap == 0) {
+                assert_true(fast.total_ms <= exact.total_ms);
+                zero++;
+            }
+            assert_true(fast.total_ms <= exact.total_ms * (1 + fast.optimality_gap) * (1 + 1e-12));
+            double real = (fast.total_ms - exact.total_ms) / exact.total_ms;
+            worst = real > worst ? real : worst;
+            within++;
+            remat_plan_clear(&fast);
+        } else {
+            assert_int_equal(rc, REMAT_EINFEASIBLE);
+        }
+        remat_plan_clear(&exact);
+        remat_profile_free(p);
+    }
+    assert_true(within >= 1000);
+    assert_true(zero > 0);
+    print_message("gap: %zu plans over runs, %zu with gap 0, at most %.4f slower than exact\n",
+                  within, zero, worst);
+}
+
 /* Coarse units: never over budget, never better than the truth, never
  * infeasible where something fits (the least-peak schedule backs the table). */
 static void test_exhaustive_coarse(void **state)
@@ -1006,6 +1113,8 @@ int main(void)
         cmocka_unit_test(test_part_fill_equals_whole),
         cmocka_unit_test(test_periodic_equals_plain),
         cmocka_unit_test(test_groups),
+        cmocka_unit_test(test_exhaustive_gap),
+        cmocka_unit_test(test_random_gap),
         cmocka_unit_test(test_unlimited_is_store_all),
         cmocka_unit_test(test_least_budget),
         cmocka_unit_test(test_nested_beats_single_level),

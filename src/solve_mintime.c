@@ -312,12 +312,20 @@ static int solve(const struct remat_profile *p, const struct remat_options *opts
     remat_schedule_init(&best);
     int64_t least_peak = 0;
     struct remat__cancel cancel = {opts->cancel, opts->cancel_arg};
-    /* The least peak is exact while one table takes the chain; past that
-     * it is the least over the runs' schedules, a bound from above. */
-    int least_exact = n <= REMAT_MT_TABLE_MAX_STAGES;
+    /* The least peak: exact on the plain table; over runs, the runs' own
+     * (a bound from above, and cheap), and the exact one under it while one
+     * table takes the chain (it says whether anything fits, and its
+     * schedule is then the plan). */
+    int least_exact = w.ends == NULL;
     int rc = least_exact
                  ? remat__mt_min_peak_share(p, share, &least_peak, &least, &cancel, err)
                  : remat__mt_min_peak_groups(p, w.ends, w.g, &least_peak, &least, &cancel, err);
+    if (rc == REMAT_OK && !least_exact && budget != 0 && budget < least_peak &&
+        n <= REMAT_MT_TABLE_MAX_STAGES) {
+        remat_schedule_clear(&least);
+        least_exact = 1;
+        rc = remat__mt_min_peak_share(p, share, &least_peak, &least, &cancel, err);
+    }
     if (rc != REMAT_OK)
         goto out;
     if (budget != 0 && budget < least_peak) {

@@ -139,12 +139,10 @@ int remat__mt_min_peak_groups(const struct remat_profile *p, const size_t *ends,
                               const struct remat__cancel *cancel, struct remat_error *err);
 
 /* A bound from below on the time of every persistent schedule whose
- * traced peak is at most budget_bytes (docs/min-time.md, "The bound from
- * below"): every stage forwards and backwards once, and a stage that
- * forwards only once keeps its saved tensors from its forward to its
- * backward, so all of those are live together at the loss; the stages
- * forwarded again must hold the rest, and their forwards cost at least
- * the fractional knapsack's least.  HUGE_VAL when no schedule can fit. */
+ * traced peak is at most budget_bytes (solve_mintime_bound.c gives the
+ * proof): every stage forwards and backwards once, and the stages that
+ * forward only once keep their saved tensors live until their backward,
+ * which bounds how many can.  HUGE_VAL when no schedule can fit. */
 double remat__mt_time_bound(const struct remat_profile *p, int64_t budget_bytes);
 
 /* Whether the plain table would share cells over a period of the chain

@@ -884,56 +884,6 @@ int remat__mt_profile_shares(const struct remat_profile *p, struct remat_error *
     return rc;
 }
 
-struct ratio {
-    double tf;
-    int64_t xb;
-};
-
-/* Cheapest forward per saved byte first. */
-static int cmp_ratio(const void *a, const void *b)
-{
-    const struct ratio *x = a, *y = b;
-    /* x.tf / x.xb < y.tf / y.xb, without the division. */
-    double l = x->tf * (double)y->xb, r = y->tf * (double)x->xb;
-    return l < r ? -1 : l > r ? 1 : 0;
-}
-
-double remat__mt_time_bound(const struct remat_profile *p, int64_t budget_bytes)
-{
-    size_t n = p->n_stages;
-    double all = 0;
-    int64_t base = p->input_bytes + p->optimizer.state_bytes, saved = 0;
-    struct ratio *r = malloc((n ? n : 1) * sizeof *r);
-    size_t nr = 0;
-    for (size_t k = 0; k < n; k++) {
-        const struct remat_stage *s = &p->stages[k];
-        all += s->fwd_ms + s->bwd_ms;
-        base += s->param_bytes;
-        saved += s->saved_bytes;
-        if (r != NULL && s->saved_bytes > 0)
-            r[nr++] = (struct ratio){s->fwd_ms, s->saved_bytes};
-    }
-    /* What the stages forwarded again must hold between them. */
-    int64_t need = saved - (budget_bytes - base);
-    if (need <= 0 || r == NULL) {
-        free(r);
-        return all; /* out of memory: the weaker bound, still a bound */
-    }
-    qsort(r, nr, sizeof *r, cmp_ratio);
-    double extra = 0;
-    for (size_t k = 0; k < nr && need > 0; k++) {
-        if (r[k].xb <= need) {
-            extra += r[k].tf;
-            need -= r[k].xb;
-        } else {
-            extra += r[k].tf * ((double)need / (double)r[k].xb);
-            need = 0;
-        }
-    }
-    free(r);
-    return need > 0 ? HUGE_VAL : all + extra;
-}
-
 size_t remat__mt_period(const struct remat__mt *t)
 {
     return t->per_p;

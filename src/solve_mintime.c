@@ -240,16 +240,30 @@ int remat__solve_min_time(const struct remat_profile *p, const struct remat_opti
     return remat__solve_min_time_share(p, opts, 1, plan, err);
 }
 
-/* The runs of the long-chain solve: g runs of as equal a length as can be
- * (ends[0] = 0, ends[g] = n).  Returns a new array, or NULL when out of
- * memory. */
-static size_t *equal_runs(size_t n, size_t g)
+/* The runs of the long-chain solve: g runs (ends[0] = 0, ends[g] = n),
+ * each cut moved from where equal runs would put it to the stage of least
+ * output within a quarter run of it, since a leaf keeps a run's last
+ * output and small ones make cheap checkpoints.  Returns a new array, or
+ * NULL when out of memory. */
+static size_t *make_runs(const struct remat_profile *p, size_t g)
 {
+    size_t n = p->n_stages;
     size_t *ends = malloc((g + 1) * sizeof *ends);
     if (ends == NULL)
         return NULL;
-    for (size_t k = 0; k <= g; k++)
-        ends[k] = (size_t)((unsigned long long)n * k / g);
+    size_t w = n / g / 4;
+    ends[0] = 0;
+    for (size_t k = 1; k < g; k++) {
+        size_t c = (size_t)((unsigned long long)n * k / g);
+        size_t lo = c > w ? c - w : 1, hi = c + w < n ? c + w : n - 1, best = c;
+        if (lo <= ends[k - 1])
+            lo = ends[k - 1] + 1;
+        for (size_t s = lo; s <= hi; s++)
+            if (p->stages[s - 1].out_bytes < p->stages[best - 1].out_bytes)
+                best = s;
+        ends[k] = best > ends[k - 1] ? best : ends[k - 1] + 1;
+    }
+    ends[g] = n;
     return ends;
 }
 
@@ -300,7 +314,7 @@ static int solve(const struct remat_profile *p, const struct remat_options *opts
             groups = REMAT_MT_GROUPS;
     }
     if (groups != 0) {
-        ends = equal_runs(n, groups);
+        ends = make_runs(p, groups);
         if (ends == NULL)
             return remat__error(err, REMAT_ENOMEM, "", "out of memory");
         w.ends = ends;

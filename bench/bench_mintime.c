@@ -328,8 +328,107 @@ static void bench_stack(const struct bench_config *cfg, size_t layers, size_t bl
     remat_profile_free(p);
 }
 
+/* The budget halfway between the solver's least and store-all's peak,
+ * or -1. */
+static int64_t halfway_budget(const struct remat_profile *p)
+{
+    struct remat_options o;
+    remat_options_init(&o);
+    o.algorithm = REMAT_ALG_MIN_TIME;
+    o.budget_bytes = 1;
+    struct remat_plan plan;
+    struct remat_error err;
+    if (remat_solve(p, &o, &plan, &err) != REMAT_EINFEASIBLE)
+        return -1;
+    int64_t least = plan.min_budget_bytes;
+    o.budget_bytes = 0;
+    if (remat_solve(p, &o, &plan, &err) != REMAT_OK)
+        return -1;
+    int64_t sa = plan.peak_bytes;
+    remat_plan_clear(&plan);
+    return least + (sa - least) / 2;
+}
+
+/* A random heterogeneous chain of n stages (every field random), budget
+ * halfway: the solve as it is (past 300 stages on runs of stages, with
+ * optimality_gap) beside the plain table as it was, which refuses past
+ * 1000 stages at once and at 1000 after its floors ("the table would take
+ * over 512 MiB"); old_ns is the time to that answer, old_rc its code.
+ * With check = 1 (n <= 300), also the plain solve beside the runs' solve
+ * on the same chain, and how much slower the runs' plan really is. */
+static void bench_long(const struct bench_config *cfg, size_t n, int runs, int check)
+{
+    struct remat_profile *p = randchain_profile(5 + n, n, RANDCHAIN_UNIFORM, 1);
+    if (p == NULL)
+        return;
+    int64_t budget = halfway_budget(p);
+    if (budget < 0) {
+        remat_profile_free(p);
+        return;
+    }
+    struct remat_options o;
+    remat_options_init(&o);
+    o.algorithm = REMAT_ALG_MIN_TIME;
+    o.budget_bytes = budget;
+    struct remat_plan plan;
+    struct remat_error err;
+    int64_t *ns = malloc((size_t)runs * sizeof *ns);
+    double total_ms = 0, gap = 0;
+    int rc = REMAT_OK;
+    for (int r = 0; ns != NULL && r < runs && rc == REMAT_OK; r++) {
+        int64_t t0 = bench_now_ns();
+        rc = check ? remat__solve_min_time_groups(p, &o, REMAT_MT_GROUPS, &plan, &err)
+                   : remat_solve(p, &o, &plan, &err);
+        ns[r] = bench_now_ns() - t0;
+        if (rc == REMAT_OK) {
+            total_ms = plan.total_ms;
+            gap = plan.optimality_gap;
+            remat_plan_clear(&plan);
+        }
+    }
+    if (ns == NULL || rc != REMAT_OK) {
+        if (rc != REMAT_OK)
+            fprintf(stderr, "bench_mintime: %s\n", err.message);
+        free(ns);
+        remat_profile_free(p);
+        return;
+    }
+    int64_t new_ns = median(ns, runs);
+    free(ns);
+    int64_t old_ns = -1, exact_ns = -1;
+    int old_rc = 0;
+    double exact_ms = -1;
+    if (check) {
+        int64_t t0 = bench_now_ns();
+        if (remat_solve(p, &o, &plan, &err) == REMAT_OK) {
+            exact_ns = bench_now_ns() - t0;
+            exact_ms = plan.total_ms;
+            remat_plan_clear(&plan);
+        }
+    } else {
+        struct remat__mt *t = NULL;
+        int64_t t0 = bench_now_ns();
+        old_rc = remat__mt_fill_capped(p, budget, 0, 1, HUGE_VAL, budget, NULL, &t, &err);
+        old_ns = bench_now_ns() - t0;
+        remat__mt_free(t);
+    }
+    int64_t reserve = 0;
+    remat_solve_memory_bound(p, &o, &reserve, NULL);
+    char extra[400];
+    snprintf(extra, sizeof extra,
+             "\"budget_bytes\": %" PRId64 ", \"total_ms\": %.3f, \"optimality_gap\": %.5f, "
+             "\"memory_bound_bytes\": %" PRId64 ", \"old_ns\": %" PRId64
+             ", \"old_rc\": %d, \"exact_ns\": %" PRId64 ", \"exact_ms\": %.3f",
+             budget, total_ms, gap, reserve, old_ns, old_rc, exact_ns, exact_ms);
+    bench_report(cfg, check ? "min-time-runs" : "min-time-long", n, new_ns, runs, extra);
+    remat_profile_free(p);
+}
+
 void bench_mintime(const struct bench_config *cfg)
 {
+    bench_long(cfg, 300, runs_for(cfg, 3), 1);
+    bench_long(cfg, 1000, runs_for(cfg, 3), 0);
+    bench_long(cfg, 5000, runs_for(cfg, 3), 0);
     bench_stack(cfg, 80, 10, 20, runs_for(cfg, 3));
     bench_solve(cfg, 39, 500, runs_for(cfg, 51), runs_for(cfg, 5));
     bench_solve(cfg, 200, 500, runs_for(cfg, 11), runs_for(cfg, 3));

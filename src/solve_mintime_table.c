@@ -421,6 +421,14 @@ static int raise_to_needs(struct remat__mt *t, int32_t r)
     for (size_t l = n; l >= 1; l--) {
         for (size_t i = 1; i <= l; i++) {
             size_t c = cell(t, i, l);
+            if (shared_cell(t, i, l)) {
+                /* Its values are its source's: the source is wanted from
+                 * the least m either is read at, and passes that on to the
+                 * cells it reads, which the copy's own cells share. */
+                size_t src = cell(t, i - t->per_p, l - t->per_p);
+                need[src] = min32(need[src], need[c]);
+                continue;
+            }
             int32_t lo = max32(t->lo[c], need[c]);
             if (need[c] > S || lo >= t->hi[c]) {
                 /* Nothing read here: the value at hi and over is the plain
@@ -515,11 +523,6 @@ void remat__mt_find_period(struct remat__mt *t)
             }
         }
     }
-    /* Sharing costs the fill its cap and its root's floor (see
-     * remat__mt_fill_capped): worth it only when at least half the cells
-     * are shared. */
-    if (best * (best + 1) < n * (n + 1) / 2)
-        t->per_p = t->per_a = t->per_e = 0;
 }
 
 static void fill_pruned(struct remat__mt *t)
@@ -535,7 +538,12 @@ static void fill_pruned(struct remat__mt *t)
                 return;
             size_t c = cell(t, i, l), q = cell(t, i + 1, l);
             if (shared_cell(t, i, l)) {
-                t->cv[c] = t->cv[cell(t, i - t->per_p, l - t->per_p)];
+                /* The source is filled (and cut) already: l - p < l. */
+                size_t src = cell(t, i - t->per_p, l - t->per_p);
+                t->cv[c] = t->cv[src];
+                t->lo[c] = t->lo[src];
+                t->hi[c] = t->hi[src];
+                t->off[c] = t->off[src];
                 continue;
             }
             int32_t lo = t->lo[c], hi = t->hi[c];
@@ -783,17 +791,12 @@ static int fill_impl(const struct remat_profile *p, const size_t *ends, size_t g
         remat__mt_free(t);
         return remat__error(err, REMAT_ENOMEM, "", "out of memory");
     }
-    if (share) {
+    /* The two limits hold for shared cells too: a source is wanted from the
+     * least m any of its copies is read at (raise_to_needs), and the cap's
+     * cut (cut_over_cap) reads only the time of the stages inside a cell,
+     * the same for every copy. */
+    if (share)
         remat__mt_find_period(t);
-        if (t->per_p != 0) {
-            /* The cap's cut and the root's floor differ from cell to cell
-             * (they depend on what lies outside it), so a shared table is
-             * filled whole: every value is the whole table's, which is what
-             * both limits promise at least. */
-            t->cap = HUGE_VAL;
-            root_lo_bytes = 0;
-        }
-    }
     t->lo = malloc(ncell * sizeof(int32_t));
     t->hi = malloc(ncell * sizeof(int32_t));
     t->sat = malloc(ncell * sizeof(int32_t));
@@ -845,7 +848,10 @@ static int fill_impl(const struct remat_profile *p, const size_t *ends, size_t g
         for (size_t i = 1; i <= l; i++) {
             size_t c = cell(t, i, l);
             if (shared_cell(t, i, l)) {
-                t->off[c] = t->off[cell(t, i - t->per_p, l - t->per_p)];
+                size_t src = cell(t, i - t->per_p, l - t->per_p);
+                t->off[c] = t->off[src];
+                t->lo[c] = t->lo[src];
+                t->hi[c] = t->hi[src];
                 continue;
             }
             t->off[c] = len;

@@ -245,7 +245,7 @@ int remat__solve_min_time(const struct remat_profile *p, const struct remat_opti
  * output within a quarter run of it, since a leaf keeps a run's last
  * output and small ones make cheap checkpoints.  Returns a new array, or
  * NULL when out of memory. */
-static size_t *make_runs(const struct remat_profile *p, size_t g)
+size_t *remat__mt_runs(const struct remat_profile *p, size_t g)
 {
     size_t n = p->n_stages;
     size_t *ends = malloc((g + 1) * sizeof *ends);
@@ -314,7 +314,7 @@ static int solve(const struct remat_profile *p, const struct remat_options *opts
             groups = REMAT_MT_GROUPS;
     }
     if (groups != 0) {
-        ends = make_runs(p, groups);
+        ends = remat__mt_runs(p, groups);
         if (ends == NULL)
             return remat__error(err, REMAT_ENOMEM, "", "out of memory");
         w.ends = ends;

@@ -131,6 +131,13 @@ int remat__mt_min_peak_share(const struct remat_profile *p, int share, int64_t *
                              struct remat_schedule *sched, const struct remat__cancel *cancel,
                              struct remat_error *err);
 
+/* The runs the long-chain solve and the frontier use past
+ * REMAT_MT_EXACT_STAGES: g runs (1 <= g <= n) of about equal length, each
+ * cut moved to the stage of least output within a quarter run.  Returns
+ * ends[0..g] (ends[0] = 0, ends[g] = n), new (free), or NULL when out of
+ * memory. */
+size_t *remat__mt_runs(const struct remat_profile *p, size_t g);
+
 /* The least peak over the schedules of the runs that ends[0..g] bound
  * (remat__mt_fill_groups): an upper bound on the least peak, and a
  * schedule reaching it. */

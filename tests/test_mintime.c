@@ -443,6 +443,43 @@ static void test_random_gap(void **state)
                   within, zero, worst);
 }
 
+/* The frontier past REMAT_MT_EXACT_STAGES, over runs: its first point is
+ * the exact least peak, its last store-all (gap 0), the peaks strictly
+ * rise and the times strictly fall, every plan fits its budget (its own
+ * peak) in the simulator, and every gap is the distance to the bound from
+ * below at that budget. */
+static void test_frontier_runs(void **state)
+{
+    (void)state;
+    size_t n = REMAT_MT_EXACT_STAGES + 20;
+    struct remat_profile *p = randchain_profile(77, n, RANDCHAIN_HEAVY, 1);
+    assert_non_null(p);
+    int64_t least;
+    assert_int_equal(remat__mt_min_peak(p, &least, NULL, NULL), 0);
+    struct remat_frontier f;
+    assert_int_equal(remat_frontier_compute(p, 0, &f, NULL), 0);
+    assert_true(f.n_points > 10);
+    assert_int_equal(f.points[0].peak_bytes, least);
+    assert_int_equal(f.points[f.n_points - 1].peak_bytes, store_all_peak(p, NULL));
+    assert_true(f.points[f.n_points - 1].plan.optimality_gap == 0);
+    size_t gaps = 0;
+    for (size_t k = 0; k < f.n_points; k++) {
+        const struct remat_plan *pl = &f.points[k].plan;
+        if (k > 0) {
+            assert_true(f.points[k].peak_bytes > f.points[k - 1].peak_bytes);
+            assert_true(f.points[k].total_ms < f.points[k - 1].total_ms);
+        }
+        check_plan(p, pl, pl->peak_bytes);
+        double lb = remat__mt_time_bound(p, pl->peak_bytes);
+        assert_true(lb <= pl->total_ms);
+        assert_true(fabs(pl->total_ms - lb * (1 + pl->optimality_gap)) <= 1e-9 * pl->total_ms);
+        gaps += pl->optimality_gap > 0;
+    }
+    assert_true(gaps > 0);
+    remat_frontier_clear(&f);
+    remat_profile_free(p);
+}
+
 /* Coarse units: never over budget, never better than the truth, never
  * infeasible where something fits (the least-peak schedule backs the table). */
 static void test_exhaustive_coarse(void **state)
@@ -1115,6 +1152,7 @@ int main(void)
         cmocka_unit_test(test_groups),
         cmocka_unit_test(test_exhaustive_gap),
         cmocka_unit_test(test_random_gap),
+        cmocka_unit_test(test_frontier_runs),
         cmocka_unit_test(test_unlimited_is_store_all),
         cmocka_unit_test(test_least_budget),
         cmocka_unit_test(test_nested_beats_single_level),

@@ -424,8 +424,66 @@ static void bench_long(const struct bench_config *cfg, size_t n, int runs, int c
     remat_profile_free(p);
 }
 
+/* The frontier of a random heterogeneous chain of n stages (past 300 over
+ * runs of stages), beside the plain table's answer at the same chain (at
+ * 1000 stages it refuses after its floors); points, whether the peaks
+ * rise and the times fall strictly along it, and the largest gap. */
+static void bench_frontier_long(const struct bench_config *cfg, size_t n, int runs)
+{
+    struct remat_profile *p = randchain_profile(5 + n, n, RANDCHAIN_UNIFORM, 1);
+    if (p == NULL)
+        return;
+    int64_t *ns = malloc((size_t)runs * sizeof *ns);
+    size_t points = 0;
+    int monotone = 1;
+    double worst = 0;
+    int64_t sa = 0;
+    for (int r = 0; ns != NULL && r < runs; r++) {
+        struct remat_frontier f;
+        struct remat_error err;
+        int64_t t0 = bench_now_ns();
+        int rc = remat_frontier_compute(p, 0, &f, &err);
+        ns[r] = bench_now_ns() - t0;
+        if (rc != REMAT_OK) {
+            fprintf(stderr, "bench_mintime: %s\n", err.message);
+            free(ns);
+            remat_profile_free(p);
+            return;
+        }
+        points = f.n_points;
+        for (size_t k = 0; k < f.n_points; k++) {
+            if (k > 0 && !(f.points[k].peak_bytes > f.points[k - 1].peak_bytes &&
+                           f.points[k].total_ms < f.points[k - 1].total_ms))
+                monotone = 0;
+            if (f.points[k].plan.optimality_gap > worst)
+                worst = f.points[k].plan.optimality_gap;
+        }
+        sa = f.n_points ? f.points[f.n_points - 1].peak_bytes : 0;
+        remat_frontier_clear(&f);
+    }
+    if (ns == NULL) {
+        remat_profile_free(p);
+        return;
+    }
+    struct remat__mt *t = NULL;
+    struct remat_error err;
+    int64_t t0 = bench_now_ns();
+    int old_rc = remat__mt_fill_cancel(p, sa, 0, 1, NULL, &t, &err);
+    int64_t old_ns = bench_now_ns() - t0;
+    remat__mt_free(t);
+    char extra[200];
+    snprintf(extra, sizeof extra,
+             "\"points\": %zu, \"monotone\": %d, \"max_optimality_gap\": %.4f, \"old_ns\": %" PRId64
+             ", \"old_rc\": %d",
+             points, monotone, worst, old_ns, old_rc);
+    bench_report(cfg, "frontier-long", n, median(ns, runs), runs, extra);
+    free(ns);
+    remat_profile_free(p);
+}
+
 void bench_mintime(const struct bench_config *cfg)
 {
+    bench_frontier_long(cfg, 1000, runs_for(cfg, 3));
     bench_long(cfg, 300, runs_for(cfg, 3), 1);
     bench_long(cfg, 1000, runs_for(cfg, 3), 0);
     bench_long(cfg, 5000, runs_for(cfg, 3), 0);

@@ -152,8 +152,10 @@ int remat__mt_min_peak_groups(const struct remat_profile *p, const size_t *ends,
  * which bounds how many can.  HUGE_VAL when no schedule can fit. */
 double remat__mt_time_bound(const struct remat_profile *p, int64_t budget_bytes);
 
-/* Whether the plain table would share cells over a period of the chain
- * (remat__mt_find_period): 1 or 0, or negative on a bad profile. */
+/* Whether the plain table shares enough cells over a period of the chain
+ * (remat__mt_find_period) to be filled past REMAT_MT_EXACT_STAGES: what
+ * is left to fill weighs no more than a 300-stage chain's whole table.
+ * 1 or 0, or negative on a bad profile. */
 int remat__mt_profile_shares(const struct remat_profile *p, struct remat_error *err);
 
 /* The period the fill found and shares cells over (a chain of repeated

@@ -883,7 +883,16 @@ int remat__mt_profile_shares(const struct remat_profile *p, struct remat_error *
     int rc = remat__mt_load_stages(&t, p, err);
     if (rc == REMAT_OK) {
         remat__mt_find_period(&t);
-        rc = t.per_p != 0;
+        /* Worth the plain table when what is left to fill, its cells
+         * weighted by their O(n) options, is no more than a 300-stage
+         * chain's whole table: a stack of many copies of a block, not a
+         * long chain with a short repeat in it. */
+        size_t n = t.n, top = t.per_e + t.per_p < n - 1 ? t.per_e + t.per_p : n - 1;
+        size_t k = t.per_p != 0 && top > t.per_a + t.per_p ? top - t.per_a - t.per_p : 0;
+        double left = ((double)n * (double)(n + 1) - (double)k * (double)(k + 1)) / 2 * (double)n;
+        double room = (double)REMAT_MT_EXACT_STAGES * (REMAT_MT_EXACT_STAGES + 1) / 2 *
+                      (double)REMAT_MT_EXACT_STAGES;
+        rc = t.per_p != 0 && left <= room;
     }
     free(t.buf_i64);
     free(t.buf_f64);

@@ -487,7 +487,7 @@ void bench_mintime(const struct bench_config *cfg)
     bench_long(cfg, 300, runs_for(cfg, 3), 1);
     bench_long(cfg, 1000, runs_for(cfg, 3), 0);
     bench_long(cfg, 5000, runs_for(cfg, 3), 0);
-    bench_stack(cfg, 80, 10, 20, runs_for(cfg, 3));
+    bench_stack(cfg, 80, 10, 40, runs_for(cfg, 3));
     bench_solve(cfg, 39, 500, runs_for(cfg, 51), runs_for(cfg, 5));
     bench_solve(cfg, 200, 500, runs_for(cfg, 11), runs_for(cfg, 3));
     bench_frontier(cfg, 39, 500, runs_for(cfg, 21));

@@ -307,7 +307,7 @@ static int solve(const struct remat_profile *p, const struct remat_options *opts
     size_t *ends = NULL;
     int exact = 1;
     if (groups == 0 && n > REMAT_MT_EXACT_STAGES) {
-        int shares = n <= REMAT_MT_TABLE_MAX_STAGES && share ? remat__mt_profile_shares(p, err) : 0;
+        int shares = n <= REMAT_MT_TABLE_MAX_STAGES ? remat__mt_profile_shares(p, err) : 0;
         if (shares < 0)
             return shares;
         if (!shares)

@@ -15,8 +15,10 @@
 int remat__solve_min_time(const struct remat_profile *p, const struct remat_options *opts,
                           struct remat_plan *plan, struct remat_error *err);
 /* The same with share = 0: no cell taken over from the one a period before
- * (remat__mt_period), as the solver was before it; for the bench and the
- * tests, which compare both. */
+ * (remat__mt_period), as the solver was before it, on the same table (the
+ * plain one where sharing would make it the solver's choice past 300
+ * stages, else the runs'); for the bench and the tests, which compare
+ * both. */
 int remat__solve_min_time_share(const struct remat_profile *p, const struct remat_options *opts,
                                 int share, struct remat_plan *plan, struct remat_error *err);
 /* The long-chain solve (docs/min-time.md) on `groups` equal runs of

@@ -3,7 +3,10 @@
  * budget: the least-peak test (solve_mintime_least.c), the table filled at
  * the budget (solve_mintime_table.c), the walk of the store-all table for a
  * faster schedule the units' rounding hid, and the plan made from the
- * answer.  docs/min-time.md gives the whole of it.
+ * answer.  Past REMAT_MT_EXACT_STAGES stages the tables are over runs of
+ * stages (unless the chain is a stack that shares most of the plain one),
+ * and the plan reports its optimality_gap against the bound from below
+ * (solve_mintime_bound.c).  docs/min-time.md gives the whole of it.
  */
 #include <math.h>
 #include <stdint.h>
@@ -179,20 +182,6 @@ static int walk_store_all_table(const struct remat_profile *p, const struct rema
     return rc;
 }
 
-/* The units' rounding can hide a faster schedule that fits: at VGG-19
- * batch 64's least budget (docs/accuracy.md, "Side by side ... (GPU)") the
- * table filled at the budget answered 73.5 ms while a schedule of the same
- * peak takes 62.2 ms.  A table filled at store-all's peak (the frontier's,
- * its units elsewhere) is walked from its top down, each step's schedule
- * re-simulated exactly: the first that fits the budget is the fastest of
- * them that fits, and replaces *best (whose time is have) when it is
- * faster.  A table over the limits skips this search; a cancel stops the
- * solve.
- *
- * The walk reads only times under have, and stops at the latest at the
- * first step at or under the budget (whose schedule fits), so the table is
- * filled capped at have and from the budget up; a walk that goes below that
- * (a flat run across the budget) is done again on the whole table. */
 /* Which table a solve fills: the plain one (ends NULL; prune 1, or 3
  * without the periodic sharing) or the one over the runs ends[0..g]. */
 struct which {
@@ -210,6 +199,20 @@ static int fill(const struct remat_profile *p, const struct which *w, int64_t bu
     return remat__mt_fill_capped(p, budget, slots, w->prune, cap, root, cancel, t, err);
 }
 
+/* The units' rounding can hide a faster schedule that fits: at VGG-19
+ * batch 64's least budget (docs/accuracy.md, "Side by side ... (GPU)") the
+ * table filled at the budget answered 73.5 ms while a schedule of the same
+ * peak takes 62.2 ms.  A table filled at store-all's peak (the frontier's,
+ * its units elsewhere) is walked from its top down, each step's schedule
+ * re-simulated exactly: the first that fits the budget is the fastest of
+ * them that fits, and replaces *best (whose time is have) when it is
+ * faster.  A table over the limits skips this search; a cancel stops the
+ * solve.
+ *
+ * The walk reads only times under have, and stops at the latest at the
+ * first step at or under the budget (whose schedule fits), so the table is
+ * filled capped at have and from the budget up; a walk that goes below that
+ * (a flat run across the budget) is done again on the whole table. */
 static int faster_from_store_all_table(const struct remat_profile *p, int64_t budget,
                                        int64_t sa_peak, size_t slots, const struct which *w,
                                        const struct remat__cancel *cancel, double have,
@@ -285,7 +288,7 @@ int remat__solve_min_time_groups(const struct remat_profile *p, const struct rem
 }
 
 /* groups = 0: the solver's own choice of table; else the table over that
- * many equal runs. */
+ * many runs (remat__mt_runs). */
 static int solve(const struct remat_profile *p, const struct remat_options *opts, int share,
                  size_t groups, struct remat_plan *plan, struct remat_error *err)
 {

@@ -21,9 +21,9 @@ int remat__solve_min_time(const struct remat_profile *p, const struct remat_opti
  * both. */
 int remat__solve_min_time_share(const struct remat_profile *p, const struct remat_options *opts,
                                 int share, struct remat_plan *plan, struct remat_error *err);
-/* The long-chain solve (docs/min-time.md) on `groups` equal runs of
- * stages, whatever the chain's length (1 <= groups <= n): for the tests,
- * which hold it to the plain solve where that can run. */
+/* The long-chain solve (docs/min-time.md) on `groups` runs of stages
+ * (remat__mt_runs), whatever the chain's length (1 <= groups <= n): for
+ * the tests, which hold it to the plain solve where that can run. */
 int remat__solve_min_time_groups(const struct remat_profile *p, const struct remat_options *opts,
                                  size_t groups, struct remat_plan *plan, struct remat_error *err);
 

@@ -11,8 +11,11 @@
 
 /* Version 2 adds each stage's fwd_grad_tmp_bytes and bwd_freed_bytes; a
  * version 1 record is still read, with the meaning those fields' defaults
- * give (docs/profile.md). */
-#define CODEC_VERSION 2
+ * give (docs/profile.md).  Version 3 adds the plan's optimality_gap after
+ * min_budget_bytes (min-time past 300 stages plans within a bound of the
+ * optimum, docs/min-time.md); older records read it as 0, which is what
+ * every plan they hold had. */
+#define CODEC_VERSION 3
 
 /* The largest record: REMAT_MAX_STAGES stages and their ops stay far
  * below it (about 40 bytes a stage). */
@@ -115,6 +118,7 @@ unsigned char *rematd_plan_encode(const struct remat_profile *p, const struct re
     put_d(&o, plan->total_ms);
     put_s(&o, plan->budget_bytes);
     put_s(&o, plan->min_budget_bytes);
+    put_d(&o, plan->optimality_gap);
     put_u(&o, plan->n_checkpoints);
     size_t prev = 0;
     for (size_t k = 0; k < plan->n_checkpoints; k++) {
@@ -212,9 +216,9 @@ int rematd_plan_decode(const unsigned char *buf, size_t len, struct remat_profil
     memset(plan, 0, sizeof *plan);
     remat_schedule_init(&plan->schedule);
     plan->single_level = 1;
-    if (len < 1 || (buf[0] != CODEC_VERSION && buf[0] != 1))
+    if (len < 1 || buf[0] < 1 || buf[0] > CODEC_VERSION)
         return -1;
-    int v1 = buf[0] == 1;
+    int v1 = buf[0] == 1, v3 = buf[0] >= 3;
     in.p++;
     uint64_t n = get_u(&in);
     /* Each stage takes at least 7 bytes: a count the record cannot hold is
@@ -268,6 +272,7 @@ int rematd_plan_decode(const unsigned char *buf, size_t len, struct remat_profil
     plan->total_ms = get_d(&in);
     plan->budget_bytes = get_s(&in);
     plan->min_budget_bytes = get_s(&in);
+    plan->optimality_gap = v3 ? get_d(&in) : 0.0;
     uint64_t m = get_u(&in);
     if (in.bad || m >= p->n_stages || m > (size_t)(in.end - in.p))
         goto bad;
@@ -297,7 +302,8 @@ int rematd_plan_decode(const unsigned char *buf, size_t len, struct remat_profil
         plan->schedule.ops[k].kind = (uint8_t)kind;
         plan->schedule.n_ops = k + 1;
     }
-    if (in.p != in.end || !isfinite(plan->recompute_ms) || !isfinite(plan->total_ms))
+    if (in.p != in.end || !isfinite(plan->recompute_ms) || !isfinite(plan->total_ms) ||
+        !isfinite(plan->optimality_gap) || plan->optimality_gap < 0)
         goto bad;
     *profile = p;
     return 0;

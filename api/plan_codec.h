@@ -11,7 +11,7 @@
  * stored profile.  Stage names and profile metadata are not kept: neither
  * answer shows them.
  *
- * Layout (docs/jobs.md): a version byte (1), then unsigned LEB128 varints;
+ * Layout (docs/jobs.md): a version byte (3; 1 and 2 still read), then unsigned LEB128 varints;
  * signed values zigzag-coded; each double as a varint tag k followed by
  * either a varint m with d == m / 10^(k-1) exactly (most measured times are
  * short decimals) or, for k = 0, its 8 IEEE bytes little-endian.

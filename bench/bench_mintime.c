@@ -17,6 +17,7 @@
 
 #include "solve_mintime.h"
 #include "bench.h"
+#include "randchain.h"
 
 static uint64_t mix(uint64_t *s)
 {
@@ -224,8 +225,269 @@ static void bench_frontier(const struct bench_config *cfg, size_t n, size_t slot
     remat_profile_free(p);
 }
 
+/* One min-time solve of a stack (bench_stack); its time in ns, or -1. */
+static int64_t time_stack_solve(const struct remat_profile *p, const struct remat_options *o,
+                                int share, struct remat_plan *plan)
+{
+    struct remat_error err;
+    int64_t t0 = bench_now_ns();
+    int rc = remat__solve_min_time_share(p, o, share, plan, &err);
+    int64_t ns = bench_now_ns() - t0;
+    if (rc != REMAT_OK) {
+        fprintf(stderr, "bench_mintime: %s\n", err.message);
+        return -1;
+    }
+    return ns;
+}
+
+/* A stack of `layers` copies of a random block of `block` stages between a
+ * random first and last stage (an embedding and a head), budget halfway
+ * between the least peak and store-all: the solve with the periodic
+ * sharing, and (at `old_layers` layers, or not when 0) without it beside
+ * it, as the solver was. */
+static void bench_stack(const struct bench_config *cfg, size_t layers, size_t block,
+                        size_t old_layers, int runs)
+{
+    struct remat_profile *p = randchain_stack(7 + layers, 1, block, layers, 1, RANDCHAIN_UNIFORM);
+    if (p == NULL)
+        return;
+    size_t n = p->n_stages;
+    struct remat_options o;
+    remat_options_init(&o);
+    o.algorithm = REMAT_ALG_MIN_TIME;
+    int64_t least = 0;
+    if (remat__mt_min_peak(p, &least, NULL, NULL) != REMAT_OK) {
+        remat_profile_free(p);
+        return;
+    }
+    struct remat_plan plan;
+    o.budget_bytes = 0;
+    struct remat_error err;
+    if (remat_solve(p, &o, &plan, &err) != REMAT_OK) {
+        remat_profile_free(p);
+        return;
+    }
+    o.budget_bytes = least + (plan.peak_bytes - least) / 2;
+    remat_plan_clear(&plan);
+    int64_t *ns = malloc((size_t)runs * sizeof *ns);
+    double total_ms = 0;
+    for (int r = 0; ns != NULL && r < runs; r++) {
+        ns[r] = time_stack_solve(p, &o, 1, &plan);
+        if (ns[r] < 0) {
+            free(ns);
+            remat_profile_free(p);
+            return;
+        }
+        total_ms = plan.total_ms;
+        remat_plan_clear(&plan);
+    }
+    if (ns == NULL) {
+        remat_profile_free(p);
+        return;
+    }
+    int64_t new_ns = median(ns, runs);
+    int64_t old_ns = -1, old_new_ns = -1;
+    double old_ms = -1;
+    if (old_layers > 0) {
+        /* Both paths on the smaller stack, alternating. */
+        struct remat_profile *q =
+            randchain_stack(7 + layers, 1, block, old_layers, 1, RANDCHAIN_UNIFORM);
+        int64_t ql = 0;
+        struct remat_options oq = o;
+        oq.budget_bytes = 0;
+        if (q != NULL && remat__mt_min_peak(q, &ql, NULL, NULL) == REMAT_OK &&
+            remat_solve(q, &oq, &plan, &err) == REMAT_OK) {
+            oq.budget_bytes = ql + (plan.peak_bytes - ql) / 2;
+            remat_plan_clear(&plan);
+            int oruns = runs < 3 ? runs : 3;
+            int64_t a[3], b[3];
+            for (int r = 0; r < oruns; r++) {
+                a[r] = time_stack_solve(q, &oq, 0, &plan);
+                old_ms = plan.total_ms;
+                remat_plan_clear(&plan);
+                b[r] = time_stack_solve(q, &oq, 1, &plan);
+                /* The same plan either way: sharing changes no value. */
+                if (plan.total_ms != old_ms)
+                    fprintf(stderr, "bench_mintime: the stack's plans differ\n");
+                remat_plan_clear(&plan);
+            }
+            old_ns = median(a, oruns);
+            old_new_ns = median(b, oruns);
+        }
+        remat_profile_free(q);
+    }
+    free(ns);
+    char extra[400];
+    snprintf(extra, sizeof extra,
+             "\"layers\": %zu, \"block\": %zu, \"budget_bytes\": %" PRId64
+             ", \"total_ms\": %.3f, \"old_layers\": %zu, \"old_n\": %zu, \"old_ns\": %" PRId64
+             ", \"new_ns_at_old_n\": %" PRId64,
+             layers, block, o.budget_bytes, total_ms, old_layers,
+             old_layers ? old_layers * block + 2 : 0, old_ns, old_new_ns);
+    bench_report(cfg, "min-time-stack", n, new_ns, runs, extra);
+    remat_profile_free(p);
+}
+
+/* The budget halfway between the solver's least and store-all's peak,
+ * or -1. */
+static int64_t halfway_budget(const struct remat_profile *p)
+{
+    struct remat_options o;
+    remat_options_init(&o);
+    o.algorithm = REMAT_ALG_MIN_TIME;
+    o.budget_bytes = 1;
+    struct remat_plan plan;
+    struct remat_error err;
+    if (remat_solve(p, &o, &plan, &err) != REMAT_EINFEASIBLE)
+        return -1;
+    int64_t least = plan.min_budget_bytes;
+    o.budget_bytes = 0;
+    if (remat_solve(p, &o, &plan, &err) != REMAT_OK)
+        return -1;
+    int64_t sa = plan.peak_bytes;
+    remat_plan_clear(&plan);
+    return least + (sa - least) / 2;
+}
+
+/* A random heterogeneous chain of n stages (every field random), budget
+ * halfway: the solve as it is (past 300 stages on runs of stages, with
+ * optimality_gap) beside the plain table as it was, which refuses past
+ * 1000 stages at once and at 1000 after its floors ("the table would take
+ * over 512 MiB"); old_ns is the time to that answer, old_rc its code.
+ * With check = 1 (n <= 300), also the plain solve beside the runs' solve
+ * on the same chain, and how much slower the runs' plan really is. */
+static void bench_long(const struct bench_config *cfg, size_t n, int runs, int check)
+{
+    struct remat_profile *p = randchain_profile(5 + n, n, RANDCHAIN_UNIFORM, 1);
+    if (p == NULL)
+        return;
+    int64_t budget = halfway_budget(p);
+    if (budget < 0) {
+        remat_profile_free(p);
+        return;
+    }
+    struct remat_options o;
+    remat_options_init(&o);
+    o.algorithm = REMAT_ALG_MIN_TIME;
+    o.budget_bytes = budget;
+    struct remat_plan plan;
+    struct remat_error err;
+    int64_t *ns = malloc((size_t)runs * sizeof *ns);
+    double total_ms = 0, gap = 0;
+    int rc = REMAT_OK;
+    for (int r = 0; ns != NULL && r < runs && rc == REMAT_OK; r++) {
+        int64_t t0 = bench_now_ns();
+        rc = check ? remat__solve_min_time_groups(p, &o, REMAT_MT_GROUPS, &plan, &err)
+                   : remat_solve(p, &o, &plan, &err);
+        ns[r] = bench_now_ns() - t0;
+        if (rc == REMAT_OK) {
+            total_ms = plan.total_ms;
+            gap = plan.optimality_gap;
+            remat_plan_clear(&plan);
+        }
+    }
+    if (ns == NULL || rc != REMAT_OK) {
+        if (rc != REMAT_OK)
+            fprintf(stderr, "bench_mintime: %s\n", err.message);
+        free(ns);
+        remat_profile_free(p);
+        return;
+    }
+    int64_t new_ns = median(ns, runs);
+    free(ns);
+    int64_t old_ns = -1, exact_ns = -1;
+    int old_rc = 0;
+    double exact_ms = -1;
+    if (check) {
+        int64_t t0 = bench_now_ns();
+        if (remat_solve(p, &o, &plan, &err) == REMAT_OK) {
+            exact_ns = bench_now_ns() - t0;
+            exact_ms = plan.total_ms;
+            remat_plan_clear(&plan);
+        }
+    } else {
+        struct remat__mt *t = NULL;
+        int64_t t0 = bench_now_ns();
+        old_rc = remat__mt_fill_capped(p, budget, 0, 1, HUGE_VAL, budget, NULL, &t, &err);
+        old_ns = bench_now_ns() - t0;
+        remat__mt_free(t);
+    }
+    int64_t reserve = 0;
+    remat_solve_memory_bound(p, &o, &reserve, NULL);
+    char extra[400];
+    snprintf(extra, sizeof extra,
+             "\"budget_bytes\": %" PRId64 ", \"total_ms\": %.3f, \"optimality_gap\": %.5f, "
+             "\"memory_bound_bytes\": %" PRId64 ", \"old_ns\": %" PRId64
+             ", \"old_rc\": %d, \"exact_ns\": %" PRId64 ", \"exact_ms\": %.3f",
+             budget, total_ms, gap, reserve, old_ns, old_rc, exact_ns, exact_ms);
+    bench_report(cfg, check ? "min-time-runs" : "min-time-long", n, new_ns, runs, extra);
+    remat_profile_free(p);
+}
+
+/* The frontier of a random heterogeneous chain of n stages (past 300 over
+ * runs of stages), beside the plain table's answer at the same chain (at
+ * 1000 stages it refuses after its floors); points, whether the peaks
+ * rise and the times fall strictly along it, and the largest gap. */
+static void bench_frontier_long(const struct bench_config *cfg, size_t n, int runs)
+{
+    struct remat_profile *p = randchain_profile(5 + n, n, RANDCHAIN_UNIFORM, 1);
+    if (p == NULL)
+        return;
+    int64_t *ns = malloc((size_t)runs * sizeof *ns);
+    size_t points = 0;
+    int monotone = 1;
+    double worst = 0;
+    int64_t sa = 0;
+    for (int r = 0; ns != NULL && r < runs; r++) {
+        struct remat_frontier f;
+        struct remat_error err;
+        int64_t t0 = bench_now_ns();
+        int rc = remat_frontier_compute(p, 0, &f, &err);
+        ns[r] = bench_now_ns() - t0;
+        if (rc != REMAT_OK) {
+            fprintf(stderr, "bench_mintime: %s\n", err.message);
+            free(ns);
+            remat_profile_free(p);
+            return;
+        }
+        points = f.n_points;
+        for (size_t k = 0; k < f.n_points; k++) {
+            if (k > 0 && !(f.points[k].peak_bytes > f.points[k - 1].peak_bytes &&
+                           f.points[k].total_ms < f.points[k - 1].total_ms))
+                monotone = 0;
+            if (f.points[k].plan.optimality_gap > worst)
+                worst = f.points[k].plan.optimality_gap;
+        }
+        sa = f.n_points ? f.points[f.n_points - 1].peak_bytes : 0;
+        remat_frontier_clear(&f);
+    }
+    if (ns == NULL) {
+        remat_profile_free(p);
+        return;
+    }
+    struct remat__mt *t = NULL;
+    struct remat_error err;
+    int64_t t0 = bench_now_ns();
+    int old_rc = remat__mt_fill_cancel(p, sa, 0, 1, NULL, &t, &err);
+    int64_t old_ns = bench_now_ns() - t0;
+    remat__mt_free(t);
+    char extra[200];
+    snprintf(extra, sizeof extra,
+             "\"points\": %zu, \"monotone\": %d, \"max_optimality_gap\": %.4f, \"old_ns\": %" PRId64
+             ", \"old_rc\": %d",
+             points, monotone, worst, old_ns, old_rc);
+    bench_report(cfg, "frontier-long", n, median(ns, runs), runs, extra);
+    free(ns);
+    remat_profile_free(p);
+}
+
 void bench_mintime(const struct bench_config *cfg)
 {
+    bench_frontier_long(cfg, 1000, runs_for(cfg, 3));
+    bench_long(cfg, 300, runs_for(cfg, 3), 1);
+    bench_long(cfg, 1000, runs_for(cfg, 3), 0);
+    bench_long(cfg, 5000, runs_for(cfg, 3), 0);
+    bench_stack(cfg, 80, 10, 40, runs_for(cfg, 3));
     bench_solve(cfg, 39, 500, runs_for(cfg, 51), runs_for(cfg, 5));
     bench_solve(cfg, 200, 500, runs_for(cfg, 11), runs_for(cfg, 3));
     bench_frontier(cfg, 39, 500, runs_for(cfg, 21));

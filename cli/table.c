@@ -138,6 +138,12 @@ int cli_table_plan(const struct remat_profile *p, const struct remat_plan *plan)
         char h[REMATX_HUMAN_MAX];
         printf("%sbudget%s: %s\n", st.bold, st.off, rematx_human_bytes(plan->budget_bytes, h));
     }
+    /* Past 300 stages min-time plans on runs of stages: say how far from
+     * the optimum the plan may be (0, exact, says nothing). */
+    if (plan->optimality_gap > 0)
+        printf("%soptimality gap%s: at most %.2f%% slower than the fastest schedule that fits "
+               "(docs/min-time.md)\n",
+               st.bold, st.off, 100.0 * plan->optimality_gap);
     if (plan->single_level)
         print_checkpoints(&st, p, plan->checkpoints, plan->n_checkpoints);
     else

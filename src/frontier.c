@@ -72,7 +72,29 @@ int remat_frontier_compute_cancel(const struct remat_profile *profile, size_t me
     remat_schedule_init(&s);
     struct remat__mt *t = NULL;
     int64_t least_peak = 0;
-    rc = remat__mt_min_peak(profile, &least_peak, &s, err);
+    /* Past REMAT_MT_EXACT_STAGES, on a chain that shares too few cells,
+     * the table is over runs of stages, as for the solve
+     * (docs/min-time.md): each point carries its optimality_gap. */
+    size_t ns = profile->n_stages, *ends = NULL, g = 0;
+    if (ns > REMAT_MT_MAX_STAGES)
+        return remat__error(err, REMAT_ELIMIT, "/stages", "min-time takes at most %d stages",
+                            REMAT_MT_MAX_STAGES);
+    if (ns > REMAT_MT_EXACT_STAGES) {
+        rc = ns <= REMAT_MT_TABLE_MAX_STAGES ? remat__mt_profile_shares(profile, err) : 0;
+        if (rc < 0)
+            return rc;
+        if (rc == 0) {
+            g = REMAT_MT_GROUPS;
+            ends = remat__mt_runs(profile, g);
+            if (ends == NULL)
+                return remat__error(err, REMAT_ENOMEM, "", "out of memory");
+        }
+        rc = REMAT_OK;
+    }
+    if (ns <= REMAT_MT_TABLE_MAX_STAGES)
+        rc = remat__mt_min_peak_cancel(profile, &least_peak, &s, &guard, err);
+    else
+        rc = remat__mt_min_peak_groups(profile, ends, g, &least_peak, &s, &guard, err);
     if (rc == REMAT_OK)
         rc = add_cand(profile, &s, &cands, &n, &cap, err);
     if (rc == REMAT_OK) {
@@ -82,9 +104,12 @@ int remat_frontier_compute_cancel(const struct remat_profile *profile, size_t me
     if (rc == REMAT_OK)
         rc = add_cand(profile, &s, &cands, &n, &cap, err);
     /* cands[1] is store-all: the table is filled at its peak. */
-    if (rc == REMAT_OK && cands[1].plan.peak_bytes > least_peak)
-        rc =
-            remat__mt_fill_cancel(profile, cands[1].plan.peak_bytes, mem_slots, 1, &guard, &t, err);
+    if (rc == REMAT_OK && cands[1].plan.peak_bytes > least_peak) {
+        int64_t sa = cands[1].plan.peak_bytes;
+        rc = ends != NULL ? remat__mt_fill_groups(profile, ends, g, sa, mem_slots, HUGE_VAL, 0,
+                                                  &guard, &t, err)
+                          : remat__mt_fill_cancel(profile, sa, mem_slots, 1, &guard, &t, err);
+    }
     if (rc == REMAT_OK && t != NULL) {
         double prev = HUGE_VAL;
         size_t top = remat__mt_top(t);
@@ -103,6 +128,14 @@ int remat_frontier_compute_cancel(const struct remat_profile *profile, size_t me
     }
     remat__mt_free(t);
     remat_schedule_clear(&s);
+    /* Each point over runs against the bound from below at its own peak
+     * (its budget); 0 where it meets it. */
+    for (size_t c = 0; ends != NULL && rc == REMAT_OK && c < n; c++) {
+        struct remat_plan *pl = &cands[c].plan;
+        double lb = remat__mt_time_bound(profile, pl->peak_bytes);
+        pl->optimality_gap = pl->total_ms <= lb || !(lb > 0) ? 0.0 : (pl->total_ms - lb) / lb;
+    }
+    free(ends);
     if (rc == REMAT_OK) {
         qsort(cands, n, sizeof *cands, cmp_cand);
         out->points = calloc(n, sizeof *out->points);

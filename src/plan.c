@@ -131,8 +131,10 @@ json_t *remat_plan_to_json(const struct remat_profile *profile, const struct rem
     bad |= set_new(root, "store_all_peak_bytes", json_integer(plan->store_all_peak_bytes));
     bad |= set_new(root, "recompute_ms", json_real(plan->recompute_ms));
     bad |= set_new(root, "total_ms", json_real(plan->total_ms));
-    if (plan->algorithm == REMAT_ALG_MIN_TIME)
+    if (plan->algorithm == REMAT_ALG_MIN_TIME) {
         bad |= set_new(root, "budget_bytes", json_integer(plan->budget_bytes));
+        bad |= set_new(root, "optimality_gap", json_real(plan->optimality_gap));
+    }
     bad |= set_new(root, "schedule", schedule_json(&plan->schedule));
     bad |= set_new(root, "exports", remat__plan_exports_json(profile, plan));
     if (bad) {

@@ -134,7 +134,8 @@ char *remat_plan_dumps(const struct remat_profile *profile, const struct remat_p
                        size_t *len_out)
 {
     /* json_real refuses what JSON cannot say, so remat_plan_to_json fails. */
-    if (!isfinite(plan->recompute_ms) || !isfinite(plan->total_ms))
+    if (!isfinite(plan->recompute_ms) || !isfinite(plan->total_ms) ||
+        !isfinite(plan->optimality_gap))
         return NULL;
     struct rematx_dynbuf b;
     rematx_dyn_init(&b, MAX_TEXT);
@@ -198,6 +199,8 @@ char *remat_plan_dumps(const struct remat_profile *profile, const struct remat_p
     if (plan->algorithm == REMAT_ALG_MIN_TIME) {
         PUT_LIT(&b, ",\"budget_bytes\":");
         put_int(&b, plan->budget_bytes);
+        PUT_LIT(&b, ",\"optimality_gap\":");
+        put_real(&b, plan->optimality_gap);
     }
     PUT_LIT(&b, ",\"schedule\":[");
     /* Each op's opening, padded to one size so that it is copied in one

@@ -358,6 +358,10 @@ struct remat_plan {
     int64_t budget_bytes;           /* min-time: the budget asked for; else 0 */
     int64_t min_budget_bytes;       /* min-time when infeasible: the least budget that fits */
     struct remat_schedule schedule; /* owned; always filled */
+    /* min-time: a bound on (total_ms - optimum) / optimum, the optimum
+     * being the least time of any persistent schedule within the budget;
+     * 0 when the plan is the table's own answer (docs/min-time.md). */
+    double optimality_gap;
 };
 
 /* Solves.  Returns REMAT_OK and fills *plan (caller owns: remat_plan_clear),

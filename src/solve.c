@@ -200,6 +200,10 @@ int remat_solve_memory_bound(const struct remat_profile *profile, const struct r
         if (n > REMAT_MT_MAX_STAGES)
             return remat__error(err, REMAT_ELIMIT, "/stages", "min-time takes at most %d stages",
                                 REMAT_MT_MAX_STAGES);
+        /* Past one table's stages the least peak and the tables are over
+         * runs of stages (solve_mintime.c). */
+        if (n > REMAT_MT_TABLE_MAX_STAGES)
+            n = REMAT_MT_GROUPS;
         size_t slots = opts->mem_slots ? opts->mem_slots : REMAT__MT_DEFAULT_SLOTS;
         if (slots > REMAT_MT_MAX_SLOTS)
             return remat__error(err, REMAT_ELIMIT, "/mem_slots", "mem_slots is over %d",

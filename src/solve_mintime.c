@@ -3,7 +3,10 @@
  * budget: the least-peak test (solve_mintime_least.c), the table filled at
  * the budget (solve_mintime_table.c), the walk of the store-all table for a
  * faster schedule the units' rounding hid, and the plan made from the
- * answer.  docs/min-time.md gives the whole of it.
+ * answer.  Past REMAT_MT_EXACT_STAGES stages the tables are over runs of
+ * stages (unless the chain is a stack that shares most of the plain one),
+ * and the plan reports its optimality_gap against the bound from below
+ * (solve_mintime_bound.c).  docs/min-time.md gives the whole of it.
  */
 #include <math.h>
 #include <stdint.h>
@@ -179,6 +182,23 @@ static int walk_store_all_table(const struct remat_profile *p, const struct rema
     return rc;
 }
 
+/* Which table a solve fills: the plain one (ends NULL; prune 1, or 3
+ * without the periodic sharing) or the one over the runs ends[0..g]. */
+struct which {
+    int prune;
+    const size_t *ends;
+    size_t g;
+};
+
+static int fill(const struct remat_profile *p, const struct which *w, int64_t budget, size_t slots,
+                double cap, int64_t root, const struct remat__cancel *cancel, struct remat__mt **t,
+                struct remat_error *err)
+{
+    if (w->ends != NULL)
+        return remat__mt_fill_groups(p, w->ends, w->g, budget, slots, cap, root, cancel, t, err);
+    return remat__mt_fill_capped(p, budget, slots, w->prune, cap, root, cancel, t, err);
+}
+
 /* The units' rounding can hide a faster schedule that fits: at VGG-19
  * batch 64's least budget (docs/accuracy.md, "Side by side ... (GPU)") the
  * table filled at the budget answered 73.5 ms while a schedule of the same
@@ -194,7 +214,7 @@ static int walk_store_all_table(const struct remat_profile *p, const struct rema
  * filled capped at have and from the budget up; a walk that goes below that
  * (a flat run across the budget) is done again on the whole table. */
 static int faster_from_store_all_table(const struct remat_profile *p, int64_t budget,
-                                       int64_t sa_peak, size_t slots,
+                                       int64_t sa_peak, size_t slots, const struct which *w,
                                        const struct remat__cancel *cancel, double have,
                                        struct remat_schedule *best, struct remat_error *err)
 {
@@ -203,8 +223,7 @@ static int faster_from_store_all_table(const struct remat_profile *p, int64_t bu
         struct remat__mt *t = NULL;
         struct remat_error skip;
         memset(&skip, 0, sizeof skip);
-        rc = remat__mt_fill_capped(p, sa_peak, slots, 1, have, whole ? 0 : budget, cancel, &t,
-                                   &skip);
+        rc = fill(p, w, sa_peak, slots, have, whole ? 0 : budget, cancel, &t, &skip);
         if (rc == REMAT_ECANCELED) {
             if (err != NULL)
                 *err = skip;
@@ -221,6 +240,58 @@ static int faster_from_store_all_table(const struct remat_profile *p, int64_t bu
 int remat__solve_min_time(const struct remat_profile *p, const struct remat_options *opts,
                           struct remat_plan *plan, struct remat_error *err)
 {
+    return remat__solve_min_time_share(p, opts, 1, plan, err);
+}
+
+/* The runs of the long-chain solve: g runs (ends[0] = 0, ends[g] = n),
+ * each cut moved from where equal runs would put it to the stage of least
+ * output within a quarter run of it, since a leaf keeps a run's last
+ * output and small ones make cheap checkpoints.  Returns a new array, or
+ * NULL when out of memory. */
+size_t *remat__mt_runs(const struct remat_profile *p, size_t g)
+{
+    size_t n = p->n_stages;
+    size_t *ends = malloc((g + 1) * sizeof *ends);
+    if (ends == NULL)
+        return NULL;
+    size_t w = n / g / 4;
+    ends[0] = 0;
+    for (size_t k = 1; k < g; k++) {
+        size_t c = (size_t)((unsigned long long)n * k / g);
+        size_t lo = c > w ? c - w : 1, hi = c + w < n ? c + w : n - 1, best = c;
+        if (lo <= ends[k - 1])
+            lo = ends[k - 1] + 1;
+        for (size_t s = lo; s <= hi; s++)
+            if (p->stages[s - 1].out_bytes < p->stages[best - 1].out_bytes)
+                best = s;
+        ends[k] = best > ends[k - 1] ? best : ends[k - 1] + 1;
+    }
+    ends[g] = n;
+    return ends;
+}
+
+static int solve(const struct remat_profile *p, const struct remat_options *opts, int share,
+                 size_t groups, struct remat_plan *plan, struct remat_error *err);
+
+int remat__solve_min_time_share(const struct remat_profile *p, const struct remat_options *opts,
+                                int share, struct remat_plan *plan, struct remat_error *err)
+{
+    return solve(p, opts, share, 0, plan, err);
+}
+
+int remat__solve_min_time_groups(const struct remat_profile *p, const struct remat_options *opts,
+                                 size_t groups, struct remat_plan *plan, struct remat_error *err)
+{
+    if (groups == 0 || groups > p->n_stages)
+        return remat__error(err, REMAT_EINVAL, "", "the runs do not cover the chain");
+    return solve(p, opts, 1, groups, plan, err);
+}
+
+/* groups = 0: the solver's own choice of table; else the table over that
+ * many runs (remat__mt_runs). */
+static int solve(const struct remat_profile *p, const struct remat_options *opts, int share,
+                 size_t groups, struct remat_plan *plan, struct remat_error *err)
+{
     memset(plan, 0, sizeof *plan);
     int64_t budget = opts->budget_bytes;
     if (budget < 0)
@@ -228,19 +299,63 @@ int remat__solve_min_time(const struct remat_profile *p, const struct remat_opti
     if (opts->mem_slots > REMAT_MT_MAX_SLOTS)
         return remat__error(err, REMAT_ELIMIT, "/mem_slots", "mem_slots is over %d",
                             REMAT_MT_MAX_SLOTS);
+    size_t n = p->n_stages;
+    if (n > REMAT_MT_MAX_STAGES)
+        return remat__error(err, REMAT_ELIMIT, "/stages", "min-time takes at most %d stages",
+                            REMAT_MT_MAX_STAGES);
+    /* The table's fill with (1) or without (3) the periodic sharing, over
+     * the stages or, past REMAT_MT_EXACT_STAGES on a chain that shares too
+     * little, over runs of them. */
+    struct which w = {share ? 1 : 3, NULL, 0};
+    size_t *ends = NULL;
+    int exact = 1;
+    if (groups == 0 && n > REMAT_MT_EXACT_STAGES) {
+        int shares = n <= REMAT_MT_TABLE_MAX_STAGES ? remat__mt_profile_shares(p, err) : 0;
+        if (shares < 0)
+            return shares;
+        if (!shares)
+            groups = REMAT_MT_GROUPS;
+    }
+    if (groups != 0) {
+        ends = remat__mt_runs(p, groups);
+        if (ends == NULL)
+            return remat__error(err, REMAT_ENOMEM, "", "out of memory");
+        w.ends = ends;
+        w.g = groups;
+        exact = 0;
+    }
     struct remat_schedule least, best;
     remat_schedule_init(&least);
     remat_schedule_init(&best);
     int64_t least_peak = 0;
     struct remat__cancel cancel = {opts->cancel, opts->cancel_arg};
-    int rc = remat__mt_min_peak_cancel(p, &least_peak, &least, &cancel, err);
+    /* The least peak: exact on the plain table; over runs, the runs' own
+     * (a bound from above, and cheap), and the exact one under it while one
+     * table takes the chain (it says whether anything fits, and its
+     * schedule is then the plan). */
+    int least_exact = w.ends == NULL;
+    int rc = least_exact
+                 ? remat__mt_min_peak_share(p, share, &least_peak, &least, &cancel, err)
+                 : remat__mt_min_peak_groups(p, w.ends, w.g, &least_peak, &least, &cancel, err);
+    if (rc == REMAT_OK && !least_exact && budget != 0 && budget < least_peak &&
+        n <= REMAT_MT_TABLE_MAX_STAGES) {
+        remat_schedule_clear(&least);
+        least_exact = 1;
+        rc = remat__mt_min_peak_share(p, share, &least_peak, &least, &cancel, err);
+    }
     if (rc != REMAT_OK)
         goto out;
     if (budget != 0 && budget < least_peak) {
         plan->min_budget_bytes = least_peak;
-        rc = remat__error(err, REMAT_EINFEASIBLE, "/budget_bytes",
-                          "no schedule fits in %lld bytes; the least budget that fits is %lld",
-                          (long long)budget, (long long)least_peak);
+        if (least_exact)
+            rc = remat__error(err, REMAT_EINFEASIBLE, "/budget_bytes",
+                              "no schedule fits in %lld bytes; the least budget that fits is %lld",
+                              (long long)budget, (long long)least_peak);
+        else
+            rc = remat__error(err, REMAT_EINFEASIBLE, "/budget_bytes",
+                              "no schedule min-time plans at %zu stages fits in %lld bytes; the "
+                              "least budget it plans is %lld",
+                              n, (long long)budget, (long long)least_peak);
         goto out;
     }
     /* Store-all is the fastest schedule there is: when it fits, it is the
@@ -258,8 +373,7 @@ int remat__solve_min_time(const struct remat_profile *p, const struct remat_opti
         remat_schedule_clear(&best);
         struct remat__mt *t = NULL;
         /* Only the top's value and schedule are read. */
-        rc = remat__mt_fill_capped(p, budget, opts->mem_slots, 1, HUGE_VAL, budget, &cancel, &t,
-                                   err);
+        rc = fill(p, &w, budget, opts->mem_slots, HUGE_VAL, budget, &cancel, &t, err);
         if (rc != REMAT_OK)
             goto out;
         size_t top = remat__mt_top(t);
@@ -292,8 +406,8 @@ int remat__solve_min_time(const struct remat_profile *p, const struct remat_opti
             remat_schedule_init(&least);
             tb = tl;
         }
-        rc = faster_from_store_all_table(p, budget, sa_peak, opts->mem_slots, &cancel, tb, &best,
-                                         err);
+        rc = faster_from_store_all_table(p, budget, sa_peak, opts->mem_slots, &w, &cancel, tb,
+                                         &best, err);
         if (rc != REMAT_OK)
             goto out;
     }
@@ -304,6 +418,12 @@ int remat__solve_min_time(const struct remat_profile *p, const struct remat_opti
         remat_plan_clear(plan);
         rc = remat__error(err, REMAT_EINVAL, "", "internal error: schedule over budget");
     }
+    if (rc == REMAT_OK && !exact && budget != 0) {
+        /* The gap to the optimum is at most the distance to the bound from
+         * below; 0 only when the plan meets it. */
+        double lb = remat__mt_time_bound(p, budget);
+        plan->optimality_gap = plan->total_ms <= lb || !(lb > 0) ? 0.0 : (plan->total_ms - lb) / lb;
+    }
     if (rc == REMAT_OK)
         rc = report_model(p, opts, plan, err);
     if (rc != REMAT_OK && rc != REMAT_EINFEASIBLE)
@@ -311,5 +431,6 @@ int remat__solve_min_time(const struct remat_profile *p, const struct remat_opti
 out:
     remat_schedule_clear(&least);
     remat_schedule_clear(&best);
+    free(ends);
     return rc;
 }

@@ -49,15 +49,43 @@ int remat__mt_min_peak_cancel(const struct remat_profile *p, int64_t *peak_bytes
                               struct remat_schedule *sched, const struct remat__cancel *cancel,
                               struct remat_error *err)
 {
-    if (p->n_stages > REMAT_MT_MAX_STAGES)
-        return remat__error(err, REMAT_ELIMIT, "/stages", "min-time takes at most %d stages",
-                            REMAT_MT_MAX_STAGES);
+    return remat__mt_min_peak_share(p, 1, peak_bytes, sched, cancel, err);
+}
+
+static int min_peak(const struct remat_profile *p, const size_t *ends, size_t g, int share,
+                    int64_t *peak_bytes, struct remat_schedule *sched,
+                    const struct remat__cancel *cancel, struct remat_error *err);
+
+int remat__mt_min_peak_share(const struct remat_profile *p, int share, int64_t *peak_bytes,
+                             struct remat_schedule *sched, const struct remat__cancel *cancel,
+                             struct remat_error *err)
+{
+    return min_peak(p, NULL, 0, share, peak_bytes, sched, cancel, err);
+}
+
+int remat__mt_min_peak_groups(const struct remat_profile *p, const size_t *ends, size_t g,
+                              int64_t *peak_bytes, struct remat_schedule *sched,
+                              const struct remat__cancel *cancel, struct remat_error *err)
+{
+    return min_peak(p, ends, g, 0, peak_bytes, sched, cancel, err);
+}
+
+static int min_peak(const struct remat_profile *p, const size_t *ends, size_t g, int share,
+                    int64_t *peak_bytes, struct remat_schedule *sched,
+                    const struct remat__cancel *cancel, struct remat_error *err)
+{
+    if ((ends != NULL ? g : p->n_stages) > REMAT_MT_TABLE_MAX_STAGES)
+        return remat__error(err, REMAT_ELIMIT, "/stages", "one table takes at most %d stages",
+                            REMAT_MT_TABLE_MAX_STAGES);
     struct need_dp d;
     memset(&d, 0, sizeof d);
     struct remat__mt *t = &d.t;
     t->cancel = cancel;
-    int rc = remat__mt_load_stages(t, p, err);
-    size_t n = p->n_stages, ncell = (n + 2) * (n + 1);
+    int rc =
+        ends != NULL ? remat__mt_load_groups(t, p, ends, g, err) : remat__mt_load_stages(t, p, err);
+    size_t n = ends != NULL ? g : p->n_stages, ncell = (n + 2) * (n + 1);
+    if (rc == REMAT_OK && share && ends == NULL)
+        remat__mt_find_period(t);
     if (rc == REMAT_OK) {
         d.need = malloc(ncell * sizeof(int64_t));
         d.time = malloc(ncell * sizeof(double));
@@ -74,6 +102,16 @@ int remat__mt_min_peak_cancel(const struct remat_profile *p, int64_t *peak_bytes
                 break;
             for (size_t i = l; i >= 1; i--) {
                 size_t c = cell(t, i, l), q = cell(t, i + 1, l);
+                if (shared_cell(t, i, l)) {
+                    /* The same options over the same records: the same
+                     * need, time and choice (remat__mt_find_period). */
+                    size_t src = cell(t, i - t->per_p, l - t->per_p);
+                    d.need[c] = d.need[src];
+                    d.time[c] = d.time[src];
+                    /* A leaf's j is absolute: the source's, p later. */
+                    d.choice[c] = d.choice[src] ? d.choice[src] + (int32_t)t->per_p : 0;
+                    continue;
+                }
                 int64_t best = t->xb[i] + t->fg[i];
                 if (t->xb[i] + d.need[q] > best)
                     best = t->xb[i] + d.need[q];
@@ -118,16 +156,24 @@ int remat__mt_min_peak_cancel(const struct remat_profile *p, int64_t *peak_bytes
         /* The optimizer step after the backward is a floor under any peak. */
         if (remat_optim_step_peak_bytes(p) > *peak_bytes)
             *peak_bytes = remat_optim_step_peak_bytes(p);
-        if (sched != NULL) {
+        if (sched != NULL && ends == NULL) {
             rc = need_rebuild(&d, 1, n, sched);
-            if (rc != REMAT_OK)
-                rc = remat__error(err, rc, "", "out of memory");
+        } else if (sched != NULL) {
+            struct remat_schedule s;
+            remat_schedule_init(&s);
+            rc = need_rebuild(&d, 1, n, &s);
+            if (rc == REMAT_OK)
+                rc = remat__mt_expand(ends, g, p->n_stages, &s, sched);
+            remat_schedule_clear(&s);
         }
+        if (rc != REMAT_OK)
+            rc = remat__error(err, rc, "", "out of memory");
     }
     free(d.need);
     free(d.time);
     free(d.choice);
     free(t->buf_i64);
     free(t->buf_f64);
+    free(t->gend);
     return rc;
 }

@@ -30,6 +30,7 @@
  */
 #include <math.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "solve_mintime_table.h"
 
@@ -87,6 +88,7 @@ void remat__mt_free(struct remat__mt *t)
     free(t->tt);
     free(t->ubuf);
     free(t->dg);
+    free(t->gend);
     free(t);
 }
 
@@ -95,7 +97,7 @@ int remat__mt_load_stages(struct remat__mt *t, const struct remat_profile *p,
 {
     size_t n = p->n_stages;
     t->n = n;
-    t->buf_i64 = malloc(6 * (n + 2) * sizeof(int64_t));
+    t->buf_i64 = malloc(8 * (n + 2) * sizeof(int64_t));
     t->buf_f64 = malloc(2 * (n + 2) * sizeof(double));
     if (t->buf_i64 == NULL || t->buf_f64 == NULL)
         return remat__error(err, REMAT_ENOMEM, "", "out of memory");
@@ -147,7 +149,124 @@ int remat__mt_load_stages(struct remat__mt *t, const struct remat_profile *p,
     t->pp = pp;
     t->tf = tf;
     t->tb = tb;
+    int64_t *f0 = pp + (n + 2), *f1 = f0 + (n + 2);
+    for (size_t k = 0; k <= n + 1; k++) {
+        f0[k] = x[k] + ft[k];
+        f1[k] = (k == 0 ? 0 : x[k - 1]) + x[k] + ft[k];
+    }
+    t->f0 = f0;
+    t->f1 = f1;
     return REMAT_OK;
+}
+
+int remat__mt_load_groups(struct remat__mt *t, const struct remat_profile *p, const size_t *ends,
+                          size_t g, struct remat_error *err)
+{
+    size_t n = p->n_stages;
+    if (g == 0 || ends[0] != 0 || ends[g] != n)
+        return remat__error(err, REMAT_EINVAL, "", "the runs do not cover the chain");
+    for (size_t k = 1; k <= g; k++)
+        if (ends[k] <= ends[k - 1])
+            return remat__error(err, REMAT_EINVAL, "", "the runs do not cover the chain");
+    /* The profile's own stages first (the overflow checks), then the runs'
+     * amounts over them. */
+    struct remat__mt s;
+    memset(&s, 0, sizeof s);
+    int rc = remat__mt_load_stages(&s, p, err);
+    if (rc == REMAT_OK) {
+        t->n = g;
+        t->buf_i64 = malloc(8 * (g + 2) * sizeof(int64_t));
+        t->buf_f64 = malloc(2 * (g + 2) * sizeof(double));
+        t->gend = malloc((g + 1) * sizeof(size_t));
+        if (t->buf_i64 == NULL || t->buf_f64 == NULL || t->gend == NULL)
+            rc = remat__error(err, REMAT_ENOMEM, "", "out of memory");
+    }
+    if (rc != REMAT_OK) {
+        free(s.buf_i64);
+        free(s.buf_f64);
+        return rc;
+    }
+    memcpy(t->gend, ends, (g + 1) * sizeof(size_t));
+    int64_t *x = t->buf_i64, *xb = x + (g + 2), *ft = xb + (g + 2), *fg = ft + (g + 2);
+    int64_t *bt = fg + (g + 2), *pp = bt + (g + 2), *f0 = pp + (g + 2), *f1 = f0 + (g + 2);
+    double *tf = t->buf_f64, *tb = tf + (g + 2);
+    memset(t->buf_i64, 0, 8 * (g + 2) * sizeof(int64_t));
+    memset(t->buf_f64, 0, 2 * (g + 2) * sizeof(double));
+    x[0] = s.x[0];
+    for (size_t k = 1; k <= g; k++) {
+        size_t a = ends[k - 1] + 1, e = ends[k];
+        x[k] = s.x[e];
+        pp[k] = s.pp[e];
+        /* The run's F_all keeps every x̄ of it; F_all(c)'s peak lies P_c
+         * (the x̄ of the run's stages before c) above the run's entry, and
+         * so does B(c)'s, which runs with the same x̄ live. */
+        int64_t sum = 0, own = 0, bwd = 0, fk = s.f0[a], fn = 0;
+        for (size_t c = a; c <= e; c++) {
+            int64_t o = sum + s.xb[c] + s.fg[c];
+            int64_t b = sum + s.xb[c] + s.x[c] - s.pp[c - 1] + s.bt[c] + (c > 1 ? s.x[c - 1] : 0);
+            own = c == a || o > own ? o : own;
+            bwd = c == a || b > bwd ? b : bwd;
+            sum += s.xb[c];
+            tf[k] += s.tf[c];
+            tb[k] += s.tb[c];
+            if (c > a && s.f1[c] > fk)
+                fk = s.f1[c];
+            if (c == a || s.f1[c] > fn)
+                fn = s.f1[c];
+        }
+        xb[k] = sum;
+        fg[k] = own - sum;
+        /* chain_bwd_bytes(k, l) is then bwd + pp[l] - [l < g] x[l]. */
+        bt[k] = bwd - (sum + x[k] - pp[k - 1] + (k > 1 ? x[k - 1] : 0));
+        f0[k] = fk; /* F_ck(a), then F_∅ over the rest of the run */
+        f1[k] = fn; /* F_∅ over the whole run */
+        ft[k] = 0;  /* read through f0 and f1 only */
+    }
+    pp[g + 1] = pp[g];
+    free(s.buf_i64);
+    free(s.buf_f64);
+    t->x = x;
+    t->xb = xb;
+    t->ft = ft;
+    t->fg = fg;
+    t->bt = bt;
+    t->pp = pp;
+    t->tf = tf;
+    t->tb = tb;
+    t->f0 = f0;
+    t->f1 = f1;
+    return REMAT_OK;
+}
+
+int remat__mt_expand(const size_t *ends, size_t g, size_t n, const struct remat_schedule *s,
+                     struct remat_schedule *out)
+{
+    int rc = REMAT_OK;
+    for (size_t o = 0; o < s->n_ops && rc == REMAT_OK; o++) {
+        size_t k = s->ops[o].stage;
+        if (k < 1 || k > g)
+            return REMAT_EINVAL;
+        size_t a = ends[k - 1] + 1, e = ends[k];
+        switch (s->ops[o].kind) {
+        case REMAT_OP_LOSS:
+            rc = remat_schedule_push(out, REMAT_OP_LOSS, (uint32_t)n);
+            break;
+        case REMAT_OP_B:
+            for (size_t c = e; c >= a && rc == REMAT_OK; c--)
+                rc = remat_schedule_push(out, REMAT_OP_B, (uint32_t)c);
+            break;
+        case REMAT_OP_F_CK:
+            rc = remat_schedule_push(out, REMAT_OP_F_CK, (uint32_t)a);
+            for (size_t c = a + 1; c <= e && rc == REMAT_OK; c++)
+                rc = remat_schedule_push(out, REMAT_OP_F_NONE, (uint32_t)c);
+            break;
+        default: /* F_all, F_∅: the run's stages one after the other */
+            for (size_t c = a; c <= e && rc == REMAT_OK; c++)
+                rc = remat_schedule_push(out, s->ops[o].kind, (uint32_t)c);
+            break;
+        }
+    }
+    return rc;
 }
 
 /* First pass: the floor and the saturation point of every cell, in units,
@@ -165,6 +284,13 @@ static void floors(struct remat__mt *t)
             return;
         for (size_t i = l; i >= 1; i--) {
             size_t c = cell(t, i, l), q = cell(t, i + 1, l);
+            if (shared_cell(t, i, l)) {
+                size_t src = cell(t, i - t->per_p, l - t->per_p);
+                t->lo[c] = t->lo[src];
+                t->sat[c] = t->sat[src];
+                t->ca[c] = t->ca[src];
+                continue;
+            }
             int32_t a = t->uxb[i];
             int32_t own = max32(t->uown[i], up(t, chain_bwd_bytes(t, i, l)));
             int32_t lo = max32(own, min32(a + t->lo[q], S1));
@@ -295,6 +421,14 @@ static int raise_to_needs(struct remat__mt *t, int32_t r)
     for (size_t l = n; l >= 1; l--) {
         for (size_t i = 1; i <= l; i++) {
             size_t c = cell(t, i, l);
+            if (shared_cell(t, i, l)) {
+                /* Its values are its source's: the source is wanted from
+                 * the least m either is read at, and passes that on to the
+                 * cells it reads, which the copy's own cells share. */
+                size_t src = cell(t, i - t->per_p, l - t->per_p);
+                need[src] = min32(need[src], need[c]);
+                continue;
+            }
             int32_t lo = max32(t->lo[c], need[c]);
             if (need[c] > S || lo >= t->hi[c]) {
                 /* Nothing read here: the value at hi and over is the plain
@@ -352,6 +486,45 @@ static int unit_tables(struct remat__mt *t)
     return REMAT_OK;
 }
 
+/* Whether stages s and s + p have the same record, as the table reads it. */
+static int same_stage(const struct remat__mt *t, size_t s, size_t p)
+{
+    size_t r = s + p;
+    return t->x[s] == t->x[r] && t->xb[s] == t->xb[r] && t->ft[s] == t->ft[r] &&
+           t->fg[s] == t->fg[r] && t->bt[s] == t->bt[r] &&
+           t->pp[s] - t->pp[s - 1] == t->pp[r] - t->pp[r - 1] && t->tf[s] == t->tf[r] &&
+           t->tb[s] == t->tb[r];
+}
+
+void remat__mt_find_period(struct remat__mt *t)
+{
+    size_t n = t->n, best = 0;
+    t->per_p = t->per_a = t->per_e = 0;
+    /* With the stretch [a, e], the cells (i, l) with a + p < i <= l <=
+     * min(e + p, n - 1) are shared: K(K + 1)/2 of them, K = min(e + p, n -
+     * 1) - a - p.  K is at most n - 2 - p, which bounds the search. */
+    for (size_t p = 1; p + 2 < n && n - 2 - p > best; p++) {
+        size_t s = 1;
+        while (s + p <= n) {
+            if (!same_stage(t, s, p)) {
+                s++;
+                continue;
+            }
+            size_t a = s;
+            while (s + p <= n && same_stage(t, s, p))
+                s++;
+            size_t e = s - 1, top = e + p < n - 1 ? e + p : n - 1;
+            size_t k = top > a + p ? top - a - p : 0;
+            if (k > best) {
+                best = k;
+                t->per_p = p;
+                t->per_a = a;
+                t->per_e = e;
+            }
+        }
+    }
+}
+
 static void fill_pruned(struct remat__mt *t)
 {
     size_t n = t->n;
@@ -364,6 +537,15 @@ static void fill_pruned(struct remat__mt *t)
             if (stop(t))
                 return;
             size_t c = cell(t, i, l), q = cell(t, i + 1, l);
+            if (shared_cell(t, i, l)) {
+                /* The source is filled (and cut) already: l - p < l. */
+                size_t src = cell(t, i - t->per_p, l - t->per_p);
+                t->cv[c] = t->cv[src];
+                t->lo[c] = t->lo[src];
+                t->hi[c] = t->hi[src];
+                t->off[c] = t->off[src];
+                continue;
+            }
             int32_t lo = t->lo[c], hi = t->hi[c];
             double *T = t->tab + t->off[c];
             int32_t me = hi - lo; /* T is indexed from lo */
@@ -527,12 +709,39 @@ size_t remat__mt_exact_from(const struct remat__mt *t)
     return (size_t)t->exact_from;
 }
 
+static int fill_impl(const struct remat_profile *p, const size_t *ends, size_t g,
+                     int64_t budget_bytes, size_t slots, int prune, double cap_ms,
+                     int64_t root_lo_bytes, const struct remat__cancel *cancel,
+                     struct remat__mt **out, struct remat_error *err);
+
 int remat__mt_fill_capped(const struct remat_profile *p, int64_t budget_bytes, size_t slots,
                           int prune, double cap_ms, int64_t root_lo_bytes,
                           const struct remat__cancel *cancel, struct remat__mt **out,
                           struct remat_error *err)
 {
+    return fill_impl(p, NULL, 0, budget_bytes, slots, prune, cap_ms, root_lo_bytes, cancel, out,
+                     err);
+}
+
+int remat__mt_fill_groups(const struct remat_profile *p, const size_t *ends, size_t g,
+                          int64_t budget_bytes, size_t slots, double cap_ms, int64_t root_lo_bytes,
+                          const struct remat__cancel *cancel, struct remat__mt **out,
+                          struct remat_error *err)
+{
+    return fill_impl(p, ends, g, budget_bytes, slots, 1, cap_ms, root_lo_bytes, cancel, out, err);
+}
+
+static int fill_impl(const struct remat_profile *p, const size_t *ends, size_t g,
+                     int64_t budget_bytes, size_t slots, int prune, double cap_ms,
+                     int64_t root_lo_bytes, const struct remat__cancel *cancel,
+                     struct remat__mt **out, struct remat_error *err)
+{
     *out = NULL;
+    /* prune = 3 is the solver's fill without the periodic sharing: the
+     * tests' reference for it. */
+    int share = prune == 1;
+    if (prune == 3)
+        prune = 1;
     if (prune != 1)
         cap_ms = HUGE_VAL; /* the cut needs the pruned fill's layout */
     if (slots == 0)
@@ -540,15 +749,18 @@ int remat__mt_fill_capped(const struct remat_profile *p, int64_t budget_bytes, s
     if (slots > REMAT_MT_MAX_SLOTS)
         return remat__error(err, REMAT_ELIMIT, "/mem_slots", "mem_slots is over %d",
                             REMAT_MT_MAX_SLOTS);
-    if (p->n_stages > REMAT_MT_MAX_STAGES)
-        return remat__error(err, REMAT_ELIMIT, "/stages", "min-time takes at most %d stages",
-                            REMAT_MT_MAX_STAGES);
+    if ((ends != NULL ? g : p->n_stages) > REMAT_MT_TABLE_MAX_STAGES)
+        return remat__error(err, REMAT_ELIMIT, "/stages", "one table takes at most %d stages",
+                            REMAT_MT_TABLE_MAX_STAGES);
     struct remat__mt *t = calloc(1, sizeof *t);
     if (t == NULL)
         return remat__error(err, REMAT_ENOMEM, "", "out of memory");
     t->cancel = cancel;
     t->cap = cap_ms;
-    int rc = remat__mt_load_stages(t, p, err);
+    int rc =
+        ends != NULL ? remat__mt_load_groups(t, p, ends, g, err) : remat__mt_load_stages(t, p, err);
+    if (ends != NULL)
+        share = 0;
     if (rc == REMAT_OK && cap_ms != HUGE_VAL) {
         t->tt = malloc((t->n + 1) * sizeof(double));
         if (t->tt == NULL)
@@ -562,7 +774,7 @@ int remat__mt_fill_capped(const struct remat_profile *p, int64_t budget_bytes, s
         return rc;
     }
     /* The optimizer's state is live throughout, like the weights. */
-    t->base = t->pp[p->n_stages] + t->x[0] + p->optimizer.state_bytes;
+    t->base = t->pp[t->n] + t->x[0] + p->optimizer.state_bytes;
     t->prune = prune;
     int64_t avail = budget_bytes - t->base;
     if (avail < 0) {
@@ -579,6 +791,12 @@ int remat__mt_fill_capped(const struct remat_profile *p, int64_t budget_bytes, s
         remat__mt_free(t);
         return remat__error(err, REMAT_ENOMEM, "", "out of memory");
     }
+    /* The two limits hold for shared cells too: a source is wanted from the
+     * least m any of its copies is read at (raise_to_needs), and the cap's
+     * cut (cut_over_cap) reads only the time of the stages inside a cell,
+     * the same for every copy. */
+    if (share)
+        remat__mt_find_period(t);
     t->lo = malloc(ncell * sizeof(int32_t));
     t->hi = malloc(ncell * sizeof(int32_t));
     t->sat = malloc(ncell * sizeof(int32_t));
@@ -608,7 +826,8 @@ int remat__mt_fill_capped(const struct remat_profile *p, int64_t budget_bytes, s
                 if (t->hi[c] < t->lo[c])
                     t->hi[c] = t->lo[c];
             }
-            len += (size_t)(t->hi[c] - t->lo[c]);
+            if (!shared_cell(t, i, l))
+                len += (size_t)(t->hi[c] - t->lo[c]);
         }
     }
     if (len > (size_t)(REMAT_MT_MAX_TABLE_BYTES / (int64_t)sizeof(double))) {
@@ -628,6 +847,13 @@ int remat__mt_fill_capped(const struct remat_profile *p, int64_t budget_bytes, s
     for (size_t l = 1; l <= n; l++) {
         for (size_t i = 1; i <= l; i++) {
             size_t c = cell(t, i, l);
+            if (shared_cell(t, i, l)) {
+                size_t src = cell(t, i - t->per_p, l - t->per_p);
+                t->off[c] = t->off[src];
+                t->lo[c] = t->lo[src];
+                t->hi[c] = t->hi[src];
+                continue;
+            }
             t->off[c] = len;
             len += (size_t)(t->hi[c] - t->lo[c]);
         }
@@ -648,6 +874,34 @@ int remat__mt_fill_capped(const struct remat_profile *p, int64_t budget_bytes, s
     }
     *out = t;
     return REMAT_OK;
+}
+
+int remat__mt_profile_shares(const struct remat_profile *p, struct remat_error *err)
+{
+    struct remat__mt t;
+    memset(&t, 0, sizeof t);
+    int rc = remat__mt_load_stages(&t, p, err);
+    if (rc == REMAT_OK) {
+        remat__mt_find_period(&t);
+        /* Worth the plain table when what is left to fill, its cells
+         * weighted by their O(n) options, is no more than a 300-stage
+         * chain's whole table: a stack of many copies of a block, not a
+         * long chain with a short repeat in it. */
+        size_t n = t.n, top = t.per_e + t.per_p < n - 1 ? t.per_e + t.per_p : n - 1;
+        size_t k = t.per_p != 0 && top > t.per_a + t.per_p ? top - t.per_a - t.per_p : 0;
+        double left = ((double)n * (double)(n + 1) - (double)k * (double)(k + 1)) / 2 * (double)n;
+        double room = (double)REMAT_MT_EXACT_STAGES * (REMAT_MT_EXACT_STAGES + 1) / 2 *
+                      (double)REMAT_MT_EXACT_STAGES;
+        rc = t.per_p != 0 && left <= room;
+    }
+    free(t.buf_i64);
+    free(t.buf_f64);
+    return rc;
+}
+
+size_t remat__mt_period(const struct remat__mt *t)
+{
+    return t->per_p;
 }
 
 size_t remat__mt_top(const struct remat__mt *t)
@@ -738,5 +992,13 @@ int remat__mt_schedule(const struct remat__mt *t, size_t m, struct remat_schedul
         m = (size_t)t->S;
     if (remat__mt_time(t, m) == HUGE_VAL)
         return REMAT_EINFEASIBLE;
-    return rebuild(t, 1, t->n, (int32_t)m, out);
+    if (t->gend == NULL)
+        return rebuild(t, 1, t->n, (int32_t)m, out);
+    struct remat_schedule s;
+    remat_schedule_init(&s);
+    int rc = rebuild(t, 1, t->n, (int32_t)m, &s);
+    if (rc == REMAT_OK)
+        rc = remat__mt_expand(t->gend, t->n, t->gend[t->n], &s, out);
+    remat_schedule_clear(&s);
+    return rc;
 }

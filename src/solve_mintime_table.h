@@ -18,6 +18,13 @@ struct remat__mt {
     const int64_t *x, *xb, *ft, *fg, *bt;
     const double *tf, *tb;
     const int64_t *pp; /* pp[k] = Σ_{1..k} p */
+    /* f0[k]: F_ck(k)'s peak above entry (x_k + ft_k); f1[k]: F_∅(k)'s
+     * (x_{k-1} + x_k + ft_k). */
+    const int64_t *f0, *f1;
+    /* A grouped table (remat__mt_load_groups): its stages are runs of the
+     * profile's, the run k ending at the profile's stage gend[k] (gend[0]
+     * = 0); NULL for a table over the profile's own stages. */
+    size_t *gend;
     int64_t *buf_i64;
     double *buf_f64;
     /* Cells (i, l) with 1 <= i <= l + 1, l in 1..n, at i * (n + 1) + l. */
@@ -42,7 +49,28 @@ struct remat__mt {
     const int32_t *ux, *uxb, *uown, *uf0, *uf;
     int32_t *dg;
     int32_t exact_from; /* the root's values are the whole table's from here */
+    /* A periodic stretch (remat__mt_find_period): stage s and stage s + per_p
+     * have the same record for every s in [per_a, per_e]; per_p = 0 when
+     * none is used. */
+    size_t per_p, per_a, per_e;
 };
+
+/* Whether cell (i, l) is cell (i - p, l - p) over again.  A cell reads the
+ * records of stages i..l, the output x_{i-1}, and whether i > 1 and l < n:
+ * the same for both cells when every stage from i - p - 1 to l - p has the
+ * record of the stage p after it (so i - p > 1) and l < n.  Its floor,
+ * saturation point, values and choices are then the same numbers computed
+ * by the same expressions, so it shares the other's storage. */
+static inline int shared_cell(const struct remat__mt *t, size_t i, size_t l)
+{
+    return t->per_p != 0 && i >= t->per_a + t->per_p + 1 && l <= t->per_e + t->per_p && l < t->n;
+}
+
+/* Looks for the period p and the stretch [a, e] over which stage s and
+ * stage s + p have the same record (every field the table reads, times
+ * compared as doubles) that lets the most cells be shared; sets per_p (0
+ * when none helps), per_a and per_e.  O(n^2) comparisons at most. */
+void remat__mt_find_period(struct remat__mt *t);
 
 /* Whether the fill is to stop (once told, it stays stopped). */
 static inline int stop(struct remat__mt *t)
@@ -84,11 +112,25 @@ static inline int64_t leaf_gain_bytes(const struct remat__mt *t, size_t i, size_
  * of F_ck(i) (x_i). */
 static inline int64_t fwd_bytes(const struct remat__mt *t, size_t i, size_t k)
 {
-    return (k == i ? 0 : t->x[k - 1]) + t->x[k] + t->ft[k];
+    return k == i ? t->f0[k] : t->f1[k];
 }
 
 /* Copies the stage data into flat 1-based arrays (t->buf_i64, t->buf_f64)
  * and checks that every sum the program forms stays far from overflow. */
 int remat__mt_load_stages(struct remat__mt *t, const struct remat_profile *p,
                           struct remat_error *err);
+
+/* The same for the chain of runs of stages that ends[1..g] end (ends[0] =
+ * 0 < ends[1] < ... < ends[g] = n): each run is one stage of t whose every
+ * option is the run's ops one after the other, with their peaks in bytes
+ * exactly (docs/min-time.md, "Chains past the exact table").  A schedule
+ * over t's stages is the profile's schedule by remat__mt_expand. */
+int remat__mt_load_groups(struct remat__mt *t, const struct remat_profile *p, const size_t *ends,
+                          size_t g, struct remat_error *err);
+
+/* Appends to *out the profile's ops of a schedule over the runs that
+ * ends[0..g] bound (remat__mt_load_groups).  Returns REMAT_OK or
+ * REMAT_ENOMEM. */
+int remat__mt_expand(const size_t *ends, size_t g, size_t n, const struct remat_schedule *s,
+                     struct remat_schedule *out);
 #endif

@@ -3,8 +3,8 @@
 check_PROGRAMS += tests/test_mintime
 TESTS += tests/test_mintime
 tests_test_mintime_SOURCES = tests/test_mintime.c
-tests_test_mintime_CFLAGS = $(AM_CFLAGS) $(JANSSON_CFLAGS) $(CMOCKA_CFLAGS)
-tests_test_mintime_LDADD = src/libremat_core.la $(CMOCKA_LIBS) $(JANSSON_LIBS) -lm
+tests_test_mintime_CFLAGS = $(AM_CFLAGS) $(JANSSON_CFLAGS) $(CMOCKA_CFLAGS) -I$(top_srcdir)/tests
+tests_test_mintime_LDADD = tests/libtesthelp.la src/libremat_core.la $(CMOCKA_LIBS) $(JANSSON_LIBS) -lm
 
 dist_check_SCRIPTS += tests/mintime-cli.sh
 TESTS += tests/mintime-cli.sh

@@ -126,3 +126,26 @@ struct remat_profile *randchain_profile(uint64_t seed, size_t n, enum randchain_
     }
     return p;
 }
+
+struct remat_profile *randchain_stack(uint64_t seed, size_t pre, size_t block, size_t k,
+                                      size_t post, enum randchain_dist dist)
+{
+    size_t n = pre + block * k + post;
+    struct remat_profile *src = randchain_profile(seed, pre + block + post, dist, 1);
+    struct remat_profile *p = src != NULL ? remat_profile_new(n, NULL) : NULL;
+    if (p == NULL) {
+        remat_profile_free(src);
+        return NULL;
+    }
+    p->input_bytes = src->input_bytes;
+    size_t o = 0;
+    for (size_t i = 0; i < pre; i++)
+        p->stages[o++] = src->stages[i];
+    for (size_t c = 0; c < k; c++)
+        for (size_t i = 0; i < block; i++)
+            p->stages[o++] = src->stages[pre + i];
+    for (size_t i = 0; i < post; i++)
+        p->stages[o++] = src->stages[pre + block + i];
+    remat_profile_free(src);
+    return p;
+}

@@ -44,4 +44,11 @@ void randchain_refine(struct randchain_rng *r, struct remat_stage *s);
 struct remat_profile *randchain_profile(uint64_t seed, size_t n, enum randchain_dist dist,
                                         int full);
 
+/* A stack: `pre` random stages, then k copies of one random block of
+ * `block` stages, then `post` random stages (what an embedding, replicated
+ * transformer layers and a head give), every field random as with full = 1.
+ * Returns a new profile, or NULL when out of memory. */
+struct remat_profile *randchain_stack(uint64_t seed, size_t pre, size_t block, size_t k,
+                                      size_t post, enum randchain_dist dist);
+
 #endif

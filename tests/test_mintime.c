@@ -18,6 +18,7 @@
 
 #include <cmocka.h>
 
+#include "randchain.h"
 #include "solve_mintime.h"
 
 /* ------------------------------------------------------------------------
@@ -335,6 +336,150 @@ static void test_exhaustive_exact(void **state)
     assert_true(cases > 500);
 }
 
+static int solve_groups(const struct remat_profile *p, int64_t budget, size_t slots, size_t g,
+                        struct remat_plan *plan)
+{
+    struct remat_options o;
+    remat_options_init(&o);
+    o.algorithm = REMAT_ALG_MIN_TIME;
+    o.budget_bytes = budget;
+    o.mem_slots = slots;
+    memset(plan, 0, sizeof *plan);
+    struct remat_error err;
+    return remat__solve_min_time_groups(p, &o, g, plan, &err);
+}
+
+/* The long-chain solve's claims against every persistent schedule: the
+ * bound from below (remat__mt_time_bound) is at or under the fastest
+ * schedule that fits, at every budget; the plan over runs fits, is never
+ * faster than that schedule, is within its optimality_gap of it, and is it
+ * when the gap is 0.  The plain solve's gap is 0. */
+static void test_exhaustive_gap(void **state)
+{
+    (void)state;
+    size_t cases = 0, zero = 0;
+    for (size_t n = 1; n <= 6; n++) {
+        for (uint64_t seed = 1; seed <= (n <= 4 ? 30 : 12); seed++) {
+            struct truth tr;
+            const struct remat_profile *p = tiny_truth(seed, n, 1, &tr);
+            for (int64_t b = tr.min_peak; b <= tr.store_all + 1; b++) {
+                double want = truth_best(&tr, b);
+                assert_true(remat__mt_time_bound(p, b) <= want);
+                struct remat_plan plan;
+                assert_int_equal(solve(p, b, REMAT_MT_MAX_SLOTS, &plan), REMAT_OK);
+                assert_true(plan.optimality_gap == 0);
+                remat_plan_clear(&plan);
+                size_t g = n > 1 ? n / 2 + (seed % 2) : 1;
+                int rc = solve_groups(p, b, REMAT_MT_MAX_SLOTS, g, &plan);
+                if (rc == REMAT_EINFEASIBLE)
+                    continue; /* the runs' least peak is over b */
+                assert_int_equal(rc, REMAT_OK);
+                check_plan(p, &plan, b);
+                assert_true(plan.total_ms >= want);
+                assert_true(plan.optimality_gap >= 0);
+                assert_true(plan.total_ms <= want * (1 + plan.optimality_gap) * (1 + 1e-12));
+                if (plan.optimality_gap == 0) {
+                    assert_true(plan.total_ms == want);
+                    zero++;
+                }
+                remat_plan_clear(&plan);
+                cases++;
+            }
+            truth_clear(&tr);
+        }
+    }
+    assert_true(cases > 500);
+    assert_true(zero > 50);
+}
+
+/* The same claims on 1,200 random chains of 5 to 80 stages (every
+ * distribution, budgets from the least to store-all), against the plain
+ * solve (exact there): the bound is under its time, the plan over runs is
+ * within its gap of it, and equal to it or faster where the gap is 0
+ * (faster only by the units' rounding, which the runs' table does
+ * differently). */
+static void test_random_gap(void **state)
+{
+    (void)state;
+    size_t zero = 0, within = 0;
+    double worst = 0;
+    for (uint64_t seed = 1; seed <= 1200; seed++) {
+        struct randchain_rng r;
+        randchain_seed(&r, seed * 31337);
+        size_t n = 5 + randchain_below(&r, 76);
+        struct remat_profile *p =
+            randchain_profile(seed, n, (enum randchain_dist)(seed % RANDCHAIN_N_DISTS), 1);
+        assert_non_null(p);
+        int64_t least;
+        assert_int_equal(remat__mt_min_peak(p, &least, NULL, NULL), 0);
+        int64_t sa = store_all_peak(p, NULL);
+        int64_t b = least + (int64_t)randchain_below(&r, (uint64_t)(sa - least) + 1);
+        struct remat_plan exact, fast;
+        assert_int_equal(solve(p, b, 0, &exact), REMAT_OK);
+        assert_true(exact.optimality_gap == 0);
+        assert_true(remat__mt_time_bound(p, b) <= exact.total_ms * (1 + 1e-12));
+        size_t g = 2 + randchain_below(&r, n - 1); /* 2..n runs */
+        int rc = solve_groups(p, b, 0, g, &fast);
+        if (rc == REMAT_OK) {
+            check_plan(p, &fast, b);
+            if (fast.optimality_gap == 0) {
+                assert_true(fast.total_ms <= exact.total_ms);
+                zero++;
+            }
+            assert_true(fast.total_ms <= exact.total_ms * (1 + fast.optimality_gap) * (1 + 1e-12));
+            double real = (fast.total_ms - exact.total_ms) / exact.total_ms;
+            worst = real > worst ? real : worst;
+            within++;
+            remat_plan_clear(&fast);
+        } else {
+            assert_int_equal(rc, REMAT_EINFEASIBLE);
+        }
+        remat_plan_clear(&exact);
+        remat_profile_free(p);
+    }
+    assert_true(within >= 1000);
+    assert_true(zero > 0);
+    print_message("gap: %zu plans over runs, %zu with gap 0, at most %.4f slower than exact\n",
+                  within, zero, worst);
+}
+
+/* The frontier past REMAT_MT_EXACT_STAGES, over runs: its first point is
+ * the exact least peak, its last store-all (gap 0), the peaks strictly
+ * rise and the times strictly fall, every plan fits its budget (its own
+ * peak) in the simulator, and every gap is the distance to the bound from
+ * below at that budget. */
+static void test_frontier_runs(void **state)
+{
+    (void)state;
+    size_t n = REMAT_MT_EXACT_STAGES + 20;
+    struct remat_profile *p = randchain_profile(77, n, RANDCHAIN_HEAVY, 1);
+    assert_non_null(p);
+    int64_t least;
+    assert_int_equal(remat__mt_min_peak(p, &least, NULL, NULL), 0);
+    struct remat_frontier f;
+    assert_int_equal(remat_frontier_compute(p, 0, &f, NULL), 0);
+    assert_true(f.n_points > 10);
+    assert_int_equal(f.points[0].peak_bytes, least);
+    assert_int_equal(f.points[f.n_points - 1].peak_bytes, store_all_peak(p, NULL));
+    assert_true(f.points[f.n_points - 1].plan.optimality_gap == 0);
+    size_t gaps = 0;
+    for (size_t k = 0; k < f.n_points; k++) {
+        const struct remat_plan *pl = &f.points[k].plan;
+        if (k > 0) {
+            assert_true(f.points[k].peak_bytes > f.points[k - 1].peak_bytes);
+            assert_true(f.points[k].total_ms < f.points[k - 1].total_ms);
+        }
+        check_plan(p, pl, pl->peak_bytes);
+        double lb = remat__mt_time_bound(p, pl->peak_bytes);
+        assert_true(lb <= pl->total_ms);
+        assert_true(fabs(pl->total_ms - lb * (1 + pl->optimality_gap)) <= 1e-9 * pl->total_ms);
+        gaps += pl->optimality_gap > 0;
+    }
+    assert_true(gaps > 0);
+    remat_frontier_clear(&f);
+    remat_profile_free(p);
+}
+
 /* Coarse units: never over budget, never better than the truth, never
  * infeasible where something fits (the least-peak schedule backs the table). */
 static void test_exhaustive_coarse(void **state)
@@ -413,6 +558,194 @@ static void test_pruned_equals_full(void **state)
         remat__mt_free(c);
         remat_profile_free(p);
     }
+}
+
+/* Two schedules op for op. */
+static void assert_same_schedule(const struct remat_schedule *a, const struct remat_schedule *b)
+{
+    assert_int_equal(a->n_ops, b->n_ops);
+    for (size_t o = 0; o < a->n_ops; o++) {
+        assert_int_equal(a->ops[o].kind, b->ops[o].kind);
+        assert_int_equal(a->ops[o].stage, b->ops[o].stage);
+    }
+}
+
+/* A stack of repeated blocks (random blocks, random prefix and suffix):
+ * the shared fill (remat__mt_period found) holds the plain fill's values,
+ * the same doubles, at every m, with the same schedules, each fitting its
+ * budget in the simulator; the least peak and its schedule are the plain
+ * recursion's; both agree with Rotor's full fill.  Budgets at store-all
+ * and halfway down to the least peak, one-byte units on the smaller ones. */
+static void test_periodic_equals_plain(void **state)
+{
+    (void)state;
+    size_t shared = 0, compared = 0;
+    for (uint64_t seed = 1; seed <= 40; seed++) {
+        struct randchain_rng r;
+        randchain_seed(&r, seed * 7919);
+        size_t pre = randchain_below(&r, 3), block = 1 + randchain_below(&r, 4);
+        size_t k = 5 + randchain_below(&r, 8), post = randchain_below(&r, 3);
+        struct remat_profile *p = randchain_stack(seed, pre, block, k, post,
+                                                  (enum randchain_dist)(seed % RANDCHAIN_N_DISTS));
+        assert_non_null(p);
+        int64_t least_a, least_b;
+        struct remat_schedule la, lb;
+        remat_schedule_init(&la);
+        remat_schedule_init(&lb);
+        assert_int_equal(remat__mt_min_peak_share(p, 1, &least_a, &la, NULL, NULL), 0);
+        assert_int_equal(remat__mt_min_peak_share(p, 0, &least_b, &lb, NULL, NULL), 0);
+        assert_true(least_a == least_b);
+        assert_same_schedule(&la, &lb);
+        remat_schedule_clear(&la);
+        remat_schedule_clear(&lb);
+        int64_t sa = store_all_peak(p, NULL);
+        for (int b = 0; b < 2; b++) {
+            int64_t budget = b == 0 ? sa : least_a + (sa - least_a) / 2;
+            size_t slots = seed % 2 && budget < 4000 ? (size_t)budget : 97;
+            struct remat__mt *a = NULL, *w = NULL, *f = NULL;
+            assert_int_equal(remat__mt_fill(p, budget, slots, 1, &a, NULL), 0);
+            assert_int_equal(remat__mt_fill(p, budget, slots, 3, &w, NULL), 0);
+            assert_int_equal(remat__mt_fill(p, budget, slots, 0, &f, NULL), 0);
+            assert_int_equal(remat__mt_period(w), 0);
+            if (remat__mt_period(a) != 0) {
+                shared++;
+                assert_true(remat__mt_table_bytes(a) <= remat__mt_table_bytes(w));
+            }
+            for (size_t m = 0; m <= remat__mt_top(a); m++) {
+                double x = remat__mt_time(a, m), y = remat__mt_time(w, m);
+                double z = remat__mt_time(f, m);
+                assert_true(x == y);
+                assert_true(z == HUGE_VAL ? x == HUGE_VAL : fabs(x - z) <= 1e-9 * z);
+                if (x == HUGE_VAL)
+                    continue;
+                struct remat_schedule sa_, sw;
+                remat_schedule_init(&sa_);
+                remat_schedule_init(&sw);
+                assert_int_equal(remat__mt_schedule(a, m, &sa_), 0);
+                assert_int_equal(remat__mt_schedule(w, m, &sw), 0);
+                assert_same_schedule(&sa_, &sw);
+                struct remat_sim sim;
+                memset(&sim, 0, sizeof sim);
+                assert_int_equal(remat_simulate(p, REMAT_MODEL_TRACED, &sa_, 0, &sim, NULL), 0);
+                assert_true(sim.peak_bytes <= remat__mt_budget_at(a, m));
+                assert_true(fabs(sim.total_ms - x) <= 1e-9 * x);
+                remat_sim_clear(&sim);
+                remat_schedule_clear(&sa_);
+                remat_schedule_clear(&sw);
+                compared++;
+            }
+            remat__mt_free(a);
+            remat__mt_free(w);
+            remat__mt_free(f);
+            /* The solver (both fills, the walk, the least-peak backstop)
+             * gives the same plan with and without the sharing. */
+            struct remat_options o;
+            remat_options_init(&o);
+            o.algorithm = REMAT_ALG_MIN_TIME;
+            o.budget_bytes = budget;
+            o.mem_slots = slots;
+            struct remat_plan pa, pw;
+            assert_int_equal(remat__solve_min_time_share(p, &o, 1, &pa, NULL), 0);
+            assert_int_equal(remat__solve_min_time_share(p, &o, 0, &pw, NULL), 0);
+            assert_true(pa.total_ms == pw.total_ms);
+            assert_true(pa.peak_bytes == pw.peak_bytes && pa.peak_bytes <= budget);
+            assert_same_schedule(&pa.schedule, &pw.schedule);
+            remat_plan_clear(&pa);
+            remat_plan_clear(&pw);
+        }
+        remat_profile_free(p);
+    }
+    /* Most of these stacks are periodic enough to share. */
+    assert_true(shared >= 40);
+    assert_true(compared > 1000);
+}
+
+/* The table over runs of stages (remat__mt_fill_groups): with runs of one
+ * stage it is the plain table, value for value and schedule for schedule;
+ * with longer runs and one-byte units (no rounding) it searches a subset of
+ * the schedules, so it is never faster; every schedule it gives is one of
+ * the profile's that fits its budget in the simulator and takes its time.
+ * The least peak over the runs is at or over the plain one, and reached. */
+static void test_groups(void **state)
+{
+    (void)state;
+    size_t compared = 0;
+    for (uint64_t seed = 1; seed <= 30; seed++) {
+        size_t n = 4 + (size_t)(seed % 9);
+        struct remat_profile *p =
+            randchain_profile(seed, n, (enum randchain_dist)(seed % RANDCHAIN_N_DISTS), 1);
+        assert_non_null(p);
+        int64_t least;
+        assert_int_equal(remat__mt_min_peak(p, &least, NULL, NULL), 0);
+        size_t ends[16], g = 0, one[16];
+        struct randchain_rng r;
+        randchain_seed(&r, seed);
+        ends[0] = one[0] = 0;
+        for (size_t k = 1; k <= n; k++)
+            one[k] = k;
+        while (ends[g] < n) {
+            size_t len = 1 + randchain_below(&r, 3);
+            ends[g + 1] = ends[g] + len > n ? n : ends[g] + len;
+            g++;
+        }
+        int64_t gl;
+        struct remat_schedule ls;
+        remat_schedule_init(&ls);
+        assert_int_equal(remat__mt_min_peak_groups(p, ends, g, &gl, &ls, NULL, NULL), 0);
+        assert_true(gl >= least);
+        struct remat_sim sim;
+        memset(&sim, 0, sizeof sim);
+        assert_int_equal(remat_simulate(p, REMAT_MODEL_TRACED, &ls, 0, &sim, NULL), 0);
+        assert_true(sim.peak_bytes == gl);
+        remat_sim_clear(&sim);
+        remat_schedule_clear(&ls);
+        int64_t sa = store_all_peak(p, NULL);
+        int64_t budget = sa - (sa - least) / 3;
+        int64_t base = p->input_bytes + p->optimizer.state_bytes;
+        for (size_t k = 0; k < n; k++)
+            base += p->stages[k].param_bytes;
+        /* One byte a unit where that is small enough. */
+        size_t slots = budget - base <= 20000 ? (size_t)(budget - base) : 97;
+        struct remat__mt *w = NULL, *a = NULL, *b = NULL;
+        assert_int_equal(remat__mt_fill(p, budget, slots, 1, &w, NULL), 0);
+        assert_int_equal(
+            remat__mt_fill_groups(p, one, n, budget, slots, HUGE_VAL, 0, NULL, &a, NULL), 0);
+        assert_int_equal(
+            remat__mt_fill_groups(p, ends, g, budget, slots, HUGE_VAL, 0, NULL, &b, NULL), 0);
+        int unit_one = remat__mt_unit(w) == 1;
+        for (size_t m = 0; m <= remat__mt_top(w); m++) {
+            double x = remat__mt_time(w, m), y = remat__mt_time(a, m), z = remat__mt_time(b, m);
+            assert_true(x == y);
+            if (unit_one)
+                assert_true(z >= x);
+            if (z == HUGE_VAL)
+                continue;
+            struct remat_schedule sw, sa_, sb;
+            remat_schedule_init(&sw);
+            remat_schedule_init(&sa_);
+            remat_schedule_init(&sb);
+            if (x != HUGE_VAL) {
+                assert_int_equal(remat__mt_schedule(w, m, &sw), 0);
+                assert_int_equal(remat__mt_schedule(a, m, &sa_), 0);
+                assert_same_schedule(&sw, &sa_);
+            }
+            assert_int_equal(remat__mt_schedule(b, m, &sb), 0);
+            memset(&sim, 0, sizeof sim);
+            assert_int_equal(remat_simulate(p, REMAT_MODEL_TRACED, &sb, 0, &sim, NULL), 0);
+            assert_true(sim.peak_bytes <= remat__mt_budget_at(b, m));
+            assert_true(fabs(sim.total_ms - z) <= 1e-9 * z);
+            remat_sim_clear(&sim);
+            remat_schedule_clear(&sw);
+            remat_schedule_clear(&sa_);
+            remat_schedule_clear(&sb);
+            compared++;
+        }
+        remat__mt_free(w);
+        remat__mt_free(a);
+        remat__mt_free(b);
+        remat_profile_free(p);
+    }
+    assert_true(compared > 500);
 }
 
 /* The part fill (remat__mt_fill_capped) against the whole table: from its
@@ -815,6 +1148,11 @@ int main(void)
         cmocka_unit_test(test_exhaustive_coarse),
         cmocka_unit_test(test_pruned_equals_full),
         cmocka_unit_test(test_part_fill_equals_whole),
+        cmocka_unit_test(test_periodic_equals_plain),
+        cmocka_unit_test(test_groups),
+        cmocka_unit_test(test_exhaustive_gap),
+        cmocka_unit_test(test_random_gap),
+        cmocka_unit_test(test_frontier_runs),
         cmocka_unit_test(test_unlimited_is_store_all),
         cmocka_unit_test(test_least_budget),
         cmocka_unit_test(test_nested_beats_single_level),

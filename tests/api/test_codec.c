@@ -62,6 +62,7 @@ static void assert_same(const struct remat_profile *p, const struct remat_plan *
     assert_same_double(plan->total_ms, back->total_ms);
     assert_true(plan->budget_bytes == back->budget_bytes);
     assert_true(plan->min_budget_bytes == back->min_budget_bytes);
+    assert_same_double(plan->optimality_gap, back->optimality_gap);
     assert_int_equal(plan->n_checkpoints, back->n_checkpoints);
     for (size_t k = 0; k < plan->n_checkpoints; k++)
         assert_int_equal(plan->checkpoints[k], back->checkpoints[k]);
@@ -228,7 +229,9 @@ static void test_prefixes_and_version(void **state)
     struct remat_plan back;
     assert_int_equal(rematd_plan_decode(longer, len + 1, &q, &back), -1);
     free(longer);
-    rec[0] = 3;
+    rec[0] = 4;
+    assert_int_equal(rematd_plan_decode(rec, len, &q, &back), -1);
+    rec[0] = 0;
     assert_int_equal(rematd_plan_decode(rec, len, &q, &back), -1);
     free(rec);
     remat_plan_clear(&plan);
@@ -308,14 +311,50 @@ static void test_version_1(void **state)
     size_t len;
     unsigned char *rec = encode_checked(p, &plan, &len);
     /* version, n, input_bytes, then the stage at offset 3. */
-    const unsigned char v2[] = {2, 1, 7, 5, 0, 3, 0, 2, 0, 0};
-    assert_true(len > sizeof v2);
-    assert_memory_equal(rec, v2, sizeof v2);
+    const unsigned char v3[] = {3, 1, 7, 5, 0, 3, 0, 2, 0, 0};
+    assert_true(len > sizeof v3);
+    assert_memory_equal(rec, v3, sizeof v3);
+    /* Where version 3's optimality_gap lies: the first byte that differs
+     * from the record of the same plan with another gap (0 and 0.5 both
+     * take two bytes: a tag and a mantissa). */
+    plan.optimality_gap = 0.5;
+    size_t len_g;
+    unsigned char *rec_g = encode_checked(p, &plan, &len_g);
+    plan.optimality_gap = 0;
+    assert_int_equal(len_g, len);
+    size_t gap_at = 1;
+    while (gap_at < len && rec[gap_at] == rec_g[gap_at])
+        gap_at++;
+    assert_true(gap_at > 8 && gap_at + 2 <= len);
+    /* Version 3 reads the gap back. */
+    struct remat_profile *qg;
+    struct remat_plan back_g;
+    assert_int_equal(rematd_plan_decode(rec_g, len_g, &qg, &back_g), 0);
+    assert_true(back_g.optimality_gap == 0.5);
+    remat_plan_clear(&back_g);
+    remat_profile_free(qg);
+    free(rec_g);
+    /* Version 2 is version 3 without the gap, which reads as 0. */
+    unsigned char *v2r = malloc(len);
+    assert_non_null(v2r);
+    size_t k2 = 0;
+    for (size_t i = 0; i < len; i++)
+        if (i != gap_at && i != gap_at + 1)
+            v2r[k2++] = rec[i];
+    v2r[0] = 2;
+    struct remat_profile *q2;
+    struct remat_plan back_2;
+    assert_int_equal(rematd_plan_decode(v2r, k2, &q2, &back_2), 0);
+    assert_same(p, &plan, q2, &back_2);
+    assert_true(back_2.optimality_gap == 0);
+    remat_plan_clear(&back_2);
+    remat_profile_free(q2);
+    free(v2r);
     unsigned char *v1 = malloc(len);
     assert_non_null(v1);
     size_t k = 0;
     for (size_t i = 0; i < len; i++)
-        if (i != 6 && i != 8)
+        if (i != 6 && i != 8 && i != gap_at && i != gap_at + 1)
             v1[k++] = rec[i];
     v1[0] = 1;
     struct remat_profile *q;

@@ -50,6 +50,8 @@ class OpCheck
             allowed_.insert(k);
         for (const char *k : rw_allowed_aten_values)
             allowed_.insert(k);
+        for (const char *k : rw_allowed_aten_newer)
+            allowed_.insert(k);
         for (const rw_refused_op &r : rw_refused_ops)
             refused_.emplace(r.kind, r.why);
     }

@@ -26,9 +26,10 @@ static json_t *parse_text(const char *t)
 /* A job whose uploaded model calls an operator outside the worker's
  * allow-list failed for a reason the client can act on: its model must
  * change.  The worker says so in one fixed form (worker/opcheck.cpp):
- *   the model calls OP in method NAME of submodule 'PATH': WHY (remat's
- *   operator allow-list refuses it: docs/security.md, Operators)
- * (" of the model: " for the root's own method), and the job shows it
+ *   the model calls OP in method NAME of submodule 'PATH'[ (via ...)]: WHY
+ *   (remat's operator allow-list refuses it: docs/security.md, Operators)
+ * (" of the model" for the root's own method; "via" names the functions
+ * the method called on the way to the op), and the job shows it
  * also as a problem: 422 op-not-allowed with op, method and submodule ("":
  * the model's own).  NULL for any other reason.  Read from the reason, so
  * that neither the fail call nor the store changes; a model that forges
@@ -36,7 +37,7 @@ static json_t *parse_text(const char *t)
 static json_t *op_problem(const char *reason)
 {
     static const char lead[] = "the model calls ", in[] = " in method ", sub[] = " of submodule '",
-                      root[] = " of the model: ",
+                      root[] = " of the model",
                       mark[] = " (remat's operator allow-list refuses it: ";
     if (strncmp(reason, lead, sizeof lead - 1) != 0 || strstr(reason, mark) == NULL)
         return NULL;

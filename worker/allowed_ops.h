@@ -3,10 +3,10 @@
  * (docs/security.md, "Operators"), read only by worker/opcheck.cpp.
  *
  * After torch::jit::load, in the sandboxed process, every method of every
- * submodule (and its forward hooks) is inlined and each node's kind looked
- * up here before anything runs.  A kind in rw_refused_ops is refused with
- * its reason; a kind in none of the allowed arrays is refused as unknown.
- * So an operator a newer libtorch adds is refused until it is added here.
+ * submodule (and its forward hooks), and every function and method they
+ * call, is walked and each node's kind looked up here before anything runs.  A kind in
+ * rw_refused_ops is refused with its reason; a kind in none of the allowed arrays is refused as
+ * unknown. So an operator a newer libtorch adds is refused until it is added here.
  *
  * How to extend it: an aten:: operator, rerun worker/allowed-ops.py with
  * the torch whose operators you want (it adds what its rules allow and
@@ -54,7 +54,7 @@ static const struct rw_refused_op rw_refused_ops[] = {
     /* The interpreter: code remat cannot see before it runs. */
     {"prim::PythonOp", "calls Python"},
     {"prim::IgnoredPythonOp", "calls Python"},
-    {"prim::CallFunction", "calls a function remat could not inline, whose code it cannot check"},
+    {"prim::CallFunction", "calls a function that is not TorchScript, whose code remat cannot see"},
     {"prim::CallMethod",
      "calls a method through an interface, whose code is chosen only when it runs"},
 };

@@ -3,13 +3,15 @@
  * allow-list (worker/allowed_ops.h, docs/security.md "Operators") after
  * torch::jit::load and before any of its methods runs.
  *
- * Every method of every submodule, and every forward hook, is inlined (on
- * a copy of its graph: the calls to other methods and functions replaced
- * by their bodies) and each node's kind, in every nested block, looked up.
- * A call left after inlining (a method through an interface, a function
- * whose graph is not there) is refused: remat cannot see what it runs.
- * The deepest submodules are checked first, so that a refusal names the
- * method that holds the op rather than the root forward it is inlined in.
+ * Every method of every submodule, and every forward hook, is walked, each
+ * node's kind in every nested block looked up, and every call followed
+ * into the function or method it runs, each graph once: what inlining
+ * every call would show (torch::jit::Inline), without the copy of each
+ * callee at each call site, which for ViT-B/16 cost 0.6-1.2 s.  A call
+ * whose callee is not known before it runs (a method through an
+ * interface) is refused: remat cannot see what it would run.  The deepest
+ * submodules are checked first, so that a refusal names the method that
+ * holds the op rather than a parent's forward that calls it.
  */
 #ifdef HAVE_CONFIG_H
 #include "config.h"
@@ -19,7 +21,6 @@
 #include <torch/csrc/jit/api/function_impl.h>
 #include <torch/csrc/jit/api/module.h>
 #include <torch/csrc/jit/ir/ir.h>
-#include <torch/csrc/jit/passes/inliner.h>
 
 #include <algorithm>
 #include <string>
@@ -36,6 +37,17 @@ namespace rw
 
 namespace
 {
+
+/* A callee's where: the module's method that leads to it, then the calls,
+ * "method forward of submodule 'enc' (via function attend, method __call__
+ * of class Cache)", so that the method a refusal names is always the
+ * model's own (rematd reads it: api/jobs_common.c). */
+std::string via(const std::string &where, const std::string &what)
+{
+    if (where.find(" (via ") == std::string::npos)
+        return where + " (via " + what + ")";
+    return where.substr(0, where.size() - 1) + ", " + what + ")";
+}
 
 class OpCheck
 {
@@ -56,7 +68,8 @@ class OpCheck
             refused_.emplace(r.kind, r.why);
     }
 
-    /* Checks f's inlined graph once; where says whose method it is. */
+    /* Checks f's graph once, and every function and method it calls;
+     * where says whose method it is. */
     void function(torch::jit::Function &f, const std::string &where)
     {
         if (!done_.insert(&f).second)
@@ -66,46 +79,45 @@ class OpCheck
             throw Failure("the model's " + where +
                           " is native code, not TorchScript, which remat cannot check (remat's "
                           "operator allow-list refuses it: docs/security.md, Operators)");
-        std::shared_ptr<torch::jit::Graph> g = gf->graph()->copy();
-        /* Inline replaces each call by the callee's graph as the executor
-         * would run it, which with the executor's optimisations off (as
-         * load_script sets them) still holds its own calls: one level per
-         * pass.  TorchScript has no recursion, so the passes end. */
-        for (int pass = 0; inlinable(g->block()) > 0; pass++) {
-            if (pass == 1000)
-                throw Failure("the model's " + where +
-                              " nests calls more than 1000 deep (remat's operator allow-list "
-                              "checks every call: docs/security.md, Operators)");
-            torch::jit::Inline(*g);
-        }
-        block(g->block(), where);
+        /* TorchScript has no recursion, so the calls end; a chain deeper
+         * than any honest model's is refused rather than followed. */
+        if (++depth_ > 1000)
+            throw Failure("the model's " + where +
+                          " nests calls more than 1000 deep (remat's operator allow-list "
+                          "checks every call: docs/security.md, Operators)");
+        /* Compiles it if the loader left it to first use; runs nothing. */
+        gf->ensure_defined();
+        block(gf->graph()->block(), where);
+        depth_--;
     }
 
   private:
     std::unordered_set<std::string> allowed_;
     std::unordered_map<std::string, std::string> refused_;
     std::unordered_set<const torch::jit::Function *> done_;
+    int depth_ = 0;
 
-    /* The calls Inline can replace: a function's, or a method's whose
-     * class it knows (not an interface's), when the callee is TorchScript. */
-    static size_t inlinable(torch::jit::Block *b)
+    /* The function a call node runs: a function's, or a method's whose
+     * class is known (not an interface's); nullptr for any other node. */
+    static torch::jit::Function *callee(torch::jit::Node *n, std::string &what)
     {
-        size_t n = 0;
-        for (torch::jit::Node *node : b->nodes()) {
-            torch::jit::Function *callee = nullptr;
-            if (node->kind() == c10::prim::CallFunction) {
-                auto ft = node->input(0)->type()->cast<c10::FunctionType>();
-                callee = ft ? ft->function() : nullptr;
-            } else if (node->kind() == c10::prim::CallMethod) {
-                auto cls = node->input(0)->type()->cast<c10::ClassType>();
-                callee = cls ? cls->findMethod(node->s(c10::attr::name)) : nullptr;
-            }
-            if (callee != nullptr && torch::jit::tryToGraphFunction(*callee) != nullptr)
-                n++;
-            for (torch::jit::Block *sub : node->blocks())
-                n += inlinable(sub);
+        if (n->kind() == c10::prim::CallFunction) {
+            auto ft =
+                n->inputs().empty() ? nullptr : n->input(0)->type()->cast<c10::FunctionType>();
+            torch::jit::Function *f = ft ? ft->function() : nullptr;
+            if (f != nullptr)
+                what = "function " + f->name();
+            return f;
         }
-        return n;
+        if (n->kind() == c10::prim::CallMethod) {
+            auto cls = n->inputs().empty() ? nullptr : n->input(0)->type()->cast<c10::ClassType>();
+            torch::jit::Function *f = cls ? cls->findMethod(n->s(c10::attr::name)) : nullptr;
+            if (f != nullptr)
+                what = "method " + f->name() + " of class " +
+                       (cls->name() ? cls->name()->name() : std::string("?"));
+            return f;
+        }
+        return nullptr;
     }
 
     void block(torch::jit::Block *b, const std::string &where)
@@ -119,6 +131,14 @@ class OpCheck
 
     void node(torch::jit::Node *n, const std::string &where)
     {
+        /* A call is followed into its callee, which the interpreter runs
+         * as it is (the executor's optimisations are off: load_script),
+         * so every graph that can run is checked once. */
+        std::string what;
+        if (torch::jit::Function *f = callee(n, what)) {
+            function(*f, via(where, what));
+            return;
+        }
         std::string kind = n->kind().toQualString();
         auto r = refused_.find(kind);
         if (r != refused_.end())
@@ -144,8 +164,7 @@ class OpCheck
                 torch::jit::Function *f = cls->findMethod(m);
                 if (f == nullptr)
                     refuse(kind, where, "it enters an object of class " + cname + " with no " + m);
-                function(*f, "method " + std::string(m) + " of class " + cname + ", entered in " +
-                                 where);
+                function(*f, via(where, std::string(m) + " of class " + cname));
             }
         }
     }
@@ -184,9 +203,9 @@ void check_ops(const torch::jit::Module &root)
             check.function(meth.function(), method_of(meth.name(), m.first));
         const c10::ClassTypePtr &cls = m.second.type();
         for (torch::jit::Function *hook : cls->getForwardPreHooks())
-            check.function(*hook, method_of(hook->name() + " (a forward pre-hook)", m.first));
+            check.function(*hook, method_of(hook->name(), m.first) + " (a forward pre-hook)");
         for (torch::jit::Function *hook : cls->getForwardHooks())
-            check.function(*hook, method_of(hook->name() + " (a forward hook)", m.first));
+            check.function(*hook, method_of(hook->name(), m.first) + " (a forward hook)");
     }
 }
 

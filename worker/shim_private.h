@@ -221,8 +221,9 @@ ModelSpec read_model_spec(const json_t *spec);
 /* Builds the stages on the CPU, inferring every shape; throws a Failure
  * naming the layer at fault. */
 Model build_model(const ModelSpec &spec);
-/* Checks every operator an uploaded module's methods call (inlined, in
- * every submodule, hooks included) against worker/allowed_ops.h; throws a
+/* Checks every operator an uploaded module's methods call (in every
+ * submodule, hooks included, every call followed into the function or
+ * method it runs) against worker/allowed_ops.h; throws a
  * Failure (not retryable) naming the first refused op and its method.
  * Runs nothing of the model (opcheck.cpp). */
 void check_ops(const torch::jit::Module &root);

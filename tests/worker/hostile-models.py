@@ -11,7 +11,8 @@ sandbox's scratch folder, and the worker serves the next job.
    writer creates its file, torch.save writes one.  The same local runs in
    the sandbox, the operator check still off, fail and write nothing: the
    sandbox holds by itself.  With the check on (the default) each is
-   refused before it runs, the reason naming the op and the method.
+   refused before it runs, the reason naming the op and the method, and
+   the functions on the way when the op is two calls down, in a loop.
 2. Through rematd: torch.from_file writing a file, torch.from_file reading
    /etc/hostname (the byte would show in the stage's out_bytes), torch.save,
    torch.jit.fork and wait, an operator of another namespace than aten:: or
@@ -119,6 +120,24 @@ class OtherNamespace(nn.Module):
 
     def forward(self, x):
         return torch.ops._test.leaky_relu(x)
+
+
+def inner_fn(x: torch.Tensor) -> torch.Tensor:
+    return torch.from_file("/etc/hostname", shared=False, size=1, dtype=torch.uint8).float() + x
+
+
+def outer_fn(x: torch.Tensor) -> torch.Tensor:
+    for _ in range(2):
+        if x.sum() > 1e9:
+            x = inner_fn(x)
+    return x
+
+
+class DeepCall(nn.Module):
+    """The op two functions down, in a loop's if."""
+
+    def forward(self, x):
+        return outer_fn(x)
 
 
 class NoGrad(nn.Module):
@@ -286,6 +305,11 @@ try:
         check(rc != 0 and refused(err, op) and not os.path.exists(target),
               "local%s: %s refused before it runs, nothing written: %s"
               % (", unconfined" if flags else "", op, err.strip()[-300:]))
+    rc, out, err = local(save(chain(DeepCall()), "deepcall"))
+    check(rc != 0 and ("the model calls aten::from_file in method forward of submodule '1' "
+                       "(via function outer_fn, function inner_fn)") in err,
+          "local: an op two functions down, in a loop's if, refused naming the path: %s"
+          % err.strip()[-300:])
     st = subprocess.run([lib.WORKER, "--server", "http://127.0.0.1:1", NO_CHECK],
                         env=run.env, capture_output=True, text=True, timeout=60)
     check(st.returncode == 2 and "--profile-local" in st.stderr,

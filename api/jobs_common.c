@@ -23,6 +23,46 @@ static json_t *parse_text(const char *t)
     return t ? json_loads(t, 0, NULL) : NULL;
 }
 
+/* A job whose uploaded model calls an operator outside the worker's
+ * allow-list failed for a reason the client can act on: its model must
+ * change.  The worker says so in one fixed form (worker/opcheck.cpp):
+ *   the model calls OP in method NAME of submodule 'PATH'[ (via ...)]: WHY
+ *   (remat's operator allow-list refuses it: docs/security.md, Operators)
+ * (" of the model" for the root's own method; "via" names the functions
+ * the method called on the way to the op), and the job shows it
+ * also as a problem: 422 op-not-allowed with op, method and submodule ("":
+ * the model's own).  NULL for any other reason.  Read from the reason, so
+ * that neither the fail call nor the store changes; a model that forges
+ * the form in its own failure shows it only in its own job. */
+static json_t *op_problem(const char *reason)
+{
+    static const char lead[] = "the model calls ", in[] = " in method ", sub[] = " of submodule '",
+                      root[] = " of the model",
+                      mark[] = " (remat's operator allow-list refuses it: ";
+    if (strncmp(reason, lead, sizeof lead - 1) != 0 || strstr(reason, mark) == NULL)
+        return NULL;
+    const char *op = reason + sizeof lead - 1, *op_end = strchr(op, ' ');
+    if (op_end == NULL || op_end == op || strncmp(op_end, in, sizeof in - 1) != 0)
+        return NULL;
+    const char *m = op_end + sizeof in - 1, *m_end = strchr(m, ' ');
+    if (m_end == NULL || m_end == m)
+        return NULL;
+    const char *s = "", *s_end = s;
+    if (strncmp(m_end, sub, sizeof sub - 1) == 0) {
+        s = m_end + sizeof sub - 1;
+        s_end = strchr(s, '\'');
+        if (s_end == NULL)
+            return NULL;
+    } else if (strncmp(m_end, root, sizeof root - 1) != 0) {
+        return NULL;
+    }
+    return json_pack("{s:s, s:s, s:i, s:s, s:o, s:o, s:o}", "type", "/problems/op-not-allowed",
+                     "title", rematd_problem_title("op-not-allowed"), "status", 422, "detail",
+                     reason, "op", json_stringn(op, (size_t)(op_end - op)), "method",
+                     json_stringn(m, (size_t)(m_end - m)), "submodule",
+                     json_stringn(s, (size_t)(s_end - s)));
+}
+
 json_t *rematd_job_view(const struct rematd_job *j)
 {
     char created[32], updated[32], self[64];
@@ -40,8 +80,12 @@ json_t *rematd_job_view(const struct rematd_job *j)
         json_object_set_new(v, strcmp(j->kind, "profile") == 0 ? "profile" : "result",
                             res ? res : json_null());
     }
-    if (v && j->status == REMATD_JOB_FAILED && j->reason)
+    if (v && j->status == REMATD_JOB_FAILED && j->reason) {
         json_object_set_new(v, "error", json_string(j->reason));
+        json_t *problem = op_problem(j->reason);
+        if (problem)
+            json_object_set_new(v, "problem", problem);
+    }
     if (v && j->status == REMATD_JOB_RUNNING) {
         char le[32];
         rematd_rfc3339(j->lease_expires_at, le);

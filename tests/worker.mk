@@ -20,6 +20,16 @@ if HAVE_TORCH
 TESTS += tests/worker/e2e.py tests/worker/accuracy-ci.sh tests/worker/plan-check.py \
 	tests/worker/models-e2e.py tests/worker/optim-e2e.py tests/worker/side-by-side-check.py \
 	tests/worker/fits-e2e.py tests/worker/hostile-models.py
+
+# The operator allow-list's checker on modules compiled from TorchScript
+# source in the test (no Python), and the list's own consistency.
+check_PROGRAMS += tests/worker/test_opcheck
+TESTS += tests/worker/test_opcheck
+tests_worker_test_opcheck_SOURCES = tests/worker/test_opcheck.cpp worker/opcheck.cpp \
+	worker/allowed_ops.h worker/shim_private.h
+tests_worker_test_opcheck_CPPFLAGS = $(AM_CPPFLAGS) $(TORCH_CPPFLAGS)
+tests_worker_test_opcheck_CXXFLAGS = $(AM_CXXFLAGS) $(JANSSON_CFLAGS)
+tests_worker_test_opcheck_LDADD = $(TORCH_LIBS) $(JANSSON_LIBS) -lpthread
 endif
 
 # The sandbox of uploaded models, one system call at a time (sandbox.c and

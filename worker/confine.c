@@ -540,6 +540,8 @@ int rw_sandbox_child_main(int argc, char **argv)
         child_fail(&why);
         return 0;
     }
+    /* The worker's choice, never the spec's: only a local run turns it off. */
+    rw_set_op_check(!json_is_false(json_object_get(job, "op_check")));
     char msg[200];
     if (rw_sandbox_confine(device, scratch, FD_ARCHIVE, memory_bytes, msg, sizeof msg) < 0) {
         child_fail_msg(msg);

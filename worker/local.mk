@@ -3,13 +3,14 @@
 # libremat for the op lists it runs and rematx for the zoo and the buffer.
 # Built only when configure found libtorch (m4/remat_torch.m4); everything
 # else builds without it.
-EXTRA_DIST += worker/build-standalone.sh docs/worker.md docs/accuracy.md docs/security.md
+EXTRA_DIST += worker/build-standalone.sh worker/allowed-ops.py docs/worker.md docs/accuracy.md docs/security.md
 if HAVE_TORCH
 bin_PROGRAMS += worker/remat-worker
 worker_remat_worker_SOURCES = worker/main.c worker/http.h worker/http.c worker/cache.h worker/cache.c \
 	worker/sandbox.h worker/sandbox_private.h worker/sandbox.c \
 	worker/confine.c worker/shim.h worker/shim_private.h \
-	worker/shim.cpp worker/device.cpp worker/model.cpp worker/measure.cpp worker/execute.cpp worker/optim.cpp
+	worker/shim.cpp worker/device.cpp worker/model.cpp worker/opcheck.cpp worker/allowed_ops.h \
+	worker/measure.cpp worker/execute.cpp worker/optim.cpp
 # The program is C but links C++ (libtorch): make automake use the C++ linker.
 nodist_EXTRA_worker_remat_worker_SOURCES = dummy.cxx
 worker_remat_worker_CFLAGS = $(AM_CFLAGS) $(JANSSON_CFLAGS) $(CURL_CFLAGS) $(SECCOMP_CFLAGS)

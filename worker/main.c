@@ -534,6 +534,8 @@ static void usage(FILE *f)
         "         --job-timeout S    kill an uploaded model's process after S seconds (900)\n"
         "         --unsafe-no-sandbox  run uploaded models unconfined, in this process\n"
         "             (docs/security.md)\n"
+        "         --unsafe-no-op-check  a local run only: let the model call operators\n"
+        "             outside remat's allow-list (to see what the sandbox alone stops)\n"
         "env: REMAT_SERVER, REMAT_WORKER_TOKEN, REMAT_DEVICE, REMAT_CPU_LIMIT_BYTES,\n"
         "     REMAT_WORKER_CACHE_DIR, REMAT_WORKER_CACHE_BYTES (uploaded models),\n"
         "     REMAT_JOB_TIMEOUT, REMAT_UNSAFE_NO_SANDBOX=1\n",
@@ -554,7 +556,7 @@ int main(int argc, char **argv)
                *validate_profile = NULL;
     const char *limit_env = getenv("REMAT_CPU_LIMIT_BYTES");
     long long cpu_limit = limit_env != NULL ? atoll(limit_env) : -1;
-    int once = 0, repeats = 0, warmup = -1, timeline = 0;
+    int once = 0, repeats = 0, warmup = -1, timeline = 0, no_op_check = 0;
     const char *timeout_env = getenv("REMAT_JOB_TIMEOUT"),
                *unsafe_env = getenv("REMAT_UNSAFE_NO_SANDBOX");
     const char *job_timeout = timeout_env != NULL && *timeout_env != '\0' ? timeout_env : NULL;
@@ -579,6 +581,8 @@ int main(int argc, char **argv)
             job_timeout = argv[++i];
         else if (strcmp(a, "--unsafe-no-sandbox") == 0)
             unsafe = 1;
+        else if (strcmp(a, "--unsafe-no-op-check") == 0)
+            no_op_check = 1;
         else if (strcmp(a, "--repeats") == 0 && more)
             repeats = atoi(argv[++i]);
         else if (strcmp(a, "--timeline") == 0)
@@ -625,7 +629,16 @@ int main(int argc, char **argv)
             return 2;
         }
     }
+    /* A worker that serves jobs always checks: the switch is for a model
+     * run by hand, never one a client sent. */
+    if (no_op_check && profile_spec == NULL && validate_spec == NULL) {
+        fprintf(stderr, "remat-worker: --unsafe-no-op-check is for --profile-local and "
+                        "--validate-local only\n");
+        return 2;
+    }
     rw_sandbox_init(&w.sandbox, w.device, cpu_limit, (int)timeout_s, unsafe);
+    w.sandbox.no_op_check = no_op_check;
+    rw_set_op_check(!no_op_check);
     if (w.sandbox.mode == RW_SANDBOX_UNSAFE)
         fprintf(stderr, "remat-worker: --unsafe-no-sandbox: uploaded models run unconfined in "
                         "this process\n");

@@ -5,7 +5,8 @@
  * expanded into such lists by src/rematx/zoo.c, and running one stage's
  * forward or backward (docs/worker.md, "Models").
  *
- * The only file of the worker that includes libtorch's module headers.
+ * With opcheck.cpp, the only files of the worker that include libtorch's
+ * module headers.
  */
 #ifdef HAVE_CONFIG_H
 #include "config.h"
@@ -467,6 +468,10 @@ std::shared_ptr<Script> load_script(const std::string &path, const json_t *names
                       TORCH_VERSION + ", reading formats up to " +
                       std::to_string(caffe2::serialize::kMaxSupportedFileFormatVersion) + ")");
     }
+    /* Before any of its code runs (the stages' forwards below only read
+     * schemas): an operator outside remat's allow-list fails the job. */
+    if (op_check_on())
+        check_ops(sc->root);
     if (json_is_array(names)) {
         for (size_t i = 0; i < json_array_size(names); i++) {
             const char *n = json_string_value(json_array_get(names, i));

@@ -307,9 +307,9 @@ json_t *rw_sandbox_run(const struct rw_sandbox *sb, const char *kind, const json
     json_t *ms = copy != NULL ? (json_t *)model_spec_of(kind, copy) : NULL;
     json_t *job = NULL;
     if (ms != NULL && json_object_set_new(ms, "model_path", json_string(CHILD_MODEL_PATH)) == 0)
-        job = json_pack("{s:s, s:O, s:s, s:I, s:s, s:I}", "kind", kind, "spec", copy, "device",
+        job = json_pack("{s:s, s:O, s:s, s:I, s:s, s:I, s:b}", "kind", kind, "spec", copy, "device",
                         sb->device, "memory_bytes", (json_int_t)sb->memory_bytes, "scratch",
-                        scratch, "parent_pid", (json_int_t)getpid());
+                        scratch, "parent_pid", (json_int_t)getpid(), "op_check", !sb->no_op_check);
     json_decref(copy);
     char jpath[PATH_MAX + 16];
     snprintf(jpath, sizeof jpath, "%s/job.json", scratch);

@@ -41,6 +41,7 @@ struct rw_sandbox {
     long long memory_bytes; /* the child's memory beyond what libtorch has at start; 0: none */
     int job_timeout_s;      /* wall-clock limit of one job, > 0 */
     int landlock_abi;       /* the kernel's Landlock ABI (0: none) */
+    int no_op_check;        /* a local run's --unsafe-no-op-check: the child skips rw's op check */
 };
 
 /* The default of --job-timeout and REMAT_JOB_TIMEOUT, in seconds. */

@@ -27,6 +27,9 @@ namespace rw
 namespace
 {
 
+/* rw_set_op_check's switch: one per process, as the device is. */
+bool g_op_check = true;
+
 std::string trimmed(const std::string &s)
 {
     size_t b = s.find_first_not_of(" \t\r");
@@ -132,6 +135,11 @@ void Progress::operator()(int stage, int stages, const char *activity) const
         throw Failure("abandoned: the lease was lost or the worker is stopping", true, true);
 }
 
+bool op_check_on()
+{
+    return g_op_check;
+}
+
 } // namespace rw
 
 namespace
@@ -188,6 +196,11 @@ extern "C" int rw_open(const char *device, long long cpu_limit_bytes, struct rw_
     }
     json_decref(ok);
     return 0;
+}
+
+extern "C" void rw_set_op_check(int on)
+{
+    rw::g_op_check = on != 0;
 }
 
 extern "C" json_t *rw_profile(const json_t *spec, rw_progress_fn progress, void *ctx,

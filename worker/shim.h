@@ -39,6 +39,12 @@ typedef int (*rw_progress_fn)(void *ctx, int stage, int stages, const char *acti
  * Returns 0, or -1 with why filled.  Call once per process. */
 int rw_open(const char *device, long long cpu_limit_bytes, struct rw_failure *why);
 
+/* Whether an uploaded model's operators are checked against remat's
+ * allow-list before it runs (docs/security.md, "Operators"): on unless
+ * on is 0, which only a local run's --unsafe-no-op-check asks for, to see
+ * what the sandbox alone stops.  Call before the job. */
+void rw_set_op_check(int on);
+
 /* Measures every stage of the model a profile job's spec describes
  * (docs/worker.md).  Returns: new remat.profile/v1 object, or NULL. */
 json_t *rw_profile(const json_t *spec, rw_progress_fn progress, void *ctx, struct rw_failure *why);

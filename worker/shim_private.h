@@ -9,11 +9,12 @@
  *                peak, timers, the device's description
  *   model.cpp    custom modules, the layer builder, a model from a spec
  *                (the zoo's through src/rematx/zoo.h), running one stage
+ *   opcheck.cpp  an uploaded model's operators against worker/allowed_ops.h
  *   measure.cpp  measuring every stage: the profile
  *   execute.cpp  running a plan's op list (libremat's) and validating it
  *   optim.cpp    the optimizer step (libtorch's torch::optim), measured
  *
- * Only model.cpp includes libtorch's module headers: every other file sees
+ * Only model.cpp and opcheck.cpp include libtorch's module headers: every other file sees
  * tensors (<ATen/core/Tensor.h>) and the few ops it calls, which keeps the
  * compile time of each small (one file with <torch/torch.h> costs 15-28 s).
  *
@@ -45,6 +46,14 @@
 #include <jansson.h>
 
 #include "shim.h"
+
+namespace torch
+{
+namespace jit
+{
+struct Module;
+}
+} // namespace torch
 
 namespace rw
 {
@@ -212,6 +221,16 @@ ModelSpec read_model_spec(const json_t *spec);
 /* Builds the stages on the CPU, inferring every shape; throws a Failure
  * naming the layer at fault. */
 Model build_model(const ModelSpec &spec);
+/* Checks every operator an uploaded module's methods call (in every
+ * submodule, hooks included, every call followed into the function or
+ * method it runs) against worker/allowed_ops.h; throws a
+ * Failure (not retryable) naming the first refused op and its method.
+ * Runs nothing of the model (opcheck.cpp). */
+void check_ops(const torch::jit::Module &root);
+/* Whether load_script checks the operators: on, unless the worker was
+ * started for a local run with --unsafe-no-op-check (shim.cpp). */
+bool op_check_on();
+
 /* Parameters and floating buffers to the device and dtype; fills param_bytes. */
 void place(Model &m, const Device &d);
 /* The model's input, from a fixed seed. */

@@ -143,6 +143,9 @@ void rematd_req_file(struct rematd_request *r, int status, int fd, size_t size,
 /* problem: the slug after /problems/; pointer may be NULL. */
 void rematd_req_problem(struct rematd_request *r, int status, const char *slug, const char *pointer,
                         const char *fmt, ...) __attribute__((format(printf, 5, 6)));
+/* The fixed title of a problem type: for a problem shown inside a
+ * resource (a failed job's), not answered as one. */
+const char *rematd_problem_title(const char *slug);
 /* Adds an extension member to the next problem: used for min_budget_bytes. */
 void rematd_req_problem_json(struct rematd_request *r, int status, const char *slug,
                              const char *pointer, json_t *extra, const char *detail);

@@ -38,6 +38,7 @@ static const struct {
     {"shutting-down", "Shutting down"},
     {"canceled", "Canceled"},
     {"plan-profile-mismatch", "Plan made for another profile"},
+    {"op-not-allowed", "Operator not allowed"},
     {"profile-failed", "A profile job failed"},
     {"bad-request", "Malformed request"},
     {"not-implemented", "Not implemented"},
@@ -51,4 +52,9 @@ const char *rematd__problem_title(const char *slug)
         if (strcmp(problem_titles[i].slug, slug) == 0)
             return problem_titles[i].title;
     return "Error";
+}
+
+const char *rematd_problem_title(const char *slug)
+{
+    return rematd__problem_title(slug);
 }

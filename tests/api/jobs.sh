@@ -109,6 +109,31 @@ post "/v1/worker/jobs/$J2/fail" "{\"lease_id\":\"$LEASE\",\"reason\":\"model doe
 req GET "/v1/profiles/$J2"
 [ "$(field status)" = failed ] && [ "$(field error)" = "model does not build: bad layer" ] && ok ||
     fail "final failure: $(head -c 300 "$BODY")"
+! grep -q '"problem"' "$BODY" && ok || fail "a failure other than an op refusal has a problem"
+# The worker's refusal of an operator (worker/opcheck.cpp's form) is also a
+# 422 problem naming the op, the method and the submodule.
+post /v1/profiles '{"model":"vgg11","device":"cpu","batch_size":3}'
+J5=$(field id)
+lease
+OPWHY="the model calls aten::from_file in method forward of submodule 'layers.3': it opens and maps a file (remat's operator allow-list refuses it: docs/security.md, Operators)"
+post "/v1/worker/jobs/$J5/fail" "{\"lease_id\":\"$LEASE\",\"reason\":\"$OPWHY\",\"retryable\":false}" &&
+    expect 200 '/v1/worker/jobs/{id}/fail'
+req GET "/v1/profiles/$J5" && expect 200 '/v1/profiles/{id}'
+[ "$JOB" = "$J5" ] && [ "$(field status)" = failed ] &&
+    [ "$(field type)" = /problems/op-not-allowed ] && grep -q '"status":422' "$BODY" &&
+    [ "$(field op)" = aten::from_file ] && [ "$(field method)" = forward ] &&
+    [ "$(field submodule)" = layers.3 ] && [ "$(field detail)" = "$OPWHY" ] &&
+    [ "$(field title)" = "Operator not allowed" ] && ok ||
+    fail "an op refusal's problem: $(head -c 600 "$BODY")"
+# The model's own method: submodule "".
+post /v1/profiles '{"model":"vgg11","device":"cpu","batch_size":5}'
+J6=$(field id)
+lease
+OPWHY="the model calls prim::fork in method forward of the model: it runs a task on another thread (torch.jit.fork) (remat's operator allow-list refuses it: docs/security.md, Operators)"
+post "/v1/worker/jobs/$J6/fail" "{\"lease_id\":\"$LEASE\",\"reason\":\"$OPWHY\",\"retryable\":false}"
+req GET "/v1/profiles/$J6"
+[ "$(field op)" = prim::fork ] && [ "$(field method)" = forward ] &&
+    grep -q '"submodule":""' "$BODY" && ok || fail "an op refusal in the root: $(head -c 600 "$BODY")"
 # Retryable failures past max attempts fail the job with the last reason.
 post /v1/profiles '{"model":"vgg19","device":"cpu"}'
 J3=$(field id)
@@ -169,7 +194,8 @@ bodies=$(for i in 1 2 3 4 5 6 7 8; do cksum <"$T/p$i"; done | sort -u | wc -l)
 [ "$codes" = "201 " ] && [ "$bodies" = 1 ] && ok ||
     fail "8 concurrent plans with one key: statuses $codes, $bodies different bodies"
 req GET /metrics
-grep -q 'remat_jobs{state="failed"} 3' "$BODY" && ok || fail "metrics: 3 failed jobs"
+# J1, J2, J3, and the two op refusals J5 and J6.
+grep -q 'remat_jobs{state="failed"} 5' "$BODY" && ok || fail "metrics: 5 failed jobs"
 schema_check "$T/manifest"
 stop_rematd
 finish

@@ -5,12 +5,20 @@ remat-worker on loopback, each model's job run in the worker's sandbox
 job whose reason says what stopped it, nothing is written outside the
 sandbox's scratch folder, and the worker serves the next job.
 
-1. Controls, outside the sandbox (remat-worker --profile-local
-   --unsafe-no-sandbox): the reader leaks /etc/hostname's first byte as a
-   stage's width, the writer creates its file.  The same local runs in the
-   sandbox fail and write nothing.
+1. Controls, outside the sandbox and without the operator check
+   (remat-worker --profile-local --unsafe-no-sandbox --unsafe-no-op-check):
+   the reader leaks /etc/hostname's first byte as a stage's width, the
+   writer creates its file, torch.save writes one.  The same local runs in
+   the sandbox, the operator check still off, fail and write nothing: the
+   sandbox holds by itself.  With the check on (the default) each is
+   refused before it runs, the reason naming the op and the method, and
+   the functions on the way when the op is two calls down, in a loop.
 2. Through rematd: torch.from_file writing a file, torch.from_file reading
-   /etc/hostname (the byte would show in the stage's out_bytes), an endless
+   /etc/hostname (the byte would show in the stage's out_bytes), torch.save,
+   torch.jit.fork and wait, an operator of another namespace than aten:: or
+   prim:: (_test::leaky_relu, which libtorch registers): each a failed job,
+   after one attempt, whose reason names the op and the method and whose
+   problem is op-not-allowed (status 422) with op and method; an endless
    loop (killed at --job-timeout, the reason says so), [7] * 2_000_000_000
    and [7] * 300_000_000 (a list of 4.8 GB: over the worker's --cpu-limit of
    1 GB, under this machine's memory: the sandbox's limit stops it), and an
@@ -23,6 +31,12 @@ sandbox's scratch folder, and the worker serves the next job.
    the cache folder or anything of the worker's but the few it keeps.
 4. After them the same worker process profiles a plain uploaded model, and
    the sandbox's scratch folders are gone.
+5. The allow-list refuses no honest model: torchvision's resnet18 scripted
+   and traced, a U-Net (torch.cat, interpolate) scripted and traced, a
+   transformer encoder layer scripted and traced, and a forward with
+   torch.no_grad() (a context manager whose __enter__ and __exit__ are
+   checked) each profile in the sandbox.  Without torchvision, resnet18 is
+   left out and said so.
 
 Skips (77) when torch, rematd or the worker is missing, or when the
 worker has no sandbox here (no libseccomp or no Landlock).
@@ -83,6 +97,54 @@ class Writer(nn.Module):
         t = torch.from_file(self.path, shared=True, size=4)
         t.fill_(1.0)
         return x + t.sum()
+
+
+class Saver(nn.Module):
+    def __init__(self, path: str):
+        super().__init__()
+        self.path = path
+
+    def forward(self, x):
+        torch.save(x, self.path)
+        return x
+
+
+class Forker(nn.Module):
+    def forward(self, x):
+        fut = torch.jit.fork(torch.neg, x)
+        return torch.jit.wait(fut)
+
+
+class OtherNamespace(nn.Module):
+    """An operator libtorch registers outside aten:: and prim::."""
+
+    def forward(self, x):
+        return torch.ops._test.leaky_relu(x)
+
+
+def inner_fn(x: torch.Tensor) -> torch.Tensor:
+    return torch.from_file("/etc/hostname", shared=False, size=1, dtype=torch.uint8).float() + x
+
+
+def outer_fn(x: torch.Tensor) -> torch.Tensor:
+    for _ in range(2):
+        if x.sum() > 1e9:
+            x = inner_fn(x)
+    return x
+
+
+class DeepCall(nn.Module):
+    """The op two functions down, in a loop's if."""
+
+    def forward(self, x):
+        return outer_fn(x)
+
+
+class NoGrad(nn.Module):
+    def forward(self, x):
+        with torch.no_grad():
+            y = x * 2
+        return x + y
 
 
 class Loop(nn.Module):
@@ -153,12 +215,12 @@ def profile(model_id):
     return wait_job("/v1/profiles/" + job["id"], timeout=300)
 
 
-def local(path, *flags):
+def local(path, *flags, shape=(4,)):
     """remat-worker --profile-local on the archive: (exit status, stdout, stderr)."""
     spec = os.path.join(tmp, "local-spec.json")
     with open(spec, "w") as f:
-        f.write('{"model_path": "%s", "input": {"shape": [4]}, "batch_size": 2, '
-                '"warmup": 0, "repeats": 1}' % path)
+        f.write('{"model_path": "%s", "input": {"shape": %s}, "batch_size": 2, '
+                '"warmup": 0, "repeats": 1}' % (path, list(shape)))
     p = subprocess.run([lib.WORKER, "--profile-local", spec, "--device", "cpu"] + list(flags),
                        env=run.env, capture_output=True, text=True, timeout=300)
     return p.returncode, p.stdout, p.stderr
@@ -195,29 +257,63 @@ def look_at_child(worker_pid, seen):
         seen.update(pid=pid, cmd=cmd, env=[e.decode() for e in env if e], status=status, fds=fds)
 
 
+def refused(err, op):
+    """Whether a reason is the allow-list's refusal of op in the chain's stage 1."""
+    return ("the model calls %s in method forward of submodule '1'" % op) in err \
+        and "operator allow-list" in err
+
+
 hostname = open("/etc/hostname", "rb").read()
+NO_CHECK = "--unsafe-no-op-check"
 try:
     # 1. The controls: unconfined, the models do what they are written to.
     reader = save(chain(Reader()), "reader")
     writer = save(chain(Writer(target)), "writer")
-    rc, out, err = local(reader, "--unsafe-no-sandbox")
+    saver = save(chain(Saver(target)), "saver")
+    rc, out, err = local(reader, "--unsafe-no-sandbox", NO_CHECK)
     check(rc == 0 and ('"out_bytes": %d' % (2 * hostname[0] * 4)) in out,
           "control: unconfined, the reader leaks /etc/hostname's first byte %d as out_bytes (%s)"
           % (hostname[0], err.strip()[-200:]))
-    rc, out, err = local(writer, "--unsafe-no-sandbox")
-    check(os.path.exists(target), "control: unconfined, the writer creates %s" % target)
-    if os.path.exists(target):
-        os.unlink(target)
-    # ... and in the sandbox they cannot.
-    rc, out, err = local(reader)
+    for path, what in ((writer, "torch.from_file"), (saver, "torch.save")):
+        rc, out, err = local(path, "--unsafe-no-sandbox", NO_CHECK)
+        check(os.path.exists(target), "control: unconfined, %s creates %s" % (what, target))
+        if os.path.exists(target):
+            os.unlink(target)
+    # ... and in the sandbox they cannot, even with the operator check off.
+    rc, out, err = local(reader, NO_CHECK)
     if "no sandbox" in err:
         print("SKIP: this worker has no sandbox here: %s" % err.strip())
         sys.exit(77)
     check(rc != 0 and "/etc/hostname" in err and "ermission denied" in err,
-          "local, sandboxed: the reader fails on /etc/hostname: %s" % err.strip()[-300:])
-    rc, out, err = local(writer)
+          "local, sandboxed, no op check: the reader fails on /etc/hostname: %s"
+          % err.strip()[-300:])
+    rc, out, err = local(writer, NO_CHECK)
     check(rc != 0 and not os.path.exists(target),
-          "local, sandboxed: the writer fails and writes nothing: %s" % err.strip()[-300:])
+          "local, sandboxed, no op check: torch.from_file fails and writes nothing: %s"
+          % err.strip()[-300:])
+    # libtorch's save does not look at whether its file opened: the job
+    # goes on, and nothing is written.
+    rc, out, err = local(saver, NO_CHECK)
+    check(not os.path.exists(target),
+          "local, sandboxed, no op check: torch.save writes nothing (exit %d)" % rc)
+    # With the check (the default), sandboxed or not, they are refused
+    # before anything runs.
+    for path, op, flags in ((reader, "aten::from_file", ()), (writer, "aten::from_file", ()),
+                            (saver, "aten::save", ()),
+                            (saver, "aten::save", ("--unsafe-no-sandbox",))):
+        rc, out, err = local(path, *flags)
+        check(rc != 0 and refused(err, op) and not os.path.exists(target),
+              "local%s: %s refused before it runs, nothing written: %s"
+              % (", unconfined" if flags else "", op, err.strip()[-300:]))
+    rc, out, err = local(save(chain(DeepCall()), "deepcall"))
+    check(rc != 0 and ("the model calls aten::from_file in method forward of submodule '1' "
+                       "(via function outer_fn, function inner_fn)") in err,
+          "local: an op two functions down, in a loop's if, refused naming the path: %s"
+          % err.strip()[-300:])
+    st = subprocess.run([lib.WORKER, "--server", "http://127.0.0.1:1", NO_CHECK],
+                        env=run.env, capture_output=True, text=True, timeout=60)
+    check(st.returncode == 2 and "--profile-local" in st.stderr,
+          "a serving worker refuses --unsafe-no-op-check: %s" % st.stderr.strip())
 
     # 2. Through rematd.
     # rematd keeps its own temporary folder: only the worker's is watched.
@@ -230,19 +326,26 @@ try:
         ("reader", reader), ("writer", writer), ("loop", save(chain(Loop()), "loop")),
         ("biglist", save(chain(BigList()), "biglist")),
         ("largelist", save(chain(LargeList()), "largelist")), ("deep", deep_archive()),
+        ("saver", saver), ("forker", save(chain(Forker()), "forker")),
+        ("namespace", save(chain(OtherNamespace()), "namespace")),
         ("plain", save(chain(Tail()), "plain"))]}
 
-    job = profile(ids["writer"])
-    err = (job or {}).get("error", "")
-    check(job and job["status"] == "failed" and "ermission denied" in err
-          and not os.path.exists(target),
-          "torch.from_file writing %s: failed, nothing written: %s" % (target, err))
-
-    job = profile(ids["reader"])
-    err = (job or {}).get("error", "")
-    check(job and job["status"] == "failed" and "/etc/hostname" in err
-          and "ermission denied" in err and "profile" not in job,
-          "torch.from_file reading /etc/hostname: failed, no stage shapes: %s" % err)
+    for name, op in (("writer", "aten::from_file"), ("reader", "aten::from_file"),
+                     ("saver", "aten::save"), ("forker", "prim::fork"),
+                     ("namespace", "_test::leaky_relu")):
+        job = profile(ids[name])
+        err = (job or {}).get("error", "")
+        prob = (job or {}).get("problem") or {}
+        check(job and job["status"] == "failed" and refused(err, op) and job["attempts"] == 1
+              and "profile" not in job and not os.path.exists(target),
+              "%s (%s): failed after 1 attempt, refused by name, nothing written: %s"
+              % (name, op, err))
+        check(prob.get("type", "").endswith("/problems/op-not-allowed")
+              and prob.get("status") == 422 and prob.get("op") == op
+              and prob.get("method") == "forward" and prob.get("submodule") == "1"
+              and prob.get("detail") == err,
+              "%s: the job's problem is op-not-allowed, 422, op %s, method forward of "
+              "submodule 1: %s" % (name, op, prob))
 
     # The endless loop, and the sandboxed process seen from outside meanwhile.
     seen = {}
@@ -300,6 +403,54 @@ try:
     check(os.listdir(scratch_root) == [], "the scratch folders are gone: %s"
           % os.listdir(scratch_root))
     check(not os.path.exists(target), "nothing was written at %s" % target)
+
+    # 5. Honest models pass the allow-list (and run, in the sandbox).
+    import torch.nn.functional as F
+
+    class Down(nn.Module):
+        def __init__(self, i, o):
+            super().__init__()
+            self.c = nn.Sequential(nn.Conv2d(i, o, 3, padding=1), nn.BatchNorm2d(o),
+                                   nn.ReLU(inplace=True))
+
+        def forward(self, x):
+            return self.c(x)
+
+    class UNet(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.d1, self.d2, self.u1 = Down(3, 8), Down(8, 16), Down(16, 8)
+            self.up = nn.ConvTranspose2d(16, 8, 2, stride=2)
+            self.out = nn.Conv2d(8, 2, 1)
+
+        def forward(self, x):
+            a = self.d1(x)
+            u = self.up(self.d2(F.max_pool2d(a, 2)))
+            u = F.interpolate(u, size=a.shape[2:], mode="bilinear", align_corners=False)
+            return self.out(self.u1(torch.cat([a, u], dim=1)))
+
+    img, seq = (3, 32, 32), (5, 32)
+    honest = [("unet", UNet(), img),
+              ("transformer layer", nn.TransformerEncoderLayer(32, 4, 64, batch_first=True), seq)]
+    try:
+        import torchvision
+        honest.insert(0, ("resnet18", torchvision.models.resnet18(weights=None), img))
+    except ImportError:
+        print("note: no torchvision here: resnet18 left out")
+    for name, module, shape in honest:
+        whole = nn.Sequential(module).eval()
+        x = torch.randn((1,) + shape)
+        for how in ("scripted", "traced"):
+            path = os.path.join(tmp, "honest-%s-%s.pt" % (name.replace(" ", "-"), how))
+            made = torch.jit.script(whole) if how == "scripted" else \
+                torch.jit.trace(whole, x, check_trace=False)
+            made.save(path)
+            rc, out, err = local(path, shape=shape)
+            check(rc == 0 and '"stages"' in out, "%s, %s: accepted and profiled in the sandbox%s"
+                  % (name, how, "" if rc == 0 else ": " + err.strip()[-300:]))
+    rc, out, err = local(save(chain(NoGrad()), "nograd"))
+    check(rc == 0, "with torch.no_grad(): accepted (__enter__ and __exit__ checked)%s"
+          % ("" if rc == 0 else ": " + err.strip()[-300:]))
 finally:
     status = run.finish()
 sys.exit(status)

@@ -14,7 +14,7 @@ EXTRA_DIST += $(REMAT_PY_FILES) python/pyproject.toml python/README.md \
 	tests/python/test_client.py tests/python/test_exports.py tests/python/test_profile.py \
 	tests/python/test_e2e.py tests/python/test_layers.py tests/python/test_exceptions.py \
 	tests/python/models.py tests/python/test_anymodel.py python/install-dir.py \
-	bench/python-apply.py docs/python.md
+	bench/python-apply.py bench/python-models.py docs/python.md
 
 # `make install` puts the package where $(PYTHON3) (configure's pick: the
 # python3 that imports torch) imports it from under $(prefix): on Debian

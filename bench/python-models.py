@@ -98,7 +98,7 @@ def step_ms(fns, rounds):
     return [statistics.median(t) for t in ts]
 
 
-def run_model(name, cli, rounds):
+def run_model(name, cli, rounds, with_loss=True):
     make, inp, loss = MODELS[name]
     torch.manual_seed(0)
     model, sample = make(), inp()
@@ -106,7 +106,8 @@ def run_model(name, cli, rounds):
     t0 = time.perf_counter()
     chain = remat.stages(model, sample)
     found_s = time.perf_counter() - t0
-    prof = remat.profile_local(chain, sample, model=name, warmup=1, repeats=1)
+    prof = remat.profile_local(chain, sample, model=name, warmup=1, repeats=1,
+                               loss=loss if with_loss else None)
     n = len(chain)
     inputs = sample if isinstance(sample, tuple) else tuple(sample.values()) \
         if isinstance(sample, dict) else (sample,)

@@ -215,6 +215,7 @@ class _Runner:
 # tests/python/test_apply.py checks both ways: a gradient a hook keeps is
 # left alone, and one no one keeps is freed with B(n).
 _AUTOGRAD_REFS = 7
+# A view's base, counted the same way: g._base's temporary and getrefcount's.
 _BASE_REFS = 2
 
 

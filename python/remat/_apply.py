@@ -210,10 +210,11 @@ class _Runner:
 
 # References to an output gradient, counted in _only_autograd_holds, when
 # nothing but autograd's call of _Exec.backward holds it: autograd's
-# argument tuples (4, measured on torch 1.13 and 2.x), the generator's name
-# for it, the function's argument and getrefcount's own.
-# tests/python/test_apply.py checks both ways: a gradient a hook keeps is
-# left alone, and one no one keeps is freed with B(n).
+# argument tuples (4, measured on Debian's torch 1.13 and Python 3.11), the
+# generator's name for it, the function's argument and getrefcount's own.
+# A torch that holds more only leaves the gradient held to the end, as
+# before; tests/python/test_apply.py checks both ways on the torch it runs
+# with: a gradient a hook keeps is left alone, one no one keeps is freed.
 _AUTOGRAD_REFS = 7
 # A view's base, counted the same way: g._base's temporary and getrefcount's.
 _BASE_REFS = 2

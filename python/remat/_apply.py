@@ -13,6 +13,7 @@ Both preserve the RNG state by default: a recomputed stage draws what its
 first forward drew, so dropout gives the gradients of a plain step.
 """
 import inspect
+import sys
 
 import torch
 import torch.nn as nn
@@ -164,6 +165,17 @@ class _Runner:
                 ds.append(g)
         if ys:
             torch.autograd.backward(ys, ds)
+        if i == self.n and self.release_outer:
+            # δ_n came from autograd's call of _Exec.backward, whose argument
+            # tuple holds it until the whole backward has run; the memory
+            # model frees it with B(n).  Emptying the tensor frees its
+            # buffer now (it is the executor's own: _Exec.backward made
+            # sure no one else reads it).
+            with torch.no_grad():
+                for g in ds:
+                    if g._base is not None:
+                        g._base.set_()
+                    g.set_()
         self.delta[i - 1] = tuple(t.grad if _is_t(t) and t.requires_grad else None
                                   for t in leaf)
         del leaf, y, ys, ds
@@ -180,8 +192,9 @@ class _Runner:
             self._forward(op, i)
         return self.vals[self.n]
 
-    def backward(self, gs):
+    def backward(self, gs, release=False):
         self.delta = {self.n: gs}
+        self.release_outer = release
         try:
             with torch.enable_grad():
                 for op, i in self.ops[self.loss_at + 1:]:
@@ -193,6 +206,28 @@ class _Runner:
         finally:
             self.vals = self.graphs = self.delta = None
             self.rng = None
+
+
+# References to an output gradient, counted in _only_autograd_holds, when
+# nothing but autograd's call of _Exec.backward holds it: autograd's
+# argument tuples (4, measured on Debian's torch 1.13 and Python 3.11), the
+# generator's name for it, the function's argument and getrefcount's own.
+# A torch that holds more only leaves the gradient held to the end, as
+# before; tests/python/test_apply.py checks both ways on the torch it runs
+# with: a gradient a hook keeps is left alone, one no one keeps is freed.
+_AUTOGRAD_REFS = 7
+# A view's base, counted the same way: g._base's temporary and getrefcount's.
+_BASE_REFS = 2
+
+
+def _only_autograd_holds(g):
+    if sys.getrefcount(g) > _AUTOGRAD_REFS:
+        return False
+    # A view (a loss that flattens the output gets its gradient as a view
+    # of the flat one): its base too must be held by no one in Python, and
+    # no one but the view holds it in C++ either, since autograd passes the
+    # view only.
+    return g._base is None or sys.getrefcount(g._base) <= _BASE_REFS
 
 
 class _Exec(torch.autograd.Function):
@@ -212,7 +247,11 @@ class _Exec(torch.autograd.Function):
     def backward(ctx, *gs):
         gs = tuple(g.contiguous() if g is not None and is_t else None
                    for g, is_t in zip(gs, ctx.out_tensor))
-        d0 = ctx.runner.backward(gs)
+        # The output's gradients may be freed after B(n) when nothing but
+        # autograd's call holds them: a tensor the user keeps (retain_grad,
+        # a hook) is referenced from elsewhere, and is left alone.
+        release = all(g is None or _only_autograd_holds(g) for g in gs)
+        d0 = ctx.runner.backward(gs, release)
         ctx.runner = None
         d0 = tuple(d0) if d0 is not None else (None,) * ctx.n_in
         return (None, None) + d0

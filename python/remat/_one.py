@@ -93,7 +93,7 @@ def _plan_with_cli(profile, algorithm, budget, cli):
 
 
 def plan_for(blocks, sample_input, budget=None, algorithm=None, server=None, token=None,
-             profile=None, via="auto", progress=None, timeout=600.0, client=None):
+             profile=None, via="auto", progress=None, timeout=600.0, client=None, loss=None):
     """(chain, profile, plan) for the model (remat.stages' chain): profiled by a worker through rematd
     (via="worker": the chain as a layer list), or in this process
     (via="local", profile_local), or given; planned by rematd, or by the
@@ -107,8 +107,11 @@ def plan_for(blocks, sample_input, budget=None, algorithm=None, server=None, tok
     if server is not None and client is None:
         client = Client(server, token)
     if profile is None:
+        # The worker measures no loss: with one, the chain is measured here.
         layers = layers_of(mods) if client is not None and via in ("auto", "worker") and \
-            mods is not None else None
+            mods is not None and loss is None else None
+        if via == "worker" and loss is not None:
+            raise UsageError("via=\"worker\" with loss=: the worker measures no loss")
         if via == "worker" and layers is None:
             raise UsageError("via=\"worker\": a module of this chain has no rematd layer"
                              if mods is not None else "via=\"worker\": the worker measures an "
@@ -127,7 +130,7 @@ def plan_for(blocks, sample_input, budget=None, algorithm=None, server=None, tok
                     raise
                 layers = None
         if profile is None:
-            profile = profile_local(chain, sample_input)
+            profile = profile_local(chain, sample_input, loss=loss)
     try:
         if client is not None:
             kw = {"budget_bytes": budget} if budget is not None else {}
@@ -149,7 +152,7 @@ def plan_for(blocks, sample_input, budget=None, algorithm=None, server=None, tok
 
 def checkpoint(model, sample_input, budget=None, algorithm=None, server=None, token=None,
                via="auto", engine="auto", use_reentrant=None, preserve_rng_state=True,
-               progress=None, timeout=600.0):
+               progress=None, timeout=600.0, loss=None):
     """Profiles `model` on `sample_input`, plans (min-peak, or min-time
     under `budget` bytes) and returns the model with the plan applied
     (remat.apply); the module's .plan, .profile and .description hold what
@@ -158,10 +161,12 @@ def checkpoint(model, sample_input, budget=None, algorithm=None, server=None, to
     stages remat finds (remat.stages); `sample_input` is a tensor, a tuple
     of positional arguments or a dict of keyword arguments, and the
     returned module is called the same way.  A budget nothing fits raises
-    InfeasibleError whose min_budget_bytes is the least that does."""
+    InfeasibleError whose min_budget_bytes is the least that does.  `loss`,
+    the step's loss of the model's output, has its own bytes measured and
+    modelled (remat.profile_local); the chain is then measured here."""
     chain, profile, plan = plan_for(model, sample_input, budget=budget, algorithm=algorithm,
                              server=server, token=token, via=via, progress=progress,
-                             timeout=timeout)
+                             timeout=timeout, loss=loss)
     out = apply(chain, plan, engine=engine, use_reentrant=use_reentrant,
                 preserve_rng_state=preserve_rng_state)
     out.profile = profile

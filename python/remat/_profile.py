@@ -236,8 +236,34 @@ def _to(sample, device):
     return tuple(v.to(device) if _is_t(v) else v for v in sample)
 
 
+def _loss_bytes(chain, stage, xs, loss, meter, repeats):
+    """The loss's bytes, from the last stage's output as leaves, the largest
+    over `repeats`: what its forward keeps for its backward (cross-entropy's
+    log-softmax of the logits), and the most it adds above that, in its
+    forward or its backward (the output's gradient and the backward's
+    scratch)."""
+    with torch.no_grad():
+        y = _run_stage(stage, xs, chain)
+    saved = tmp = 0
+    for _ in range(repeats):
+        outs = _leaves(y, [True] * len(y))
+        out = chain.unpack(outs)
+        with torch.enable_grad():
+            l, live, pk = meter.measure(lambda: loss(out))
+        if not (_is_t(l) and l.requires_grad):
+            raise UsageError("loss: the loss of the model's output must be a tensor that "
+                             "needs a gradient")
+        _, _, bpk = meter.measure(lambda: l.backward())
+        # The loss value itself is not what the memory model misses.
+        s = live - _nbytes(l)
+        saved = max(saved, s)
+        tmp = max(tmp, pk - live, bpk + _nbytes(l))
+        del l, out, outs
+    return saved, tmp
+
+
 def profile_local(blocks, sample_input, device=None, warmup=2, repeats=5, model="local",
-                  names=None):
+                  names=None, loss=None):
     """Measures the model `blocks` (an nn.Sequential or a list of modules, one
     stage each; any other nn.Module, cut into stages by remat.stages; or
     those stages), already on `device`, on `sample_input` (a tensor, a tuple
@@ -246,7 +272,19 @@ def profile_local(blocks, sample_input, device=None, warmup=2, repeats=5, model=
     dict that rematd and `remat plan` accept.
 
     device: where to measure (default: the sample's device); the sample is
-    moved there.  Parameters' gradients are left None."""
+    moved there.  Parameters' gradients are left None.
+
+    loss: the training step's loss of the model's output (a callable, as
+    in `loss(model(x)).backward()`).  What its forward keeps for its
+    backward is added to the last stage's saved_bytes and, since the
+    loss's backward frees it before the last stage's backward makes its
+    gradients, to its bwd_freed_bytes: the memory model then holds it from
+    the last forward to the loss's backward, as the step does
+    (`loss_saved_bytes` says how much).  The most the loss adds above
+    that, in its forward or its backward (the output's gradient and the
+    backward's scratch, `loss_tmp_bytes`), is charged to the last stage's
+    fwd_grad_tmp_bytes: the memory model has no op for the loss's
+    backward, and the last forward with grad is the op just before it."""
     from ._graph import Chain, stages_of
     if warmup < 0 or repeats < 1:
         raise UsageError("warmup must be >= 0 and repeats >= 1")
@@ -287,6 +325,13 @@ def profile_local(blocks, sample_input, device=None, warmup=2, repeats=5, model=
             st["out_tensors"] = sum(1 for t in y if _is_t(t))
             if chain.blocks[i] is not None:
                 st["block"] = chain.names[i]
+        if loss is not None and i == len(chain) - 1:
+            ls, lt = _loss_bytes(chain, stage, xs, loss, meter, repeats)
+            ls, lt = max(ls, 0), max(lt, 0)
+            st["loss_saved_bytes"], st["loss_tmp_bytes"] = ls, lt
+            st["saved_bytes"] += ls
+            st["bwd_freed_bytes"] = min(st["bwd_freed_bytes"] + ls, st["saved_bytes"] + ob)
+            st["fwd_grad_tmp_bytes"] = max(st["fwd_grad_tmp_bytes"], lt)
         stages.append(st)
         xs = y
         flags = chain.grad_flags(i + 1, y)

@@ -313,12 +313,21 @@ class Client:
         return self.wait(job, timeout=timeout, progress=progress)
 
     def profile(self, model=None, layers=None, model_id=None, batch_size=None, input_shape=None,
-                dtype=None, device=None, wait=True, timeout=600.0, progress=None, **options):
+                dtype=None, device=None, wait=True, timeout=600.0, progress=None, input=None,
+                stages=None, **options):
         """Queues a profiling job (a zoo model name, a layer list, or an
         uploaded model_id); waits for it and returns the profile, or returns
-        the Job with wait=False."""
+        the Job with wait=False.  An uploaded model takes its input as
+        input={"shape": [...], "dtype": ..., "high": ...}; input_shape with
+        model_id is the same as input={"shape": input_shape}, since rematd
+        takes no input_shape beside model_id."""
+        if model_id is not None and input_shape is not None:
+            if input is not None:
+                raise UsageError("profile: input_shape or input with model_id, not both")
+            input, input_shape = {"shape": list(input_shape)}, None
         spec = {k: v for k, v in (("model", model), ("layers", layers), ("model_id", model_id),
                                   ("batch_size", batch_size), ("input_shape", input_shape),
+                                  ("input", input), ("stages", stages),
                                   ("dtype", dtype), ("device", device)) if v is not None}
         spec.update(options)
         job = self._submit("/v1/profiles", spec, wait, timeout, progress)

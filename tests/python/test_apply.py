@@ -123,3 +123,48 @@ def test_wrong_plans_are_refused(plans):
         remat.apply(CHAINS["mlp"][0](), swapped)
     with pytest.raises(TypeError):
         remat.apply(torch.nn.Linear(2, 2), plan)
+
+
+def test_executor_frees_the_output_gradient_with_the_last_backward(monkeypatch):
+    """The output's gradient, which autograd's call of the executor's
+    backward holds to the end, is freed with B(n) as the memory model frees
+    it (a loss that flattens the output passes it as a view), and left alone
+    when a hook keeps it."""
+    import torch.nn as nn
+    import remat._apply as A
+    from remat._profile import _CpuMeter
+    torch.manual_seed(0)
+    # The peak is in the first stages' backward, after B(n): wide there.
+    seq = nn.Sequential(nn.Linear(64, 1024), nn.ReLU(), nn.Linear(1024, 1024), nn.ReLU(),
+                        nn.Linear(1024, 256))
+    x = torch.randn(4, 8, 64)
+    ops = remat.single_level_schedule([4], len(seq))
+    m = remat.apply(seq, {"schedule": [{"op": o, "stage": i} for o, i in ops]},
+                    engine="executor")
+    t = torch.arange(32) % 256
+
+    def loss(y):
+        # The output's gradient reaches the executor as a view of the flat one.
+        return nn.functional.cross_entropy(y.flatten(0, 1), t)
+
+    def peak():
+        for p in seq.parameters():
+            p.grad = None
+        loss(m(x)).backward()
+        for p in seq.parameters():
+            p.grad = None
+        return _CpuMeter().measure(lambda: loss(m(x)).backward())[2]
+    freed = peak()
+    monkeypatch.setattr(A, "_AUTOGRAD_REFS", 0)
+    held = peak()
+    monkeypatch.undo()
+    assert held - freed >= 32 * 256 * 4, (held, freed)
+    kept = []
+    y = m(x)
+    y.register_hook(lambda g: kept.append(g))
+    (y * 2).sum().backward()
+    assert kept and torch.equal(kept[0], torch.full_like(y, 2.0))
+    y = m(x)
+    y.retain_grad()
+    (y * 3).sum().backward()
+    assert torch.equal(y.grad, torch.full_like(y, 3.0))

@@ -211,6 +211,29 @@ def test_jobs_wait_with_progress_and_timeout(hostile):
     assert isinstance(j, remat.Job) and j["status"] == "queued"
 
 
+def test_profile_of_an_uploaded_model_sends_input_not_input_shape(hostile):
+    # rematd refuses input_shape beside model_id (openapi.yaml: an uploaded
+    # model takes input); the documented call must still work.
+    job = {"id": "k" * 32, "kind": "profile", "status": "done",
+           "profile": {"input_bytes": 4, "stages": [{"out_bytes": 4}]}}
+    s = hostile([("json", 202, job)])
+    client(s.url).profile(model_id="m" * 32, input_shape=[3, 32, 32], batch_size=2,
+                          stages=["layer1", "fc"], progress=False)
+    spec = json.loads(s.seen[0][3])
+    assert spec == {"model_id": "m" * 32, "input": {"shape": [3, 32, 32]}, "batch_size": 2,
+                    "stages": ["layer1", "fc"]}
+    s2 = hostile([("json", 202, job)])
+    client(s2.url).profile(model_id="m" * 32, input={"shape": [8], "dtype": "int64", "high": 50},
+                           progress=False)
+    assert json.loads(s2.seen[0][3])["input"] == {"shape": [8], "dtype": "int64", "high": 50}
+    with pytest.raises(remat.UsageError, match="not both"):
+        client(s.url).profile(model_id="m" * 32, input_shape=[3], input={"shape": [3]})
+    # Zoo models and layer lists keep input_shape as it is.
+    s3 = hostile([("json", 202, job)])
+    client(s3.url).profile(layers=[{"type": "relu"}], input_shape=[4], progress=False)
+    assert json.loads(s3.seen[0][3])["input_shape"] == [4]
+
+
 def test_token_is_sent(hostile):
     s = hostile([("json", 200, {"models": []})])
     client(s.url, token="sekrit").models()

@@ -146,3 +146,52 @@ def test_back_to_back_times_leave_no_gradient_and_no_graph():
     # One repeat: the only backward is the last, which frees the graph.
     f, b = _time_back_to_back(lin, x, True, 1, torch.device("cpu"))
     assert f > 0 and b > 0
+
+
+def test_the_loss_is_modelled_when_given(cli, monkeypatch):
+    """With the usual step, `loss(model(x)).backward()`, a cross-entropy
+    over wide logits keeps their log-softmax and makes their gradient and
+    scratch: with loss= the profile holds them and the executor's measured
+    peak is the prediction; without, the prediction misses them."""
+    torch.manual_seed(0)
+    seq = nn.Sequential(nn.Linear(16, 64), nn.ReLU(), nn.Linear(64, 64), nn.ReLU(),
+                        nn.Linear(64, 512))
+    x = torch.randn(1024, 16)
+    t = torch.arange(1024) % 512
+    loss = lambda y: nn.functional.cross_entropy(y, t)  # noqa: E731
+    w = sum(p.numel() * p.element_size() for p in seq.parameters())
+    base = w + x.numel() * x.element_size()
+
+    def measured(m):
+        for q in seq.parameters():
+            q.grad = None
+        loss(m(x)).backward()
+        for q in seq.parameters():
+            q.grad = None
+        return base + _CpuMeter().measure(lambda: loss(m(x)).backward())[2]
+    errs = {}
+    for with_loss in (False, True):
+        prof = remat.profile_local(seq, x, warmup=1, repeats=2, loss=loss if with_loss else None)
+        last = prof["stages"][-1]
+        if with_loss:
+            # log_softmax of the 1024x512 logits.
+            assert last["loss_saved_bytes"] >= 1024 * 512 * 4, last
+            assert last["loss_tmp_bytes"] >= 1024 * 512 * 4, last
+        else:
+            assert "loss_saved_bytes" not in last
+        for alg in ("store-all", "min-peak"):
+            plan, err = cli(prof, alg)
+            assert plan is not None, err
+            got = measured(remat.apply(seq, plan, engine="executor"))
+            errs[(with_loss, alg)] = (got - plan["peak_bytes"]) / plan["peak_bytes"]
+    for alg in ("store-all", "min-peak"):
+        assert abs(errs[(True, alg)]) <= 0.02, errs
+        assert errs[(False, alg)] > 0.2, errs
+    # remat.checkpoint takes it too (planned by the built `remat plan`).
+    from conftest import CLI
+    monkeypatch.setenv("REMAT_CLI", CLI)
+    m = remat.checkpoint(seq, x, loss=loss)
+    assert m.profile["stages"][-1]["loss_saved_bytes"] >= 1024 * 512 * 4
+    # Through torch.utils.checkpoint (the default engine here) fused autograd
+    # frees earlier: the prediction bounds the step above.
+    assert m.engine == "checkpoint" and measured(m) <= 1.02 * m.plan["peak_bytes"]

@@ -535,6 +535,58 @@ int remat_gpu_memory_bytes(const char *name, int64_t *bytes);
 /* The i-th name of that table, or NULL past its end; static storage. */
 const char *remat_gpu_name(size_t i);
 
+/* ------------------------------------------------------------------------
+ * Sharded jobs: the memory of one data-parallel rank (sharded.c,
+ * docs/scheduling.md "Sharded jobs")
+ */
+
+enum remat_shard_strategy {
+    REMAT_SHARD_DDP = 0, /* every rank holds everything */
+    REMAT_SHARD_ZERO1,   /* optimizer state sharded (ZeroRedundancyOptimizer) */
+    REMAT_SHARD_ZERO2,   /* and gradients */
+    REMAT_SHARD_ZERO3,   /* and weights, gathered a unit at a time */
+    REMAT_SHARD_FSDP,    /* FULL_SHARD: as zero3 */
+    REMAT_SHARD_HSDP,    /* as fsdp within a shard group, replicated across groups */
+    REMAT_SHARD_COUNT
+};
+
+#define REMAT_SHARD_MAX_RANKS (INT64_C(1) << 20)
+#define REMAT_SHARD_MAX_PARAMS (INT64_C(1) << 50)
+#define REMAT_SHARD_DEFAULT_BUCKET (INT64_C(25) << 20) /* DDP's bucket_cap_mb=25 */
+
+const char *remat_shard_name(int strategy); /* "ddp", ...; static */
+/* Returns REMAT_OK and sets *out, or REMAT_EINVAL for an unknown name. */
+int remat_shard_parse(const char *name, enum remat_shard_strategy *out);
+
+struct remat_shard_spec {
+    enum remat_shard_strategy strategy;
+    int64_t data;            /* N, the data-parallel ranks: 1..2^20 */
+    int64_t shard_group;     /* hsdp: the ranks one copy is sharded over (divides data) */
+    int64_t params;          /* Ψ, parameter elements: 0..2^50 */
+    int64_t largest_unit;    /* elements of the largest unit zero3/fsdp gathers (<= params) */
+    int param_bytes;         /* bytes per element of the weights the forward uses (bf16: 2) */
+    int grad_bytes;          /* of the gradients reduced (reduce_dtype) */
+    int64_t optim_bytes;     /* K: optimizer bytes per parameter, master copy included: 0..64 */
+    int64_t bucket_bytes;    /* one gradient bucket (default 25 MiB) */
+    int bucket_view;         /* ddp/zero1: gradients are views of the buckets */
+    int64_t activations;     /* the plan's peak, weights and optimizer left out */
+    int64_t step_tmp;        /* the optimizer step's transient for the whole model */
+    int step_tmp_per_tensor; /* nonzero: step_tmp is one tensor's (single-tensor loop) */
+};
+
+void remat_shard_spec_init(struct remat_shard_spec *s); /* ddp, 1 rank, fp32, 25 MiB */
+
+/* One rank's bytes, each term as docs/scheduling.md derives it; peak is
+ * their sum. */
+struct remat_shard_breakdown {
+    int64_t weights, gradients, optimizer, gathered, buckets, activations, step_tmp, peak;
+};
+
+/* Fills out from s.  Returns REMAT_OK, or negative with err filled (the
+ * pointer names the request member: "/parallel/data", ...) and out zeroed. */
+int remat_shard_memory(const struct remat_shard_spec *s, struct remat_shard_breakdown *out,
+                       struct remat_error *err);
+
 /* An answer as POST /v1/fits and `remat fits` print it (docs/api.md).
  * Returns: new reference, or NULL when out of memory. */
 json_t *remat_fits_answer_to_json(const struct remat_fits_answer *a);

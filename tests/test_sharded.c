@@ -1,0 +1,261 @@
+/* test_sharded.c - one rank's memory under each data-parallel strategy
+ * (src/sharded.c): the ZeRO paper's figures, hand-computed values for every
+ * term of every strategy, and every bad spec refused with its pointer. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include <cmocka.h>
+
+#include "remat_private.h"
+
+static void test_names(void **state)
+{
+    (void)state;
+    static const char *const all[] = {"ddp", "zero1", "zero2", "zero3", "fsdp", "hsdp"};
+    for (int k = 0; k < REMAT_SHARD_COUNT; k++) {
+        enum remat_shard_strategy out;
+        assert_string_equal(remat_shard_name(k), all[k]);
+        assert_int_equal(remat_shard_parse(all[k], &out), REMAT_OK);
+        assert_int_equal((int)out, k);
+    }
+    enum remat_shard_strategy out = REMAT_SHARD_ZERO2;
+    assert_int_equal(remat_shard_parse("DDP", &out), REMAT_EINVAL);
+    assert_int_equal(remat_shard_parse(NULL, &out), REMAT_EINVAL);
+    assert_int_equal((int)out, REMAT_SHARD_ZERO2);
+    assert_string_equal(remat_shard_name(REMAT_SHARD_COUNT), "?");
+    assert_string_equal(remat_shard_name(-1), "?");
+}
+
+/* The ZeRO paper's Figure 1 (Rajbhandari et al., SC'20): Ψ = 7.5B, Nd =
+ * 64, mixed-precision Adam (2Ψ + 2Ψ + 12Ψ): 120 GB, 31.4 GB (Pos), 16.6 GB
+ * (Pos+g), 1.9 GB (Pos+g+p).  Exactly: 120e9, 30e9 + 12 * 7.5e9 / 64,
+ * 15e9 + 14 * 7.5e9 / 64, 16 * 7.5e9 / 64. */
+static int64_t states(enum remat_shard_strategy st)
+{
+    struct remat_shard_spec s;
+    remat_shard_spec_init(&s);
+    s.strategy = st;
+    s.data = 64;
+    s.params = INT64_C(7500000000);
+    s.param_bytes = 2;
+    s.grad_bytes = 2;
+    s.optim_bytes = 12;
+    struct remat_shard_breakdown b;
+    struct remat_error err;
+    assert_int_equal(remat_shard_memory(&s, &b, &err), REMAT_OK);
+    return b.weights + b.gradients + b.optimizer;
+}
+
+static void test_zero_paper(void **state)
+{
+    (void)state;
+    assert_true(states(REMAT_SHARD_DDP) == INT64_C(120000000000));
+    assert_true(states(REMAT_SHARD_ZERO1) == INT64_C(31406250000));
+    assert_true(states(REMAT_SHARD_ZERO2) == INT64_C(16640625000));
+    assert_true(states(REMAT_SHARD_ZERO3) == INT64_C(1875000000));
+    assert_true(states(REMAT_SHARD_FSDP) == INT64_C(1875000000));
+    /* The paper's rounding to 0.1 GB. */
+    assert_true(states(REMAT_SHARD_ZERO1) / 100000000 == 314);
+    assert_true((states(REMAT_SHARD_ZERO2) + 50000000) / 100000000 == 166);
+    assert_true((states(REMAT_SHARD_ZERO3) + 50000000) / 100000000 == 19);
+}
+
+/* Ψ = 1001 elements (not a multiple of the ranks: shards round up), the
+ * largest unit 300, bf16 weights, fp32 gradients, K = 12, a 1000-byte
+ * bucket, 5000 bytes of activations, a 6000-byte foreach step. */
+static void spec_small(struct remat_shard_spec *s, enum remat_shard_strategy st)
+{
+    remat_shard_spec_init(s);
+    s->strategy = st;
+    s->data = 4;
+    s->shard_group = 2;
+    s->params = 1001;
+    s->largest_unit = 300;
+    s->param_bytes = 2;
+    s->grad_bytes = 4;
+    s->optim_bytes = 12;
+    s->bucket_bytes = 1000;
+    s->activations = 5000;
+    s->step_tmp = 6000;
+}
+
+static void test_terms(void **state)
+{
+    (void)state;
+    static const struct {
+        enum remat_shard_strategy st;
+        int64_t w, g, o, gathered, buckets, step;
+    } want[] = {
+        /* ddp: everything, the buckets a copy of the gradients, the step
+         * over every tensor: 6000 - 5000 above the activations. */
+        {REMAT_SHARD_DDP, 2002, 4004, 12012, 0, 4004, 1000},
+        /* zero1: the state of ceil(1001/4) = 251 parameters; the step is a
+         * quarter (1500) and under the activations. */
+        {REMAT_SHARD_ZERO1, 2002, 4004, 3012, 0, 4004, 0},
+        /* zero2: and the gradients; two 1000-byte buckets. */
+        {REMAT_SHARD_ZERO2, 2002, 1004, 3012, 0, 2000, 0},
+        /* zero3: and the weights; 2 * 300 * 2 + 300 * 4 gathered. */
+        {REMAT_SHARD_ZERO3, 502, 1004, 3012, 2400, 0, 0},
+        {REMAT_SHARD_FSDP, 502, 1004, 3012, 2400, 0, 0},
+        /* hsdp: sharded over 2, ceil(1001/2) = 501. */
+        {REMAT_SHARD_HSDP, 1002, 2004, 6012, 2400, 0, 0},
+    };
+    for (size_t k = 0; k < sizeof want / sizeof want[0]; k++) {
+        struct remat_shard_spec s;
+        spec_small(&s, want[k].st);
+        struct remat_shard_breakdown b;
+        struct remat_error err;
+        assert_int_equal(remat_shard_memory(&s, &b, &err), REMAT_OK);
+        if (b.weights != want[k].w || b.gradients != want[k].g || b.optimizer != want[k].o ||
+            b.gathered != want[k].gathered || b.buckets != want[k].buckets ||
+            b.activations != 5000 || b.step_tmp != want[k].step)
+            fail_msg("%s: %lld %lld %lld %lld %lld %lld %lld", remat_shard_name(want[k].st),
+                     (long long)b.weights, (long long)b.gradients, (long long)b.optimizer,
+                     (long long)b.gathered, (long long)b.buckets, (long long)b.activations,
+                     (long long)b.step_tmp);
+        assert_true(b.peak == b.weights + b.gradients + b.optimizer + b.gathered + b.buckets +
+                                  b.activations + b.step_tmp);
+    }
+}
+
+static void test_options(void **state)
+{
+    (void)state;
+    struct remat_shard_spec s;
+    struct remat_shard_breakdown b;
+    struct remat_error err;
+    /* Gradients as views of the buckets: no copy. */
+    spec_small(&s, REMAT_SHARD_DDP);
+    s.bucket_view = 1;
+    assert_int_equal(remat_shard_memory(&s, &b, &err), REMAT_OK);
+    assert_true(b.buckets == 0);
+    /* The single-tensor step's transient is one tensor's, unsharded. */
+    spec_small(&s, REMAT_SHARD_ZERO3);
+    s.step_tmp_per_tensor = 1;
+    assert_int_equal(remat_shard_memory(&s, &b, &err), REMAT_OK);
+    assert_true(b.step_tmp == 1000);
+    /* zero2's two buckets are no larger than the gradients. */
+    spec_small(&s, REMAT_SHARD_ZERO2);
+    s.bucket_bytes = REMAT_SHARD_DEFAULT_BUCKET;
+    assert_int_equal(remat_shard_memory(&s, &b, &err), REMAT_OK);
+    assert_true(b.buckets == 2 * 4004);
+    /* One rank is the single-device job. */
+    spec_small(&s, REMAT_SHARD_ZERO3);
+    s.data = 1;
+    assert_int_equal(remat_shard_memory(&s, &b, &err), REMAT_OK);
+    assert_true(b.weights == 2002 && b.gradients == 4004 && b.optimizer == 12012);
+    /* hsdp with one group is fsdp. */
+    spec_small(&s, REMAT_SHARD_HSDP);
+    s.shard_group = 4;
+    struct remat_shard_breakdown f;
+    assert_int_equal(remat_shard_memory(&s, &b, &err), REMAT_OK);
+    spec_small(&s, REMAT_SHARD_FSDP);
+    assert_int_equal(remat_shard_memory(&s, &f, &err), REMAT_OK);
+    assert_true(b.peak == f.peak && b.weights == f.weights);
+    /* The largest sizes stay exact: 2^50 parameters of 8 bytes, K = 64. */
+    spec_small(&s, REMAT_SHARD_DDP);
+    s.params = REMAT_SHARD_MAX_PARAMS;
+    s.largest_unit = 0;
+    s.param_bytes = 8;
+    s.grad_bytes = 8;
+    s.optim_bytes = 64;
+    assert_int_equal(remat_shard_memory(&s, &b, &err), REMAT_OK);
+    assert_true(b.peak == 6000 + REMAT_SHARD_MAX_PARAMS * (8 + 8 + 64 + 8));
+    s.activations = REMAT_MAX_BYTES;
+    assert_int_equal(remat_shard_memory(&s, &b, &err), REMAT_ELIMIT);
+    assert_string_equal(err.pointer, "/parallel");
+    assert_true(b.peak == 0 && b.weights == 0);
+    s.strategy = REMAT_SHARD_FSDP;
+    s.data = REMAT_SHARD_MAX_RANKS;
+    s.activations = 0;
+    assert_int_equal(remat_shard_memory(&s, &b, &err), REMAT_OK);
+    assert_true(b.optimizer == 64 * (REMAT_SHARD_MAX_PARAMS >> 20));
+}
+
+static void test_bad(void **state)
+{
+    (void)state;
+    static const struct {
+        int what;
+        int64_t v;
+        const char *ptr;
+    } bad[] = {
+        {0, -1, "/parallel/strategy"},
+        {0, REMAT_SHARD_COUNT, "/parallel/strategy"},
+        {1, 0, "/parallel/data"},
+        {1, REMAT_SHARD_MAX_RANKS + 1, "/parallel/data"},
+        {2, 3, "/parallel/shard_group"},
+        {2, 0, "/parallel/shard_group"},
+        {2, 8, "/parallel/shard_group"},
+        {3, -1, "/params"},
+        {3, REMAT_SHARD_MAX_PARAMS + 1, "/params"},
+        {4, 1002, "/largest_unit"},
+        {5, 3, "/param_dtype"},
+        {6, 0, "/reduce_dtype"},
+        {7, 65, "/optimizer"},
+        {8, 0, "/parallel/bucket_cap_mb"},
+        {9, -1, "/activations"},
+        {10, REMAT_MAX_BYTES + 1, "/step_tmp"},
+    };
+    for (size_t k = 0; k < sizeof bad / sizeof bad[0]; k++) {
+        struct remat_shard_spec s;
+        spec_small(&s, REMAT_SHARD_HSDP);
+        switch (bad[k].what) {
+        case 0:
+            s.strategy = (enum remat_shard_strategy)bad[k].v;
+            break;
+        case 1:
+            s.data = bad[k].v;
+            break;
+        case 2:
+            s.shard_group = bad[k].v;
+            break;
+        case 3:
+            s.params = bad[k].v;
+            break;
+        case 4:
+            s.largest_unit = bad[k].v;
+            break;
+        case 5:
+            s.param_bytes = (int)bad[k].v;
+            break;
+        case 6:
+            s.grad_bytes = (int)bad[k].v;
+            break;
+        case 7:
+            s.optim_bytes = bad[k].v;
+            break;
+        case 8:
+            s.bucket_bytes = bad[k].v;
+            break;
+        case 9:
+            s.activations = bad[k].v;
+            break;
+        default:
+            s.step_tmp = bad[k].v;
+            break;
+        }
+        struct remat_shard_breakdown b;
+        struct remat_error err;
+        int rc = remat_shard_memory(&s, &b, &err);
+        if (rc != REMAT_EINVAL || strcmp(err.pointer, bad[k].ptr) != 0)
+            fail_msg("case %zu: rc %d pointer %s, want %s", k, rc, err.pointer, bad[k].ptr);
+        assert_true(b.peak == 0);
+    }
+    struct remat_error err;
+    struct remat_shard_breakdown b;
+    assert_int_equal(remat_shard_memory(NULL, &b, &err), REMAT_EINVAL);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_names), cmocka_unit_test(test_zero_paper),
+        cmocka_unit_test(test_terms), cmocka_unit_test(test_options),
+        cmocka_unit_test(test_bad),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -13,7 +13,7 @@
  *   strategy   weights   gradients  optimizer  gathered           buckets
  *   ddp        pΨ        gΨ         KΨ         0                  gΨ (no view)
  *   zero1      pΨ        gΨ         KΨ/N       0                  gΨ (no view)
- *   zero2      pΨ        gΨ/N       KΨ/N       0                  2 min(B, gΨ)
+ *   zero2      pΨ        gΨ/N       KΨ/N       0                  min(2B, gΨ)
  *   zero3/fsdp pΨ/N      gΨ/N       KΨ/N       2pU + gU           0
  *   hsdp       pΨ/S      gΨ/S       KΨ/S       2pU + gU           0
  *
@@ -115,9 +115,9 @@ int remat_shard_memory(const struct remat_shard_spec *s, struct remat_shard_brea
         out->gradients = shard(n, s->data, g);
         opt_shards = s->data;
         /* Gradients reduce-scattered a bucket at a time, one bucket
-         * filling while the one before is reduced. */
-        int64_t b = s->bucket_bytes < n * g ? s->bucket_bytes : n * g;
-        out->buckets = 2 * b;
+         * filling while the one before is reduced: two buckets, or the
+         * whole gradient when it is smaller. */
+        out->buckets = 2 * s->bucket_bytes < n * g ? 2 * s->bucket_bytes : n * g;
         break;
     }
     default: /* zero3, fsdp, hsdp: all three sharded over the group */

@@ -137,11 +137,14 @@ static void test_options(void **state)
     s.step_tmp_per_tensor = 1;
     assert_int_equal(remat_shard_memory(&s, &b, &err), REMAT_OK);
     assert_true(b.step_tmp == 1000);
-    /* zero2's two buckets are no larger than the gradients. */
+    /* zero2's two buckets are no more than the whole gradient. */
     spec_small(&s, REMAT_SHARD_ZERO2);
     s.bucket_bytes = REMAT_SHARD_DEFAULT_BUCKET;
     assert_int_equal(remat_shard_memory(&s, &b, &err), REMAT_OK);
-    assert_true(b.buckets == 2 * 4004);
+    assert_true(b.buckets == 4004);
+    s.bucket_bytes = 3000;
+    assert_int_equal(remat_shard_memory(&s, &b, &err), REMAT_OK);
+    assert_true(b.buckets == 4004);
     /* One rank is the single-device job. */
     spec_small(&s, REMAT_SHARD_ZERO3);
     s.data = 1;

@@ -24,6 +24,13 @@ struct rematd_fits_req {
     int64_t mem[REMAT_FITS_MAX_MEMORIES];
     size_t n_mem;
     struct remat_fits_options o;
+    /* One rank of a data-parallel job (fits_sharded.c): set by "parallel". */
+    int sharded;
+    struct remat_shard_spec shard;
+    int param_bytes, grad_bytes; /* param_dtype, reduce_dtype; 0: the profiles' */
+    int master;                  /* master_weights: 1, 0, or -1 when not given */
+    int state_bytes;             /* optimizer.state_elem_bytes; 0: fp32 */
+    int optim_kind;              /* the profiles' optimizer, before it is taken off */
 };
 
 void rematd_fits_req_free(struct rematd_fits_req *f);
@@ -42,6 +49,17 @@ int rematd_fits_read_batches(json_t *body, json_int_t *b, size_t *n, struct rema
 /* The answer from f's profiles (new), or NULL with *rc and err (f->o's
  * cancel hook is honoured). */
 json_t *rematd_fits_compute(struct rematd_fits_req *f, struct remat_error *err, int *rc);
+
+/* fits_sharded.c: "parallel" and mixed precision into f (0, or -1 with p
+ * filled); called by rematd_fits_read_options. */
+int rematd_fits_read_parallel(json_t *body, struct rematd_fits_req *f, struct rematd_problem *p);
+/* The rank's model from f's profiles (sets f->shard's sizes and takes the
+ * weights and optimizer off the profiles).  REMAT_OK or negative with err. */
+int rematd_fits_shard_prepare(struct rematd_fits_req *f, struct remat_error *err);
+/* Memory k's answer (a, cleared by the caller) as JSON with "per_rank".
+ * REMAT_OK with *out (new), or negative with err. */
+int rematd_fits_shard_answer(struct rematd_fits_req *f, size_t k, struct remat_fits_answer *a,
+                             json_t **out, struct remat_error *err);
 
 /* fits.c */
 struct rematd_request;

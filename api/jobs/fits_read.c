@@ -13,10 +13,11 @@
 #include "jobs/fits.h"
 
 const char *const rematd_fits_fields[] = {
-    "profiles",    "profile_ids", "optimizer", "memory", "margin_bytes", "margin_fraction",
-    "max_batch",   "throughput",  "model",     "layers", "model_id",     "model_options",
-    "input_shape", "input",       "stages",    "dtype",  "device",       "warmup",
-    "repeats",     "batches",     "confirm",   NULL};
+    "profiles",       "profile_ids", "optimizer", "memory",   "margin_bytes", "margin_fraction",
+    "max_batch",      "throughput",  "model",     "layers",   "model_id",     "model_options",
+    "input_shape",    "input",       "stages",    "dtype",    "device",       "warmup",
+    "repeats",        "batches",     "confirm",   "parallel", "param_dtype",  "reduce_dtype",
+    "master_weights", NULL};
 /* What a model spec passes on to its profile jobs (POST /v1/profiles). */
 const char *const rematd_fits_profile_fields[] = {
     "model", "layers", "model_id", "model_options", "input_shape", "input", "stages",
@@ -187,6 +188,8 @@ int rematd_fits_read_options(json_t *body, struct rematd_fits_req *f, struct rem
             return bad(pr, "/throughput", "throughput must be true or false");
         f->o.want_throughput = json_is_true(v);
     }
+    if (rematd_fits_read_parallel(body, f, pr) < 0)
+        return -1;
     return get_memory(pr, body, f);
 }
 
@@ -224,12 +227,33 @@ json_t *rematd_fits_compute(struct rematd_fits_req *f, struct remat_error *err, 
     *rc = remat_batch_fit_check(ps, f->n, chk, &n_chk, err);
     if (*rc < 0)
         return NULL;
-    *rc = remat_fits(ps, f->n, f->mem, f->n_mem, &f->o, ans, err);
-    if (*rc < 0)
+    json_t *arr = json_array();
+    if (f->sharded) {
+        /* One rank: each memory less what the strategy holds, then the
+         * activations' fit in the rest (fits_sharded.c). */
+        memset(ans, 0, sizeof ans);
+        *rc = rematd_fits_shard_prepare(f, err);
+        for (size_t k = 0; *rc == REMAT_OK && k < f->n_mem; k++) {
+            json_t *one = NULL;
+            *rc = rematd_fits_shard_answer(f, k, &ans[k], &one, err);
+            if (*rc == REMAT_OK && (arr == NULL || json_array_append_new(arr, one) < 0)) {
+                *rc = REMAT_ENOMEM;
+                snprintf(err->message, sizeof err->message, "out of memory");
+                err->pointer[0] = '\0';
+            }
+        }
+    } else {
+        *rc = remat_fits(ps, f->n, f->mem, f->n_mem, &f->o, ans, err);
+    }
+    if (*rc < 0) {
+        for (size_t k = 0; k < f->n_mem; k++)
+            remat_fits_answer_clear(&ans[k]);
+        json_decref(arr);
         return NULL;
-    json_t *root = json_object(), *arr = json_array(), *fit = json_array();
+    }
+    json_t *root = json_object(), *fit = json_array();
     int fail = root == NULL || arr == NULL || fit == NULL;
-    for (size_t k = 0; !fail && k < f->n_mem; k++)
+    for (size_t k = 0; !f->sharded && !fail && k < f->n_mem; k++)
         fail |= json_array_append_new(arr, remat_fits_answer_to_json(&ans[k])) < 0;
     for (size_t k = 0; !fail && k < n_chk; k++) {
         json_t *e = json_object();
@@ -255,8 +279,17 @@ json_t *rematd_fits_compute(struct rematd_fits_req *f, struct remat_error *err, 
                 json_array_append_new(ids, json_string(f->ids[k]));
             fail |= ids == NULL || json_object_set_new(root, "profile_ids", ids) < 0;
         }
-        fail |= json_object_set_new(root, "optimizer",
-                                    json_string(remat_optim_name(f->ps[0]->optimizer.kind))) < 0;
+        int kind = f->sharded ? f->optim_kind : f->ps[0]->optimizer.kind;
+        fail |= json_object_set_new(root, "optimizer", json_string(remat_optim_name(kind))) < 0;
+        if (f->sharded)
+            fail |= json_object_set_new(root, "parallel",
+                                        json_pack("{s:s, s:I, s:I, s:I, s:I, s:I}", "strategy",
+                                                  remat_shard_name(f->shard.strategy), "data",
+                                                  (json_int_t)f->shard.data, "params",
+                                                  (json_int_t)f->shard.params, "param_bytes",
+                                                  (json_int_t)f->shard.param_bytes, "grad_bytes",
+                                                  (json_int_t)f->shard.grad_bytes, "optim_bytes",
+                                                  (json_int_t)f->shard.optim_bytes)) < 0;
         fail |= json_object_set_new(root, "answers", arr) < 0;
         fail |= json_object_set_new(root, "fit_check", fit) < 0;
     } else {

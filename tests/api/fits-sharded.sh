@@ -1,0 +1,128 @@
+#!/bin/sh
+# POST /v1/fits for one rank of a data-parallel job (docs/scheduling.md,
+# "Sharded jobs") end to end on a real rematd: per strategy the per-rank
+# breakdown adds up to the peak the fit used and fits the usable memory,
+# each term is the formula's, sharding more fits more, and every bad
+# "parallel" or mixed-precision field is a 400 naming it.  Responses are
+# checked against openapi.yaml.
+. "$(dirname "$0")/lib.sh"
+data=$top_srcdir/tests/data/fits
+start_rematd
+
+b4=$(cat "$data/b4.json")
+b8=$(cat "$data/b8.json")
+b16=$(cat "$data/b16.json")
+ps="\"profiles\":[$b4,$b8,$b16]"
+
+for st in ddp zero1 zero2 zero3 fsdp hsdp; do
+    extra=
+    [ $st = hsdp ] && extra=',"shard_group":2'
+    post /v1/fits "{$ps,\"optimizer\":\"adam\",\"memory\":[200000000,\"t4\"],\"margin_bytes\":1000000,\"parallel\":{\"data\":4,\"strategy\":\"$st\"$extra},\"param_dtype\":\"bfloat16\",\"reduce_dtype\":\"float32\"}"
+    expect 200 /v1/fits
+    cp "$BODY" "$T/$st.json"
+done
+"$PYTHON" - "$T" "$data/b8.json" <<'PY' && ok || fail "sharded answers"
+import json, sys
+t = sys.argv[1]
+prof = json.load(open(sys.argv[2]))
+psi = sum(s.get("param_bytes", 0) for s in prof["stages"]) // 4
+unit = max(s.get("param_bytes", 0) for s in prof["stages"]) // 4
+ceil = lambda a, b: -(-a // b)
+terms = ["weights", "gradients", "optimizer", "gathered", "buckets", "activations", "step_tmp"]
+batch = {}
+for st in ["ddp", "zero1", "zero2", "zero3", "fsdp", "hsdp"]:
+    d = json.load(open("%s/%s.json" % (t, st)))
+    par = d["parallel"]
+    assert d["optimizer"] == "adam"
+    assert par["strategy"] == st and par["data"] == 4 and par["params"] == psi, par
+    # bf16 weights, fp32 gradients, Adam's two fp32 moments and an fp32 master.
+    assert (par["param_bytes"], par["grad_bytes"], par["optim_bytes"]) == (2, 4, 12), par
+    for a in d["answers"]:
+        r = a["per_rank"]
+        assert r["strategy"] == st
+        assert sum(r[k] for k in terms) == r["peak_bytes"], r
+        assert r["peak_bytes"] <= a["usable_bytes"], (r, a["usable_bytes"])
+        l = a["largest"]
+        assert l["batch"] > 0 and r["activations"] == l["peak_bytes"], (l, r)
+        # batch + 1's activations do not fit beside the rest.
+        rest = r["peak_bytes"] - r["activations"] - r["step_tmp"]
+        assert rest + l["next_peak_bytes"] > a["usable_bytes"], (rest, l)
+        g = {"ddp": 1, "zero1": 1, "zero2": 1, "zero3": 4, "fsdp": 4, "hsdp": 2}[st]
+        o = {"ddp": 1, "zero1": 4, "zero2": 4, "zero3": 4, "fsdp": 4, "hsdp": 2}[st]
+        gg = {"ddp": 1, "zero1": 1, "zero2": 4, "zero3": 4, "fsdp": 4, "hsdp": 2}[st]
+        assert r["weights"] == 2 * ceil(psi, g), (st, r)
+        assert r["gradients"] == 4 * ceil(psi, gg), (st, r)
+        assert r["optimizer"] == 12 * ceil(psi, o), (st, r)
+        want_gathered = 2 * 2 * unit + 4 * unit if g > 1 else 0
+        assert r["gathered"] == want_gathered, (st, r, unit)
+        want_buckets = {"ddp": 4 * psi, "zero1": 4 * psi,
+                        "zero2": min(2 * (25 << 20), 4 * psi)}.get(st, 0)
+        assert r["buckets"] == want_buckets, (st, r)
+        if st == "hsdp":
+            assert r["shard_group"] == 2
+    batch[st] = d["answers"][0]["largest"]["batch"]
+# More sharding leaves more room for the activations.
+assert batch["ddp"] <= batch["zero1"] <= batch["zero2"], batch
+assert batch["zero3"] == batch["fsdp"] and batch["hsdp"] <= batch["fsdp"], batch
+assert batch["ddp"] < batch["fsdp"], batch
+PY
+
+# A memory that holds the weights and state of one rank but no activations:
+# no batch, and the breakdown says what is held.
+post /v1/fits "{$ps,\"optimizer\":\"adam\",\"memory\":[60000000],\"parallel\":{\"data\":2,\"strategy\":\"ddp\"},\"throughput\":false}"
+expect 200 /v1/fits
+"$PYTHON" - "$BODY" <<'PY' && ok || fail "nothing fits: $(head -c 600 "$BODY")"
+import json, sys
+d = json.load(open(sys.argv[1]))
+a = d["answers"][0]
+assert a["largest"]["batch"] == 0, a["largest"]
+r = a["per_rank"]
+assert r["activations"] == 0 and r["peak_bytes"] > a["usable_bytes"], r
+PY
+
+# Gradients as bucket views, fp32, no master copy asked: no bucket copy.
+post /v1/fits "{$ps,\"optimizer\":\"sgd-momentum\",\"memory\":[\"t4\"],\"parallel\":{\"data\":8,\"strategy\":\"zero1\",\"gradient_as_bucket_view\":true},\"master_weights\":false,\"throughput\":false}"
+expect 200 /v1/fits
+"$PYTHON" - "$BODY" <<'PY' && ok || fail "bucket view: $(head -c 600 "$BODY")"
+import json, sys
+d = json.load(open(sys.argv[1]))
+r = d["answers"][0]["per_rank"]
+assert d["parallel"]["optim_bytes"] == 4 and d["optimizer"] == "sgd-momentum", d["parallel"]
+assert r["buckets"] == 0 and r["weights"] == r["gradients"], r
+assert r["optimizer"] == 4 * -(-d["parallel"]["params"] // 8), r
+PY
+
+# Errors name the field.
+fit="\"profiles\":[$b4],\"memory\":[200000000]"
+post /v1/fits "{$fit,\"parallel\":{\"strategy\":\"ddp\"}}"
+problem "no data" 400 validation /parallel/data
+post /v1/fits "{$fit,\"parallel\":{\"data\":0}}"
+problem "zero ranks" 400 validation /parallel/data
+post /v1/fits "{$fit,\"parallel\":{\"data\":4,\"strategy\":\"zero4\"}}"
+problem "unknown strategy" 400 validation /parallel/strategy
+post /v1/fits "{$fit,\"parallel\":{\"data\":4,\"strategy\":\"hsdp\"}}"
+problem "hsdp without group" 400 validation /parallel/shard_group
+post /v1/fits "{$fit,\"parallel\":{\"data\":4,\"strategy\":\"hsdp\",\"shard_group\":3}}"
+problem "group not dividing" 400 validation /parallel/shard_group
+post /v1/fits "{$fit,\"parallel\":{\"data\":4,\"shard_group\":2}}"
+problem "group without hsdp" 400 validation /parallel/shard_group
+post /v1/fits "{$fit,\"parallel\":{\"data\":4,\"bucket_cap_mb\":0}}"
+problem "empty bucket" 400 validation /parallel/bucket_cap_mb
+post /v1/fits "{$fit,\"parallel\":{\"data\":4,\"gradient_as_bucket_view\":1}}"
+problem "bucket view" 400 validation /parallel/gradient_as_bucket_view
+post /v1/fits "{$fit,\"parallel\":{\"data\":4,\"tensor\":2}}"
+problem "unknown parallel member" 400 validation /parallel/tensor
+post /v1/fits "{$fit,\"parallel\":4}"
+problem "parallel not an object" 400 validation /parallel
+post /v1/fits "{$fit,\"parallel\":{\"data\":4},\"param_dtype\":\"int8\"}"
+problem "param dtype" 400 validation /param_dtype
+post /v1/fits "{$fit,\"parallel\":{\"data\":4},\"reduce_dtype\":true}"
+problem "reduce dtype" 400 validation /reduce_dtype
+post /v1/fits "{$fit,\"parallel\":{\"data\":4},\"master_weights\":\"yes\"}"
+problem "master weights" 400 validation /master_weights
+post /v1/fits "{$fit,\"param_dtype\":\"bfloat16\"}"
+problem "mixed precision without parallel" 400 validation /param_dtype
+
+schema_check "$T/manifest"
+stop_rematd
+finish

@@ -36,7 +36,8 @@ static int dtype_bytes(const char *d)
     static const struct {
         const char *name;
         int bytes;
-    } t[] = {{"float64", 8}, {"float32", 4}, {"bfloat16", 2}, {"float16", 2}};
+    } t[] = {{"float64", 8}, {"float32", 4}, {"bfloat16", 2}, {"float16", 2},
+             {"fp64", 8},    {"fp32", 4},    {"bf16", 2},     {"fp16", 2}};
     for (size_t k = 0; d != NULL && k < sizeof t / sizeof t[0]; k++)
         if (strcmp(d, t[k].name) == 0)
             return t[k].bytes;
@@ -52,7 +53,8 @@ static int get_dtype(struct rematd_problem *pr, json_t *body, const char *name, 
     snprintf(ptr, sizeof ptr, "/%s", name);
     *out = dtype_bytes(json_string_value(v));
     if (*out == 0)
-        return bad(pr, ptr, "must be float32, bfloat16, float16 or float64");
+        return bad(pr, ptr,
+                   "must be float32, bfloat16, float16 or float64 (or fp32, bf16, fp16, fp64)");
     return 0;
 }
 
@@ -131,13 +133,6 @@ int rematd_fits_read_parallel(json_t *body, struct rematd_fits_req *f, struct re
  * fp16), fp32 when they name none. */
 static int profile_elem(const struct remat_profile *p)
 {
-    static const struct {
-        const char *name;
-        int bytes;
-    } t[] = {{"fp64", 8}, {"fp32", 4}, {"bf16", 2}, {"fp16", 2}};
-    for (size_t k = 0; p->dtype != NULL && k < sizeof t / sizeof t[0]; k++)
-        if (strcmp(p->dtype, t[k].name) == 0)
-            return t[k].bytes;
     int e = dtype_bytes(p->dtype);
     return e ? e : 4;
 }

@@ -7,7 +7,7 @@ API_TESTS = \
 	tests/api/durability.sh tests/api/supervise.sh tests/api/fastpath.sh \
 	tests/api/upgrade.sh tests/api/liveness.sh tests/api/models.sh tests/api/fits.sh \
 	tests/api/reuse.sh tests/api/ops.sh tests/api/faults.sh tests/api/solve-limits.sh \
-	tests/api/fits-jobs.sh tests/api/tenants.sh tests/api/fits-sharded.sh
+	tests/api/fits-jobs.sh tests/api/tenants.sh
 # Issue 13: worker results against their job, HTTP framing, connection
 # slots and deadlines (raw sockets through rawhttp.py).
 API_TESTS += tests/api/results.sh tests/api/framing.sh tests/api/connections.sh
@@ -20,6 +20,8 @@ API_TESTS += tests/api/uploads.sh
 # The contract: every operation of openapi.yaml from its own examples,
 # every declared status provoked, every answer validated (contract.py).
 API_TESTS += tests/api/contract.sh
+# One rank of a data-parallel job (POST /v1/fits with parallel).
+API_TESTS += tests/api/fits-sharded.sh
 # openapi.yaml as typed clients read it: the types openapi-typescript
 # generates, fifteen ordinary uses through openapi-fetch compiled with tsc
 # (npm tools pinned, installed once under the build tree; 77 without npm).

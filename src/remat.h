@@ -587,6 +587,46 @@ struct remat_shard_breakdown {
 int remat_shard_memory(const struct remat_shard_spec *s, struct remat_shard_breakdown *out,
                        struct remat_error *err);
 
+/* Bytes per element of a dtype name ("float32", "bfloat16", "float16",
+ * "float64" and the worker's "fp32", "bf16", "fp16", "fp64"); 0 for any
+ * other. */
+int remat_dtype_bytes(const char *name);
+
+/* A data-parallel job as POST /v1/fits's "parallel" and mixed precision
+ * say it; the sizes come from the profiles (remat_fits_sharded). */
+struct remat_shard_job {
+    enum remat_shard_strategy strategy;
+    int64_t data, shard_group; /* as remat_shard_spec */
+    int param_bytes;           /* 0: the profiles' dtype's (fp32 when they name none) */
+    int grad_bytes;            /* 0: param_bytes */
+    int state_bytes;           /* the optimizer state's element; 0: 4 */
+    int master_weights;        /* 1, 0; -1: an fp32 copy when param_bytes < 4 */
+    int64_t bucket_bytes;      /* 0: 25 MiB */
+    int bucket_view;
+};
+void remat_shard_job_init(struct remat_shard_job *j); /* ddp, 1 rank, defaults */
+
+/* remat_fits for one rank of `job`: Ψ and the largest unit from profile
+ * 0's weights and dtype, K from its optimizer (kind and foreach: estimate
+ * a missing one first, remat_optim_estimate); each memory less the
+ * margins and less the rank's weights, gradients, optimizer, gathered and
+ * buckets is the activations' room, in which remat_fits finds the largest
+ * batch of the profiles without their weights and optimizer; the step's
+ * transient must fit beside the rest.  out[k] as remat_fits's, with
+ * memory_bytes and usable_bytes the caller's; per_rank[k] the breakdown at
+ * out[k].batch (activations 0 when no batch fits), whose peak is at most
+ * usable_bytes when one does; *spec the rank's spec used.  out is cleared
+ * (remat_fits_answer_clear) also on failure.  REMAT_OK or negative. */
+int remat_fits_sharded(const struct remat_profile *const *profiles, size_t n_profiles,
+                       const int64_t *memory_bytes, size_t n_memories,
+                       const struct remat_fits_options *opts, const struct remat_shard_job *job,
+                       struct remat_fits_answer *out, struct remat_shard_breakdown *per_rank,
+                       struct remat_shard_spec *spec, struct remat_error *err);
+
+/* per_rank as POST /v1/fits answers it.  New reference, or NULL (memory). */
+json_t *remat_shard_breakdown_to_json(const struct remat_shard_spec *s,
+                                      const struct remat_shard_breakdown *b);
+
 /* An answer as POST /v1/fits and `remat fits` print it (docs/api.md).
  * Returns: new reference, or NULL when out of memory. */
 json_t *remat_fits_answer_to_json(const struct remat_fits_answer *a);

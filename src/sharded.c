@@ -19,6 +19,8 @@
  *
  * A shard is ceil(Ψ/S) elements: the flat parameter is padded to a multiple
  * of S (FSDP's FlatParameter, DeepSpeed's partitions). */
+#include <stdio.h>
+
 #include "remat_private.h"
 
 static const char *const names[REMAT_SHARD_COUNT] = {"ddp",   "zero1", "zero2",
@@ -145,4 +147,209 @@ int remat_shard_memory(const struct remat_shard_spec *s, struct remat_shard_brea
     }
     out->peak = sum + out->activations + out->step_tmp;
     return REMAT_OK;
+}
+
+int remat_dtype_bytes(const char *name)
+{
+    static const struct {
+        const char *name;
+        int bytes;
+    } t[] = {{"float64", 8}, {"float32", 4}, {"bfloat16", 2}, {"float16", 2},
+             {"fp64", 8},    {"fp32", 4},    {"bf16", 2},     {"fp16", 2}};
+    for (size_t k = 0; name != NULL && k < sizeof t / sizeof t[0]; k++)
+        if (strcmp(name, t[k].name) == 0)
+            return t[k].bytes;
+    return 0;
+}
+
+void remat_shard_job_init(struct remat_shard_job *j)
+{
+    memset(j, 0, sizeof *j);
+    j->strategy = REMAT_SHARD_DDP;
+    j->data = 1;
+    j->master_weights = -1;
+}
+
+/* Optimizer state buffers per parameter of each kind (optimizer.c). */
+static int buffers(int kind)
+{
+    return kind == REMAT_OPTIM_ADAM || kind == REMAT_OPTIM_ADAMW ? 2
+           : kind == REMAT_OPTIM_SGD_MOMENTUM                    ? 1
+                                                                 : 0;
+}
+
+/* The rank's spec for profile q: Ψ and U from its weights, the byte sizes
+ * from the job, the step's transient from the optimizer's model. */
+static int job_spec(const struct remat_profile *q, const struct remat_shard_job *j,
+                    struct remat_shard_spec *s, struct remat_error *err)
+{
+    remat_shard_spec_init(s);
+    s->strategy = j->strategy;
+    s->data = j->data;
+    s->shard_group = j->shard_group;
+    s->bucket_bytes = j->bucket_bytes > 0 ? j->bucket_bytes : REMAT_SHARD_DEFAULT_BUCKET;
+    s->bucket_view = j->bucket_view != 0;
+    int pe = remat_dtype_bytes(q->dtype);
+    pe = pe ? pe : 4;
+    int64_t total = 0, largest = 0;
+    for (size_t i = 0; i < q->n_stages; i++) {
+        int64_t w = q->stages[i].param_bytes;
+        if (total > REMAT_MAX_BYTES - w)
+            return remat__error(err, REMAT_ELIMIT, "/profiles/0/stages",
+                                "the weights add up past 2^60");
+        total += w;
+        largest = w > largest ? w : largest;
+    }
+    s->params = total / pe;
+    s->largest_unit = largest / pe;
+    s->param_bytes = j->param_bytes ? j->param_bytes : pe;
+    s->grad_bytes = j->grad_bytes ? j->grad_bytes : s->param_bytes;
+    /* Mixed precision keeps an fp32 master copy unless told otherwise;
+     * weights trained in fp32 are their own master. */
+    int master = j->master_weights >= 0 ? j->master_weights != 0 : s->param_bytes < 4;
+    int se = j->state_bytes ? j->state_bytes : 4;
+    if (se != 1 && se != 2 && se != 4 && se != 8)
+        return remat__error(err, REMAT_EINVAL, "/optimizer/state_elem_bytes",
+                            "state_elem_bytes must be 1, 2, 4 or 8");
+    const struct remat_optimizer *o = &q->optimizer;
+    s->optim_bytes = (int64_t)buffers(o->kind) * se + (master ? 4 : 0);
+    struct remat_optim_spec os;
+    remat_optim_spec_init(&os);
+    os.kind = (enum remat_optim_kind)o->kind;
+    os.foreach = o->foreach;
+    os.param_elem_bytes = pe;
+    os.state_elem_bytes = se;
+    struct remat_optimizer est;
+    int rc = remat_optim_estimate(q, &os, &est, err);
+    if (rc < 0)
+        return rc;
+    s->step_tmp = est.step_tmp_bytes;
+    s->step_tmp_per_tensor = !o->foreach;
+    struct remat_shard_breakdown b;
+    return remat_shard_memory(s, &b, err);
+}
+
+/* A copy of p without its weights and optimizer (stage names borrowed). */
+static struct remat_profile *activations_only(const struct remat_profile *p,
+                                              struct remat_error *err)
+{
+    struct remat_profile *c = remat_profile_new(p->n_stages, err);
+    if (c == NULL)
+        return NULL;
+    c->input_bytes = p->input_bytes;
+    c->batch_size = p->batch_size;
+    for (size_t i = 0; i < p->n_stages; i++) {
+        c->stages[i] = p->stages[i];
+        c->stages[i].param_bytes = 0;
+    }
+    return c;
+}
+
+int remat_fits_sharded(const struct remat_profile *const *profiles, size_t n_profiles,
+                       const int64_t *memory_bytes, size_t n_memories,
+                       const struct remat_fits_options *opts, const struct remat_shard_job *job,
+                       struct remat_fits_answer *out, struct remat_shard_breakdown *per_rank,
+                       struct remat_shard_spec *spec, struct remat_error *err)
+{
+    struct remat_fits_options defaults;
+    if (opts == NULL) {
+        remat_fits_options_init(&defaults);
+        opts = &defaults;
+    }
+    if (out != NULL && n_memories <= REMAT_FITS_MAX_MEMORIES)
+        memset(out, 0, n_memories * sizeof *out);
+    if (memory_bytes == NULL || out == NULL || per_rank == NULL || spec == NULL ||
+        n_memories == 0 || n_memories > REMAT_FITS_MAX_MEMORIES)
+        return remat__error(err, REMAT_EINVAL, "/memory", "1 to %d memory sizes",
+                            REMAT_FITS_MAX_MEMORIES);
+    if (job == NULL || profiles == NULL || n_profiles == 0 || profiles[0] == NULL ||
+        n_profiles > REMAT_FITS_MAX_PROFILES)
+        return remat__error(err, REMAT_EINVAL, "/profiles", "1 to %d profiles and a job",
+                            REMAT_FITS_MAX_PROFILES);
+    if (!(opts->margin_fraction >= 0 && opts->margin_fraction <= 0.9) || opts->margin_bytes < 0 ||
+        opts->margin_bytes > REMAT_MAX_BYTES)
+        return remat__error(err, REMAT_EINVAL, "/margin_bytes",
+                            "margin_bytes in [0, 2^60], margin_fraction in [0, 0.9]");
+    int rc = remat_profile_validate(profiles[0], err);
+    if (rc < 0)
+        return rc;
+    rc = job_spec(profiles[0], job, spec, err);
+    if (rc < 0)
+        return rc;
+    struct remat_profile *act[REMAT_FITS_MAX_PROFILES] = {0};
+    size_t n_act = 0;
+    for (; rc == REMAT_OK && n_act < n_profiles; n_act++) {
+        if (profiles[n_act] == NULL) {
+            rc = remat__error(err, REMAT_EINVAL, "/profiles", "profile %zu is missing", n_act);
+            break;
+        }
+        act[n_act] = activations_only(profiles[n_act], err);
+        if (act[n_act] == NULL)
+            rc = err != NULL ? err->code : REMAT_ENOMEM;
+    }
+    struct remat_fits_options o = *opts;
+    o.margin_bytes = 0;
+    o.margin_fraction = 0;
+    for (size_t k = 0; rc == REMAT_OK && k < n_memories; k++) {
+        int64_t m = memory_bytes[k];
+        if (m <= 0 || m > REMAT_MAX_BYTES) {
+            char ptr[64];
+            snprintf(ptr, sizeof ptr, "/memory/%zu", k);
+            rc = remat__error(err, REMAT_EINVAL, ptr, "a memory size must be in [1, 2^60]");
+            break;
+        }
+        int64_t usable = m - opts->margin_bytes - (int64_t)((double)m * opts->margin_fraction);
+        if (usable <= 0) {
+            rc = remat__error(err, REMAT_EINVAL, "/margin_bytes",
+                              "the margins leave nothing of memory %zu", k);
+            break;
+        }
+        /* What the rank holds besides the activations, and the step's
+         * whole transient (step_tmp with no activations). */
+        struct remat_shard_spec s = *spec;
+        struct remat_shard_breakdown fixed;
+        s.activations = 0;
+        rc = remat_shard_memory(&s, &fixed, err);
+        if (rc < 0)
+            break;
+        int64_t rest = fixed.peak - fixed.step_tmp;
+        /* The activations' room: none when the rest, or the step beside
+         * it, does not fit: a memory of one byte, in which no batch fits,
+         * so that the answer still says what batch 1 needs. */
+        int64_t room = usable > rest && fixed.step_tmp <= usable - rest ? usable - rest : 1;
+        rc = remat_fits((const struct remat_profile *const *)act, n_profiles, &room, 1, &o, &out[k],
+                        err);
+        if (rc < 0)
+            break;
+        out[k].memory_bytes = m;
+        out[k].usable_bytes = usable;
+        s.activations = out[k].batch > 0 ? out[k].plan.peak_bytes : 0;
+        rc = remat_shard_memory(&s, &per_rank[k], err);
+        if (rc == REMAT_OK && out[k].batch > 0 && per_rank[k].peak > usable)
+            rc = remat__error(err, REMAT_EINVAL, "", "internal error: the rank's peak is over");
+    }
+    for (size_t k = 0; k < n_act; k++)
+        remat_profile_free(act[k]);
+    if (rc < 0)
+        for (size_t k = 0; k < n_memories; k++)
+            remat_fits_answer_clear(&out[k]);
+    return rc;
+}
+
+json_t *remat_shard_breakdown_to_json(const struct remat_shard_spec *s,
+                                      const struct remat_shard_breakdown *b)
+{
+    json_t *o =
+        json_pack("{s:s, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I}", "strategy",
+                  remat_shard_name(s->strategy), "data", (json_int_t)s->data, "weights",
+                  (json_int_t)b->weights, "gradients", (json_int_t)b->gradients, "optimizer",
+                  (json_int_t)b->optimizer, "gathered", (json_int_t)b->gathered, "buckets",
+                  (json_int_t)b->buckets, "activations", (json_int_t)b->activations, "step_tmp",
+                  (json_int_t)b->step_tmp, "peak_bytes", (json_int_t)b->peak);
+    if (o != NULL && s->strategy == REMAT_SHARD_HSDP &&
+        json_object_set_new(o, "shard_group", json_integer(s->shard_group)) < 0) {
+        json_decref(o);
+        return NULL;
+    }
+    return o;
 }

@@ -11,6 +11,17 @@
 
 #include "remat_private.h"
 
+static void test_dtypes(void **state)
+{
+    (void)state;
+    assert_int_equal(remat_dtype_bytes("bfloat16"), 2);
+    assert_int_equal(remat_dtype_bytes("bf16"), 2);
+    assert_int_equal(remat_dtype_bytes("fp32"), 4);
+    assert_int_equal(remat_dtype_bytes("float64"), 8);
+    assert_int_equal(remat_dtype_bytes("int8"), 0);
+    assert_int_equal(remat_dtype_bytes(NULL), 0);
+}
+
 static void test_names(void **state)
 {
     (void)state;
@@ -253,12 +264,106 @@ static void test_bad(void **state)
     assert_int_equal(remat_shard_memory(NULL, &b, &err), REMAT_EINVAL);
 }
 
+/* Four stages of 1000 fp32 weights (4000 bytes) each, activations linear
+ * in the batch; Adam, single-tensor. */
+static struct remat_profile *chain(int64_t batch)
+{
+    struct remat_profile *p = remat_profile_new(4, NULL);
+    assert_non_null(p);
+    p->batch_size = batch;
+    p->input_bytes = 100 * batch;
+    for (size_t i = 0; i < 4; i++) {
+        p->stages[i].param_bytes = 4000;
+        p->stages[i].out_bytes = 1000 * batch;
+        p->stages[i].saved_bytes = 2000 * batch;
+        p->stages[i].fwd_tmp_bytes = 500 * batch;
+        p->stages[i].bwd_tmp_bytes = 1500 * batch;
+        p->stages[i].fwd_ms = 1;
+        p->stages[i].bwd_ms = 2;
+    }
+    struct remat_optim_spec os;
+    remat_optim_spec_init(&os);
+    os.kind = REMAT_OPTIM_ADAM;
+    assert_int_equal(remat_optim_estimate(p, &os, &p->optimizer, NULL), REMAT_OK);
+    return p;
+}
+
+static void test_fits_sharded(void **state)
+{
+    (void)state;
+    struct remat_profile *a = chain(2), *b = chain(4);
+    const struct remat_profile *ps[2] = {a, b};
+    int64_t mem[3] = {200000, 1000000, 50000};
+    struct remat_fits_options o;
+    remat_fits_options_init(&o);
+    o.margin_bytes = 1000;
+    o.want_throughput = 0;
+    struct remat_fits_answer ans[3];
+    struct remat_shard_breakdown br[3];
+    struct remat_shard_spec used;
+    struct remat_error err;
+    for (int st = 0; st < REMAT_SHARD_COUNT; st++) {
+        struct remat_shard_job j;
+        remat_shard_job_init(&j);
+        j.strategy = (enum remat_shard_strategy)st;
+        j.data = 4;
+        j.shard_group = 2;
+        assert_int_equal(remat_fits_sharded(ps, 2, mem, 3, &o, &j, ans, br, &used, &err), REMAT_OK);
+        /* Ψ = 4 * 4000 / 4, U = 1000, fp32 Adam: K = 8, no master copy. */
+        assert_true(used.params == 4000 && used.largest_unit == 1000);
+        assert_true(used.param_bytes == 4 && used.grad_bytes == 4 && used.optim_bytes == 8);
+        for (int k = 0; k < 3; k++) {
+            assert_true(ans[k].memory_bytes == mem[k] && ans[k].usable_bytes == mem[k] - 1000);
+            int64_t rest =
+                br[k].weights + br[k].gradients + br[k].optimizer + br[k].gathered + br[k].buckets;
+            if (ans[k].batch > 0) {
+                assert_true(br[k].peak <= ans[k].usable_bytes);
+                assert_true(br[k].activations == ans[k].plan.peak_bytes);
+                /* batch + 1's activations do not fit beside the rest. */
+                assert_true(rest + ans[k].next_peak_bytes > ans[k].usable_bytes);
+            } else {
+                assert_true(br[k].activations == 0);
+            }
+            remat_fits_answer_clear(&ans[k]);
+        }
+    }
+    /* DDP's 4 * 16000 + 32000 bytes of weights, gradients, buckets and
+     * state fill 50000 bytes: no batch. */
+    struct remat_shard_job j;
+    remat_shard_job_init(&j);
+    j.data = 4;
+    assert_int_equal(remat_fits_sharded(ps, 2, mem + 2, 1, &o, &j, ans, br, &used, &err), REMAT_OK);
+    assert_true(ans[0].batch == 0 && br[0].peak > 49000);
+    remat_fits_answer_clear(&ans[0]);
+    /* bf16 weights with fp32 gradients: a master copy by default. */
+    j.param_bytes = 2;
+    j.grad_bytes = 4;
+    assert_int_equal(remat_fits_sharded(ps, 2, mem, 1, &o, &j, ans, br, &used, &err), REMAT_OK);
+    assert_true(used.optim_bytes == 12 && br[0].weights == 8000 && br[0].gradients == 16000);
+    remat_fits_answer_clear(&ans[0]);
+    /* Errors are return values with the member's pointer. */
+    j.shard_group = 3;
+    j.strategy = REMAT_SHARD_HSDP;
+    assert_int_equal(remat_fits_sharded(ps, 2, mem, 1, &o, &j, ans, br, &used, &err), REMAT_EINVAL);
+    assert_string_equal(err.pointer, "/parallel/shard_group");
+    j.strategy = REMAT_SHARD_DDP;
+    int64_t zero = 0;
+    assert_int_equal(remat_fits_sharded(ps, 2, &zero, 1, &o, &j, ans, br, &used, &err),
+                     REMAT_EINVAL);
+    assert_string_equal(err.pointer, "/memory/0");
+    assert_int_equal(remat_fits_sharded(ps, 2, mem, 0, &o, &j, ans, br, &used, &err), REMAT_EINVAL);
+    assert_int_equal(remat_fits_sharded(ps, 0, mem, 1, &o, &j, ans, br, &used, &err), REMAT_EINVAL);
+    remat_profile_free(a);
+    remat_profile_free(b);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_names), cmocka_unit_test(test_zero_paper),
-        cmocka_unit_test(test_terms), cmocka_unit_test(test_options),
-        cmocka_unit_test(test_bad),
+        cmocka_unit_test(test_names),        cmocka_unit_test(test_dtypes),
+        cmocka_unit_test(test_zero_paper),   cmocka_unit_test(test_terms),
+        cmocka_unit_test(test_options),      cmocka_unit_test(test_bad),
+        cmocka_unit_test(test_fits_sharded),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

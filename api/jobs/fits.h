@@ -26,11 +26,8 @@ struct rematd_fits_req {
     struct remat_fits_options o;
     /* One rank of a data-parallel job (fits_sharded.c): set by "parallel". */
     int sharded;
-    struct remat_shard_spec shard;
-    int param_bytes, grad_bytes; /* param_dtype, reduce_dtype; 0: the profiles' */
-    int master;                  /* master_weights: 1, 0, or -1 when not given */
-    int state_bytes;             /* optimizer.state_elem_bytes; 0: fp32 */
-    int optim_kind;              /* the profiles' optimizer, before it is taken off */
+    struct remat_shard_job job;
+    struct remat_shard_spec shard; /* the rank's, once answered */
 };
 
 void rematd_fits_req_free(struct rematd_fits_req *f);
@@ -53,13 +50,9 @@ json_t *rematd_fits_compute(struct rematd_fits_req *f, struct remat_error *err, 
 /* fits_sharded.c: "parallel" and mixed precision into f (0, or -1 with p
  * filled); called by rematd_fits_read_options. */
 int rematd_fits_read_parallel(json_t *body, struct rematd_fits_req *f, struct rematd_problem *p);
-/* The rank's model from f's profiles (sets f->shard's sizes and takes the
- * weights and optimizer off the profiles).  REMAT_OK or negative with err. */
-int rematd_fits_shard_prepare(struct rematd_fits_req *f, struct remat_error *err);
-/* Memory k's answer (a, cleared by the caller) as JSON with "per_rank".
- * REMAT_OK with *out (new), or negative with err. */
-int rematd_fits_shard_answer(struct rematd_fits_req *f, size_t k, struct remat_fits_answer *a,
-                             json_t **out, struct remat_error *err);
+/* The answers of remat_fits_sharded as a JSON array, each with its
+ * "per_rank" (f->shard set to the rank's spec); or NULL with *rc, err. */
+json_t *rematd_fits_sharded_compute(struct rematd_fits_req *f, struct remat_error *err, int *rc);
 
 /* fits.c */
 struct rematd_request;

@@ -227,30 +227,16 @@ json_t *rematd_fits_compute(struct rematd_fits_req *f, struct remat_error *err, 
     *rc = remat_batch_fit_check(ps, f->n, chk, &n_chk, err);
     if (*rc < 0)
         return NULL;
-    json_t *arr = json_array();
+    json_t *arr = NULL;
     if (f->sharded) {
-        /* One rank: each memory less what the strategy holds, then the
-         * activations' fit in the rest (fits_sharded.c). */
-        memset(ans, 0, sizeof ans);
-        *rc = rematd_fits_shard_prepare(f, err);
-        for (size_t k = 0; *rc == REMAT_OK && k < f->n_mem; k++) {
-            json_t *one = NULL;
-            *rc = rematd_fits_shard_answer(f, k, &ans[k], &one, err);
-            if (*rc == REMAT_OK && (arr == NULL || json_array_append_new(arr, one) < 0)) {
-                *rc = REMAT_ENOMEM;
-                snprintf(err->message, sizeof err->message, "out of memory");
-                err->pointer[0] = '\0';
-            }
-        }
+        /* One rank of a data-parallel job (fits_sharded.c). */
+        arr = rematd_fits_sharded_compute(f, err, rc);
     } else {
         *rc = remat_fits(ps, f->n, f->mem, f->n_mem, &f->o, ans, err);
+        arr = *rc < 0 ? NULL : json_array();
     }
-    if (*rc < 0) {
-        for (size_t k = 0; k < f->n_mem; k++)
-            remat_fits_answer_clear(&ans[k]);
-        json_decref(arr);
+    if (*rc < 0)
         return NULL;
-    }
     json_t *root = json_object(), *fit = json_array();
     int fail = root == NULL || arr == NULL || fit == NULL;
     for (size_t k = 0; !f->sharded && !fail && k < f->n_mem; k++)
@@ -265,7 +251,7 @@ json_t *rematd_fits_compute(struct rematd_fits_req *f, struct remat_error *err, 
             fail ? NULL : json_pack("{s:I, s:o}", "batch", (json_int_t)chk[k].batch, "rel_err", e);
         fail |= c == NULL || json_array_append_new(fit, c) < 0;
     }
-    for (size_t k = 0; k < f->n_mem; k++)
+    for (size_t k = 0; !f->sharded && k < f->n_mem; k++)
         remat_fits_answer_clear(&ans[k]);
     json_t *batches = json_array();
     for (size_t k = 0; !fail && batches != NULL && k < f->n; k++)
@@ -279,8 +265,8 @@ json_t *rematd_fits_compute(struct rematd_fits_req *f, struct remat_error *err, 
                 json_array_append_new(ids, json_string(f->ids[k]));
             fail |= ids == NULL || json_object_set_new(root, "profile_ids", ids) < 0;
         }
-        int kind = f->sharded ? f->optim_kind : f->ps[0]->optimizer.kind;
-        fail |= json_object_set_new(root, "optimizer", json_string(remat_optim_name(kind))) < 0;
+        fail |= json_object_set_new(root, "optimizer",
+                                    json_string(remat_optim_name(f->ps[0]->optimizer.kind))) < 0;
         if (f->sharded)
             fail |= json_object_set_new(root, "parallel",
                                         json_pack("{s:s, s:I, s:I, s:I, s:I, s:I}", "strategy",

@@ -1,10 +1,9 @@
 /*
  * jobs/fits_sharded.c - POST /v1/fits for one rank of a data-parallel job
  * (docs/scheduling.md, "Sharded jobs"): "parallel", "param_dtype",
- * "reduce_dtype" and "master_weights" read, and the answer per memory with
- * the weights, gradients, optimizer and strategy buffers of
- * remat_shard_memory taken off the memory before the activations' fit, and
- * each answer's per-rank breakdown.  Pure, as fits_read.c.
+ * "reduce_dtype" and "master_weights" read into a struct remat_shard_job,
+ * and the answers of remat_fits_sharded, each with its per-rank breakdown.
+ * Pure, as fits_read.c.
  */
 #include "config.h"
 
@@ -16,32 +15,10 @@
 static const char *const parallel_fields[] = {
     "data", "strategy", "shard_group", "bucket_cap_mb", "gradient_as_bucket_view", NULL};
 
-static int fail(struct remat_error *err, int code, const char *msg)
-{
-    err->code = code;
-    err->pointer[0] = '\0';
-    snprintf(err->message, sizeof err->message, "%s", msg);
-    return code;
-}
-
 static int bad(struct rematd_problem *p, const char *ptr, const char *msg)
 {
     rematd_problem_set(p, 400, "validation", ptr, "%s", msg);
     return -1;
-}
-
-/* Bytes per element of a dtype name, 0 for none known. */
-static int dtype_bytes(const char *d)
-{
-    static const struct {
-        const char *name;
-        int bytes;
-    } t[] = {{"float64", 8}, {"float32", 4}, {"bfloat16", 2}, {"float16", 2},
-             {"fp64", 8},    {"fp32", 4},    {"bf16", 2},     {"fp16", 2}};
-    for (size_t k = 0; d != NULL && k < sizeof t / sizeof t[0]; k++)
-        if (strcmp(d, t[k].name) == 0)
-            return t[k].bytes;
-    return 0;
 }
 
 static int get_dtype(struct rematd_problem *pr, json_t *body, const char *name, int *out)
@@ -51,7 +28,7 @@ static int get_dtype(struct rematd_problem *pr, json_t *body, const char *name, 
         return 0;
     char ptr[32];
     snprintf(ptr, sizeof ptr, "/%s", name);
-    *out = dtype_bytes(json_string_value(v));
+    *out = remat_dtype_bytes(json_string_value(v));
     if (*out == 0)
         return bad(pr, ptr,
                    "must be float32, bfloat16, float16 or float64 (or fp32, bf16, fp16, fp64)");
@@ -74,8 +51,8 @@ int rematd_fits_read_parallel(json_t *body, struct rematd_fits_req *f, struct re
         return bad(pr, "/parallel", "parallel must be an object {data, strategy, ...}");
     if (rematd_problem_unknown(pr, par, "/parallel", parallel_fields) < 0)
         return -1;
-    struct remat_shard_spec *s = &f->shard;
-    remat_shard_spec_init(s);
+    struct remat_shard_job *s = &f->job;
+    remat_shard_job_init(s);
     json_t *v = json_object_get(par, "data");
     if (!json_is_integer(v) || json_integer_value(v) < 1 ||
         json_integer_value(v) > REMAT_SHARD_MAX_RANKS)
@@ -111,154 +88,48 @@ int rematd_fits_read_parallel(json_t *body, struct rematd_fits_req *f, struct re
     if (v != NULL && !json_is_boolean(v))
         return bad(pr, "/parallel/gradient_as_bucket_view", "must be true or false");
     s->bucket_view = json_is_true(v);
-    f->param_bytes = 0;
-    f->grad_bytes = 0;
-    if (get_dtype(pr, body, "param_dtype", &f->param_bytes) < 0 ||
-        get_dtype(pr, body, "reduce_dtype", &f->grad_bytes) < 0)
+    if (get_dtype(pr, body, "param_dtype", &s->param_bytes) < 0 ||
+        get_dtype(pr, body, "reduce_dtype", &s->grad_bytes) < 0)
         return -1;
     v = json_object_get(body, "master_weights");
     if (v != NULL && !json_is_boolean(v))
         return bad(pr, "/master_weights", "master_weights must be true or false");
-    f->master = v == NULL ? -1 : json_is_true(v);
+    s->master_weights = v == NULL ? -1 : json_is_true(v);
     /* The state's precision, when the optimizer says (rematd_fits_read
      * checks it). */
     json_t *ov = json_object_get(body, "optimizer");
     v = json_is_object(ov) ? json_object_get(ov, "state_elem_bytes") : NULL;
-    f->state_bytes = json_is_integer(v) ? (int)json_integer_value(v) : 0;
+    s->state_bytes = json_is_integer(v) ? (int)json_integer_value(v) : 0;
     f->sharded = 1;
     return 0;
 }
 
-/* The profiles' element size: their dtype (the worker writes fp32, bf16,
- * fp16), fp32 when they name none. */
-static int profile_elem(const struct remat_profile *p)
+json_t *rematd_fits_sharded_compute(struct rematd_fits_req *f, struct remat_error *err, int *rc)
 {
-    int e = dtype_bytes(p->dtype);
-    return e ? e : 4;
-}
-
-/* Optimizer state buffers per parameter of each kind (optimizer.c). */
-static int buffers(int kind)
-{
-    return kind == REMAT_OPTIM_ADAM || kind == REMAT_OPTIM_ADAMW ? 2
-           : kind == REMAT_OPTIM_SGD_MOMENTUM                    ? 1
-                                                                 : 0;
-}
-
-int rematd_fits_shard_prepare(struct rematd_fits_req *f, struct remat_error *err)
-{
-    struct remat_shard_spec *s = &f->shard;
-    struct remat_profile *q = f->ps[0];
-    int pe = profile_elem(q);
-    int64_t total = 0, largest = 0;
-    for (size_t i = 0; i < q->n_stages; i++) {
-        int64_t w = q->stages[i].param_bytes;
-        total += w; /* each <= 2^60 over at most REMAT_MAX_STAGES: validated */
-        largest = w > largest ? w : largest;
+    struct remat_fits_answer ans[REMAT_FITS_MAX_MEMORIES];
+    struct remat_shard_breakdown br[REMAT_FITS_MAX_MEMORIES];
+    struct remat_shard_spec used;
+    *rc = remat_fits_sharded((const struct remat_profile *const *)f->ps, f->n, f->mem, f->n_mem,
+                             &f->o, &f->job, ans, br, &used, err);
+    if (*rc < 0)
+        return NULL;
+    json_t *arr = json_array();
+    int bad = arr == NULL;
+    for (size_t k = 0; k < f->n_mem; k++) {
+        json_t *a = bad ? NULL : remat_fits_answer_to_json(&ans[k]);
+        json_t *r = a == NULL ? NULL : remat_shard_breakdown_to_json(&used, &br[k]);
+        bad |= r == NULL || json_object_set_new(a, "per_rank", r) < 0 ||
+               json_array_append_new(arr, a) < 0;
+        remat_fits_answer_clear(&ans[k]);
     }
-    s->params = total / pe;
-    s->largest_unit = largest / pe;
-    s->param_bytes = f->param_bytes ? f->param_bytes : pe;
-    s->grad_bytes = f->grad_bytes ? f->grad_bytes : s->param_bytes;
-    /* Mixed precision keeps an fp32 master copy unless told otherwise;
-     * weights trained in fp32 are their own master. */
-    int master = f->master >= 0 ? f->master : s->param_bytes < 4;
-    const struct remat_optimizer *o = &q->optimizer;
-    int se = f->state_bytes ? f->state_bytes : 4;
-    s->optim_bytes = (int64_t)buffers(o->kind) * se + (master ? 4 : 0);
-    /* The step's transient, for the weights in the state's precision. */
-    struct remat_optim_spec os;
-    remat_optim_spec_init(&os);
-    os.kind = (enum remat_optim_kind)o->kind;
-    os.foreach = o->foreach;
-    os.param_elem_bytes = pe;
-    os.state_elem_bytes = se;
-    struct remat_optimizer est;
-    int rc = remat_optim_estimate(q, &os, &est, err);
-    if (rc < 0)
-        return rc;
-    s->step_tmp = est.step_tmp_bytes;
-    s->step_tmp_per_tensor = !o->foreach;
-    f->optim_kind = o->kind;
-    /* The activations' fit: the same profiles without the weights and the
-     * optimizer, which the breakdown counts as the strategy holds them. */
-    for (size_t k = 0; k < f->n; k++) {
-        for (size_t i = 0; i < f->ps[k]->n_stages; i++)
-            f->ps[k]->stages[i].param_bytes = 0;
-        memset(&f->ps[k]->optimizer, 0, sizeof f->ps[k]->optimizer);
-    }
-    struct remat_shard_breakdown b;
-    return remat_shard_memory(s, &b, err);
-}
-
-/* The memory left for the activations under memory m: 0 when the rest,
- * or the optimizer step's transient beside it, does not fit.  The step
- * runs once the activations are gone: the rank needs the rest plus the
- * larger of the two. */
-static int64_t for_activations(const struct rematd_fits_req *f, int64_t m, int64_t *usable,
-                               const struct remat_shard_breakdown *fixed)
-{
-    int64_t margin = f->o.margin_bytes + (int64_t)((double)m * f->o.margin_fraction);
-    *usable = m - margin;
-    /* With no activations, step_tmp is the whole transient. */
-    int64_t rest = fixed->peak - fixed->step_tmp;
-    if (*usable <= rest || fixed->step_tmp > *usable - rest)
-        return 0;
-    return *usable - rest;
-}
-
-static json_t *breakdown_json(const struct remat_shard_spec *s,
-                              const struct remat_shard_breakdown *b)
-{
-    json_t *o =
-        json_pack("{s:s, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I}", "strategy",
-                  remat_shard_name(s->strategy), "data", (json_int_t)s->data, "weights",
-                  (json_int_t)b->weights, "gradients", (json_int_t)b->gradients, "optimizer",
-                  (json_int_t)b->optimizer, "gathered", (json_int_t)b->gathered, "buckets",
-                  (json_int_t)b->buckets, "activations", (json_int_t)b->activations, "step_tmp",
-                  (json_int_t)b->step_tmp, "peak_bytes", (json_int_t)b->peak);
-    if (o != NULL && s->strategy == REMAT_SHARD_HSDP &&
-        json_object_set_new(o, "shard_group", json_integer(s->shard_group)) < 0) {
-        json_decref(o);
+    f->shard = used;
+    if (bad) {
+        json_decref(arr);
+        *rc = REMAT_ENOMEM;
+        err->code = REMAT_ENOMEM;
+        err->pointer[0] = '\0';
+        snprintf(err->message, sizeof err->message, "out of memory");
         return NULL;
     }
-    return o;
-}
-
-int rematd_fits_shard_answer(struct rematd_fits_req *f, size_t k, struct remat_fits_answer *a,
-                             json_t **out, struct remat_error *err)
-{
-    *out = NULL;
-    struct remat_shard_spec s = f->shard;
-    struct remat_shard_breakdown fixed, b;
-    s.activations = 0;
-    int rc = remat_shard_memory(&s, &fixed, err);
-    if (rc < 0)
-        return rc;
-    int64_t usable = 0, room = for_activations(f, f->mem[k], &usable, &fixed);
-    struct remat_fits_options o = f->o;
-    o.margin_bytes = 0;
-    o.margin_fraction = 0;
-    /* Nothing left for the activations: a memory of one byte, in which no
-     * batch fits, and the answer says what batch 1 would need. */
-    int64_t m = room > 0 ? room : 1;
-    rc = remat_fits((const struct remat_profile *const *)f->ps, f->n, &m, 1, &o, a, err);
-    if (rc < 0)
-        return rc;
-    a->memory_bytes = f->mem[k];
-    a->usable_bytes = usable;
-    s.activations = a->batch > 0 ? a->plan.peak_bytes : 0;
-    rc = remat_shard_memory(&s, &b, err);
-    if (rc < 0)
-        return rc;
-    if (a->batch > 0 && b.peak > usable)
-        return fail(err, REMAT_EINVAL, "internal error: the rank's peak did not fit");
-    json_t *ans = remat_fits_answer_to_json(a);
-    json_t *br = breakdown_json(&s, &b);
-    if (ans == NULL || br == NULL || json_object_set_new(ans, "per_rank", br) < 0) {
-        json_decref(ans);
-        return fail(err, REMAT_ENOMEM, "out of memory");
-    }
-    *out = ans;
-    return REMAT_OK;
+    return arr;
 }

@@ -623,6 +623,14 @@ int remat_fits_sharded(const struct remat_profile *const *profiles, size_t n_pro
                        struct remat_fits_answer *out, struct remat_shard_breakdown *per_rank,
                        struct remat_shard_spec *spec, struct remat_error *err);
 
+/* The least number of data-parallel ranks, at most max_data (1..2^20), at
+ * which batch 1 of job fits memory_bytes (job.data is ignored; hsdp counts
+ * whole shard groups); *least = 0 when none does.  REMAT_OK or negative. */
+int remat_fits_least_data(const struct remat_profile *const *profiles, size_t n_profiles,
+                          int64_t memory_bytes, const struct remat_fits_options *opts,
+                          const struct remat_shard_job *job, int64_t max_data, int64_t *least,
+                          struct remat_error *err);
+
 /* per_rank as POST /v1/fits answers it.  New reference, or NULL (memory). */
 json_t *remat_shard_breakdown_to_json(const struct remat_shard_spec *s,
                                       const struct remat_shard_breakdown *b);

@@ -357,13 +357,70 @@ static void test_fits_sharded(void **state)
     remat_profile_free(b);
 }
 
+/* Whether batch 1 fits at data ranks (test_least_data). */
+static int fits_one(const struct remat_profile *const *ps, int64_t m, struct remat_shard_job j,
+                    int64_t data)
+{
+    struct remat_fits_options o;
+    remat_fits_options_init(&o);
+    o.want_throughput = 0;
+    struct remat_fits_answer a;
+    struct remat_shard_breakdown b;
+    struct remat_shard_spec s;
+    j.data = data;
+    assert_int_equal(remat_fits_sharded(ps, 2, &m, 1, &o, &j, &a, &b, &s, NULL), REMAT_OK);
+    int yes = a.batch > 0;
+    remat_fits_answer_clear(&a);
+    return yes;
+}
+
+static void test_least_data(void **state)
+{
+    (void)state;
+    struct remat_profile *a = chain(2), *b = chain(4);
+    const struct remat_profile *ps[2] = {a, b};
+    struct remat_error err;
+    /* 16000 weights + 16000 gradients + 32000 state on one rank, a third
+     * of it gathered: 40000 bytes hold batch 1 only once sharded. */
+    int64_t m = 40000, least = -1;
+    struct remat_shard_job j;
+    remat_shard_job_init(&j);
+    j.strategy = REMAT_SHARD_ZERO3;
+    assert_int_equal(remat_fits_least_data(ps, 2, m, NULL, &j, 1024, &least, &err), REMAT_OK);
+    assert_true(least > 1 && least <= 1024);
+    assert_true(fits_one(ps, m, j, least) && !fits_one(ps, m, j, least - 1));
+    /* Capped below the least: none. */
+    assert_int_equal(remat_fits_least_data(ps, 2, m, NULL, &j, least - 1, &least, &err), REMAT_OK);
+    assert_true(least == 0);
+    /* DDP shards nothing: one rank or none. */
+    j.strategy = REMAT_SHARD_DDP;
+    assert_int_equal(remat_fits_least_data(ps, 2, m, NULL, &j, 1024, &least, &err), REMAT_OK);
+    assert_true(least == 0);
+    assert_int_equal(remat_fits_least_data(ps, 2, 10000000, NULL, &j, 1024, &least, &err),
+                     REMAT_OK);
+    assert_true(least == 1);
+    /* hsdp: whole groups of 4 ranks. */
+    j.strategy = REMAT_SHARD_HSDP;
+    j.shard_group = 4;
+    assert_int_equal(remat_fits_least_data(ps, 2, 10000000, NULL, &j, 1024, &least, &err),
+                     REMAT_OK);
+    assert_true(least == 4);
+    assert_int_equal(remat_fits_least_data(ps, 2, 10000000, NULL, &j, 3, &least, &err), REMAT_OK);
+    assert_true(least == 0);
+    assert_int_equal(remat_fits_least_data(ps, 2, m, NULL, &j, 0, &least, &err), REMAT_EINVAL);
+    assert_string_equal(err.pointer, "/global_batch");
+    assert_int_equal(remat_fits_least_data(ps, 2, m, NULL, NULL, 8, &least, &err), REMAT_EINVAL);
+    remat_profile_free(a);
+    remat_profile_free(b);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_names),        cmocka_unit_test(test_dtypes),
         cmocka_unit_test(test_zero_paper),   cmocka_unit_test(test_terms),
         cmocka_unit_test(test_options),      cmocka_unit_test(test_bad),
-        cmocka_unit_test(test_fits_sharded),
+        cmocka_unit_test(test_fits_sharded), cmocka_unit_test(test_least_data),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

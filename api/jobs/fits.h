@@ -11,6 +11,7 @@
 #include "rematd.h"
 
 #define REMATD_FITS_MAX_BATCHES 8
+#define REMATD_FITS_MAX_GLOBAL_BATCH (INT64_C(1) << 40) /* "global_batch" */
 
 /* Every member POST /v1/fits takes, and those a model spec passes on to
  * its profile jobs (POST /v1/profiles). */
@@ -27,7 +28,9 @@ struct rematd_fits_req {
     /* One rank of a data-parallel job (fits_sharded.c): set by "parallel". */
     int sharded;
     struct remat_shard_job job;
-    struct remat_shard_spec shard; /* the rank's, once answered */
+    struct remat_shard_spec shard;         /* the rank's, once answered */
+    int64_t global_batch;                  /* "global_batch"; 0 when not asked */
+    char gpu[REMAT_FITS_MAX_MEMORIES][16]; /* memory k's GPU name; "" for bytes */
 };
 
 void rematd_fits_req_free(struct rematd_fits_req *f);

@@ -13,11 +13,11 @@
 #include "jobs/fits.h"
 
 const char *const rematd_fits_fields[] = {
-    "profiles",       "profile_ids", "optimizer", "memory",   "margin_bytes", "margin_fraction",
-    "max_batch",      "throughput",  "model",     "layers",   "model_id",     "model_options",
-    "input_shape",    "input",       "stages",    "dtype",    "device",       "warmup",
-    "repeats",        "batches",     "confirm",   "parallel", "param_dtype",  "reduce_dtype",
-    "master_weights", NULL};
+    "profiles",       "profile_ids",  "optimizer", "memory",   "margin_bytes", "margin_fraction",
+    "max_batch",      "throughput",   "model",     "layers",   "model_id",     "model_options",
+    "input_shape",    "input",        "stages",    "dtype",    "device",       "warmup",
+    "repeats",        "batches",      "confirm",   "parallel", "param_dtype",  "reduce_dtype",
+    "master_weights", "global_batch", NULL};
 /* What a model spec passes on to its profile jobs (POST /v1/profiles). */
 const char *const rematd_fits_profile_fields[] = {
     "model", "layers", "model_id", "model_options", "input_shape", "input", "stages",
@@ -158,7 +158,7 @@ static int get_memory(struct rematd_problem *pr, json_t *body, struct rematd_fit
             f->mem[f->n_mem++] = json_integer_value(v);
         else if (json_is_string(v) &&
                  remat_gpu_memory_bytes(json_string_value(v), &f->mem[f->n_mem]) == REMAT_OK)
-            f->n_mem++;
+            snprintf(f->gpu[f->n_mem++], sizeof f->gpu[0], "%s", json_string_value(v));
         else
             return bad(pr, p,
                        "a memory size is bytes in 1..2^60 or a GPU name (docs/scheduling.md)");

@@ -7,6 +7,7 @@
  */
 #include "config.h"
 
+#include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -38,8 +39,9 @@ static int get_dtype(struct rematd_problem *pr, json_t *body, const char *name, 
 int rematd_fits_read_parallel(json_t *body, struct rematd_fits_req *f, struct rematd_problem *pr)
 {
     json_t *par = json_object_get(body, "parallel");
-    static const char *const needs[] = {"param_dtype", "reduce_dtype", "master_weights"};
-    for (size_t k = 0; par == NULL && k < 3; k++)
+    static const char *const needs[] = {"param_dtype", "reduce_dtype", "master_weights",
+                                        "global_batch"};
+    for (size_t k = 0; par == NULL && k < 4; k++)
         if (json_object_get(body, needs[k]) != NULL) {
             char ptr[32];
             snprintf(ptr, sizeof ptr, "/%s", needs[k]);
@@ -100,8 +102,89 @@ int rematd_fits_read_parallel(json_t *body, struct rematd_fits_req *f, struct re
     json_t *ov = json_object_get(body, "optimizer");
     v = json_is_object(ov) ? json_object_get(ov, "state_elem_bytes") : NULL;
     s->state_bytes = json_is_integer(v) ? (int)json_integer_value(v) : 0;
+    v = json_object_get(body, "global_batch");
+    f->global_batch = 0;
+    if (v != NULL) {
+        if (!json_is_integer(v) || json_integer_value(v) < 1 ||
+            json_integer_value(v) > REMATD_FITS_MAX_GLOBAL_BATCH)
+            return bad(pr, "/global_batch", "global_batch must be an integer in 1..2^40");
+        f->global_batch = json_integer_value(v);
+    }
     f->sharded = 1;
     return 0;
+}
+
+/* SkyPilot's accelerator name of each GPU of remat's table (src/fits.c). */
+static const char *skypilot_name(const char *gpu)
+{
+    static const char *const t[][2] = {
+        {"t4", "T4"},     {"v100-16gb", "V100"}, {"v100-32gb", "V100-32GB"}, {"a10", "A10"},
+        {"l4", "L4"},     {"a100-40gb", "A100"}, {"a100-80gb", "A100-80GB"}, {"h100-80gb", "H100"},
+        {"h200", "H200"},
+    };
+    for (size_t k = 0; k < sizeof t / sizeof t[0]; k++)
+        if (strcmp(gpu, t[k][0]) == 0)
+            return t[k][1];
+    return NULL;
+}
+
+/* The scheduler's questions for memory k (docs/scheduling.md, "Per GPU
+ * kind"): the micro-batch per rank and the accumulation steps that reach
+ * the global batch at the ranks asked for, the least ranks at which batch 1
+ * fits, and the request in the forms schedulers take.  NULL with *rc and
+ * err, or new. */
+static json_t *schedule_json(struct rematd_fits_req *f, size_t k, const struct remat_fits_answer *a,
+                             const struct remat_shard_breakdown *b, struct remat_error *err,
+                             int *rc)
+{
+    int64_t n = f->job.data, g = f->global_batch;
+    int64_t max_data = g < REMAT_SHARD_MAX_RANKS ? g : REMAT_SHARD_MAX_RANKS, least = 0;
+    *rc = remat_fits_least_data((const struct remat_profile *const *)f->ps, f->n, f->mem[k], &f->o,
+                                &f->job, max_data, &least, err);
+    if (*rc < 0)
+        return NULL;
+    json_t *o = json_object();
+    int bad = o == NULL;
+    bad |= json_object_set_new(o, "global_batch", json_integer(g)) < 0;
+    bad |= json_object_set_new(o, "least_data", least ? json_integer(least) : json_null()) < 0;
+    if (a->batch > 0) {
+        int64_t per_rank = g / n + (g % n != 0); /* samples per rank per step */
+        int64_t micro = a->batch < per_rank ? a->batch : per_rank;
+        int64_t accum = per_rank / micro + (per_rank % micro != 0);
+        bad |= json_object_set_new(o, "micro_batch", json_integer(micro)) < 0;
+        bad |= json_object_set_new(o, "accumulation_steps", json_integer(accum)) < 0;
+        bad |= json_object_set_new(o, "samples_per_step", json_integer(micro * n * accum)) < 0;
+    }
+    /* The device memory a rank needs: its peak, the margins, and the 1 GiB
+     * of CUDA context remat's GPU table takes off each card. */
+    int64_t need = b->peak + (a->memory_bytes - a->usable_bytes) + (INT64_C(1) << 30);
+    int64_t gib = (need + (INT64_C(1) << 30) - 1) >> 30;
+    int64_t gb = (need + 999999999) / 1000000000;
+    char dra[160], sky[64], skymem[64];
+    snprintf(dra, sizeof dra,
+             "device.capacity[\"gpu.nvidia.com\"].memory.compareTo(quantity(\"%" PRId64
+             "Gi\")) >= 0",
+             gib);
+    snprintf(skymem, sizeof skymem, "NVIDIA:%" PRId64 "GB+:%" PRId64, gb, n);
+    const char *name = f->gpu[k][0] ? skypilot_name(f->gpu[k]) : NULL;
+    snprintf(sky, sizeof sky, "%s:%" PRId64, name ? name : "", n);
+    json_t *req =
+        json_pack("{s:I, s:I, s:{s:I}, s:s, s:s}", "device_memory_bytes", (json_int_t)need, "ranks",
+                  (json_int_t)n, "kubernetes", "nvidia.com/gpu", (json_int_t)n, "dra_selector", dra,
+                  "skypilot_memory", skymem);
+    bad |= req == NULL;
+    if (req != NULL && name != NULL)
+        bad |= json_object_set_new(req, "skypilot", json_string(sky)) < 0;
+    bad |= req == NULL || json_object_set_new(o, "requests", req) < 0;
+    if (bad) {
+        json_decref(o);
+        *rc = REMAT_ENOMEM;
+        err->code = REMAT_ENOMEM;
+        err->pointer[0] = '\0';
+        snprintf(err->message, sizeof err->message, "out of memory");
+        return NULL;
+    }
+    return o;
 }
 
 json_t *rematd_fits_sharded_compute(struct rematd_fits_req *f, struct remat_error *err, int *rc)
@@ -116,13 +199,28 @@ json_t *rematd_fits_sharded_compute(struct rematd_fits_req *f, struct remat_erro
     json_t *arr = json_array();
     int bad = arr == NULL;
     for (size_t k = 0; k < f->n_mem; k++) {
-        json_t *a = bad ? NULL : remat_fits_answer_to_json(&ans[k]);
-        json_t *r = a == NULL ? NULL : remat_shard_breakdown_to_json(&used, &br[k]);
-        bad |= r == NULL || json_object_set_new(a, "per_rank", r) < 0 ||
-               json_array_append_new(arr, a) < 0;
+        if (!bad && *rc == REMAT_OK) {
+            json_t *a = remat_fits_answer_to_json(&ans[k]);
+            json_t *r = a == NULL ? NULL : remat_shard_breakdown_to_json(&used, &br[k]);
+            /* set_new and append_new take their reference also on failure. */
+            if (a == NULL || r == NULL || json_object_set_new(a, "per_rank", r) < 0) {
+                json_decref(a);
+                bad = 1;
+            } else if (json_array_append_new(arr, a) < 0) {
+                bad = 1;
+            } else if (f->global_batch > 0) {
+                json_t *sch = schedule_json(f, k, &ans[k], &br[k], err, rc);
+                bad |=
+                    *rc == REMAT_OK && (sch == NULL || json_object_set_new(a, "schedule", sch) < 0);
+            }
+        }
         remat_fits_answer_clear(&ans[k]);
     }
     f->shard = used;
+    if (*rc < 0) {
+        json_decref(arr);
+        return NULL;
+    }
     if (bad) {
         json_decref(arr);
         *rc = REMAT_ENOMEM;

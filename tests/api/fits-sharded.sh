@@ -92,6 +92,59 @@ assert r["buckets"] == 0 and r["weights"] == r["gradients"], r
 assert r["optimizer"] == 4 * -(-d["parallel"]["params"] // 8), r
 PY
 
+# The scheduler's questions per GPU kind: a global batch of 512 over 8 ranks.
+post /v1/fits "{$ps,\"optimizer\":\"adam\",\"memory\":[\"t4\",\"a100-80gb\"],\"parallel\":{\"data\":8,\"strategy\":\"zero3\"},\"param_dtype\":\"bf16\",\"global_batch\":512,\"throughput\":false}"
+expect 200 /v1/fits
+"$PYTHON" - "$BODY" <<'PY' && ok || fail "schedule: $(head -c 800 "$BODY")"
+import json, math, sys
+d = json.load(open(sys.argv[1]))
+for a in d["answers"]:
+    s, r = a["schedule"], a["per_rank"]
+    assert s["global_batch"] == 512
+    req = s["requests"]
+    assert req["ranks"] == 8 and req["kubernetes"] == {"nvidia.com/gpu": 8}
+    need = r["peak_bytes"] + a["memory_bytes"] - a["usable_bytes"] + 2**30
+    assert req["device_memory_bytes"] == need, (req, need)
+    gib = -(-need // 2**30)
+    assert req["dra_selector"] == \
+        'device.capacity["gpu.nvidia.com"].memory.compareTo(quantity("%dGi")) >= 0' % gib
+    assert req["skypilot_memory"] == "NVIDIA:%dGB+:8" % -(-need // 10**9), req
+    b = a["largest"]["batch"]
+    if b > 0:
+        micro = min(b, 64)
+        assert s["micro_batch"] == micro and s["accumulation_steps"] == -(-64 // micro), s
+        assert s["samples_per_step"] >= 512 and s["least_data"] <= 8, s
+t4, a100 = d["answers"]
+assert t4["schedule"]["requests"]["skypilot"] == "T4:8"
+assert a100["schedule"]["requests"]["skypilot"] == "A100-80GB:8"
+PY
+
+# 40 MB holds no batch on one rank (53 MB of weights, gradients and
+# state); more ranks shard them until one fits: the least such, and one
+# fewer does not.
+post /v1/fits "{$ps,\"optimizer\":\"adam\",\"memory\":[40000000],\"parallel\":{\"data\":1,\"strategy\":\"zero3\"},\"param_dtype\":\"bf16\",\"global_batch\":512,\"throughput\":false}"
+expect 200 /v1/fits
+"$PYTHON" - "$BODY" <<'PY' && ok || fail "least data: $(head -c 800 "$BODY")"
+import json, sys
+small = json.load(open(sys.argv[1]))["answers"][0]
+assert small["largest"]["batch"] == 0 and "micro_batch" not in small["schedule"]
+least = small["schedule"]["least_data"]
+assert least is not None and least > 1, small["schedule"]
+assert "skypilot" not in small["schedule"]["requests"]
+open(sys.argv[1] + ".least", "w").write(str(least))
+PY
+least=$(cat "$T"/*.least 2>/dev/null | head -1)
+for n in $least $((least - 1)); do
+    post /v1/fits "{$ps,\"optimizer\":\"adam\",\"memory\":[40000000],\"parallel\":{\"data\":$n,\"strategy\":\"zero3\"},\"param_dtype\":\"bf16\",\"throughput\":false}"
+    expect 200 /v1/fits
+    batch=$("$PYTHON" -c 'import json,sys; print(json.load(open(sys.argv[1]))["answers"][0]["largest"]["batch"])' "$BODY")
+    if [ "$n" = "$least" ]; then
+        [ "$batch" -ge 1 ] && ok || fail "least_data $n: batch $batch"
+    else
+        [ "$batch" = 0 ] && ok || fail "least_data - 1 = $n: batch $batch"
+    fi
+done
+
 # Errors name the field.
 fit="\"profiles\":[$b4],\"memory\":[200000000]"
 post /v1/fits "{$fit,\"parallel\":{\"strategy\":\"ddp\"}}"
@@ -122,6 +175,10 @@ post /v1/fits "{$fit,\"parallel\":{\"data\":4},\"master_weights\":\"yes\"}"
 problem "master weights" 400 validation /master_weights
 post /v1/fits "{$fit,\"param_dtype\":\"bfloat16\"}"
 problem "mixed precision without parallel" 400 validation /param_dtype
+post /v1/fits "{$fit,\"global_batch\":64}"
+problem "global batch without parallel" 400 validation /global_batch
+post /v1/fits "{$fit,\"parallel\":{\"data\":4},\"global_batch\":0}"
+problem "zero global batch" 400 validation /global_batch
 
 schema_check "$T/manifest"
 stop_rematd

@@ -388,7 +388,9 @@ class Client:
         parallel={"data": N, "strategy": "ddp" | "zero1" | "zero2" | "zero3"
         | "fsdp" | "hsdp", "shard_group": M} each answer is one rank's and
         carries its per_rank breakdown (docs/scheduling.md, "Sharded jobs");
-        param_dtype, reduce_dtype and master_weights go with it.  Returns the
+        param_dtype, reduce_dtype, master_weights and global_batch (each
+        answer's schedule: micro-batch, accumulation, least ranks, scheduler
+        requests) go with it, global_batch in options.  Returns the
         answer (a dict); a model spec whose profiles are not cached yet is a
         fits job, waited for (its result returned), or returned with
         wait=False."""

@@ -631,6 +631,13 @@ int remat_fits_least_data(const struct remat_profile *const *profiles, size_t n_
                           const struct remat_shard_job *job, int64_t max_data, int64_t *least,
                           struct remat_error *err);
 
+/* One rank's breakdown of job at `batch` (1..2^24) with that batch's
+ * min-peak plan: what a rank running a micro-batch below the largest
+ * needs.  REMAT_OK or negative with err (out zeroed). */
+int remat_fits_sharded_at(const struct remat_profile *const *profiles, size_t n_profiles,
+                          const struct remat_shard_job *job, int64_t batch,
+                          struct remat_shard_breakdown *out, struct remat_error *err);
+
 /* per_rank as POST /v1/fits answers it.  New reference, or NULL (memory). */
 json_t *remat_shard_breakdown_to_json(const struct remat_shard_spec *s,
                                       const struct remat_shard_breakdown *b);

@@ -413,3 +413,51 @@ int remat_fits_least_data(const struct remat_profile *const *profiles, size_t n_
     *least = hi * step;
     return REMAT_OK;
 }
+
+int remat_fits_sharded_at(const struct remat_profile *const *profiles, size_t n_profiles,
+                          const struct remat_shard_job *job, int64_t batch,
+                          struct remat_shard_breakdown *out, struct remat_error *err)
+{
+    memset(out, 0, sizeof *out);
+    if (job == NULL || profiles == NULL || n_profiles == 0 || profiles[0] == NULL ||
+        n_profiles > REMAT_FITS_MAX_PROFILES)
+        return remat__error(err, REMAT_EINVAL, "/profiles", "1 to %d profiles and a job",
+                            REMAT_FITS_MAX_PROFILES);
+    int rc = remat_profile_validate(profiles[0], err);
+    if (rc < 0)
+        return rc;
+    struct remat_shard_spec s;
+    rc = job_spec(profiles[0], job, &s, err);
+    if (rc < 0)
+        return rc;
+    struct remat_profile *act[REMAT_FITS_MAX_PROFILES] = {0};
+    size_t n_act = 0;
+    for (; rc == REMAT_OK && n_act < n_profiles; n_act++) {
+        act[n_act] = profiles[n_act] ? activations_only(profiles[n_act], err) : NULL;
+        if (act[n_act] == NULL)
+            rc = remat__error(err, REMAT_EINVAL, "/profiles", "profile %zu is missing", n_act);
+    }
+    struct remat_profile *at = NULL;
+    if (rc == REMAT_OK) {
+        at = remat_profile_at_batch((const struct remat_profile *const *)act, n_profiles, batch,
+                                    NULL, err);
+        if (at == NULL)
+            rc = err != NULL && err->code < 0 ? err->code : REMAT_EINVAL;
+    }
+    if (rc == REMAT_OK) {
+        /* The least peak of the batch: its min-peak plan. */
+        struct remat_options o;
+        remat_options_init(&o);
+        struct remat_plan plan;
+        rc = remat_solve(at, &o, &plan, err);
+        if (rc == REMAT_OK) {
+            s.activations = plan.peak_bytes;
+            rc = remat_shard_memory(&s, out, err);
+        }
+        remat_plan_clear(&plan);
+    }
+    remat_profile_free(at);
+    for (size_t k = 0; k < n_act; k++)
+        remat_profile_free(act[k]);
+    return rc;
+}

@@ -327,6 +327,22 @@ static void test_fits_sharded(void **state)
             remat_fits_answer_clear(&ans[k]);
         }
     }
+    /* At the largest batch the breakdown is the answer's; below it less. */
+    struct remat_shard_job jj;
+    remat_shard_job_init(&jj);
+    jj.strategy = REMAT_SHARD_ZERO3;
+    jj.data = 4;
+    assert_int_equal(remat_fits_sharded(ps, 2, mem + 1, 1, &o, &jj, ans, br, &used, &err),
+                     REMAT_OK);
+    struct remat_shard_breakdown at;
+    assert_true(ans[0].batch > 2);
+    assert_int_equal(remat_fits_sharded_at(ps, 2, &jj, ans[0].batch, &at, &err), REMAT_OK);
+    assert_true(at.peak == br[0].peak && at.activations == br[0].activations);
+    assert_int_equal(remat_fits_sharded_at(ps, 2, &jj, ans[0].batch / 2, &at, &err), REMAT_OK);
+    assert_true(at.peak < br[0].peak && at.weights == br[0].weights);
+    assert_int_equal(remat_fits_sharded_at(ps, 2, &jj, 0, &at, &err), REMAT_EINVAL);
+    assert_true(at.peak == 0);
+    remat_fits_answer_clear(&ans[0]);
     /* DDP's 4 * 16000 + 32000 bytes of weights, gradients, buckets and
      * state fill 50000 bytes: no batch. */
     struct remat_shard_job j;

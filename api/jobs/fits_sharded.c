@@ -155,9 +155,26 @@ static json_t *schedule_json(struct rematd_fits_req *f, size_t k, const struct r
         bad |= json_object_set_new(o, "accumulation_steps", json_integer(accum)) < 0;
         bad |= json_object_set_new(o, "samples_per_step", json_integer(micro * n * accum)) < 0;
     }
-    /* The device memory a rank needs: its peak, the margins, and the 1 GiB
-     * of CUDA context remat's GPU table takes off each card. */
-    int64_t need = b->peak + (a->memory_bytes - a->usable_bytes) + (INT64_C(1) << 30);
+    /* The rank's peak at the micro-batch it runs: below the largest batch,
+     * that batch's min-peak plan needs less than the memory holds. */
+    int64_t peak = b->peak;
+    if (a->batch > 0) {
+        int64_t per_rank = g / n + (g % n != 0);
+        if (per_rank < a->batch) {
+            struct remat_shard_breakdown at;
+            *rc = remat_fits_sharded_at((const struct remat_profile *const *)f->ps, f->n, &f->job,
+                                        per_rank, &at, err);
+            if (*rc < 0) {
+                json_decref(o);
+                return NULL;
+            }
+            peak = at.peak;
+        }
+        bad |= json_object_set_new(o, "micro_peak_bytes", json_integer(peak)) < 0;
+    }
+    /* The device memory a rank needs: that peak, the margins, and the 1
+     * GiB of CUDA context remat's GPU table takes off each card. */
+    int64_t need = peak + (a->memory_bytes - a->usable_bytes) + (INT64_C(1) << 30);
     int64_t gib = (need + (INT64_C(1) << 30) - 1) >> 30;
     int64_t gb = (need + 999999999) / 1000000000;
     char dra[160], sky[64], skymem[64];

@@ -354,19 +354,21 @@ json_t *remat_shard_breakdown_to_json(const struct remat_shard_spec *s,
     return o;
 }
 
-/* Whether batch 1 of the job at `data` ranks fits memory m. */
-static int fits_at(const struct remat_profile *const *ps, size_t n, int64_t m,
-                   const struct remat_fits_options *o, const struct remat_shard_job *job,
-                   int64_t data, int *yes, struct remat_error *err)
+/* Whether batch 1 of the job at `data` ranks fits `usable` bytes, its
+ * activations (the same at any rank count) given. */
+static int fits_at(const struct remat_profile *q, const struct remat_shard_job *job, int64_t data,
+                   int64_t act, int64_t usable, int *yes, struct remat_error *err)
 {
     struct remat_shard_job j = *job;
     j.data = data;
-    struct remat_fits_answer a;
-    struct remat_shard_breakdown b;
     struct remat_shard_spec s;
-    int rc = remat_fits_sharded(ps, n, &m, 1, o, &j, &a, &b, &s, err);
-    *yes = rc == REMAT_OK && a.batch > 0;
-    remat_fits_answer_clear(&a);
+    struct remat_shard_breakdown b;
+    int rc = job_spec(q, &j, &s, err);
+    if (rc < 0)
+        return rc;
+    s.activations = act;
+    rc = remat_shard_memory(&s, &b, err);
+    *yes = rc == REMAT_OK && b.peak <= usable;
     return rc;
 }
 
@@ -380,12 +382,15 @@ int remat_fits_least_data(const struct remat_profile *const *profiles, size_t n_
         return remat__error(err, REMAT_EINVAL, "/parallel", "no job");
     if (max_data < 1 || max_data > REMAT_SHARD_MAX_RANKS)
         return remat__error(err, REMAT_EINVAL, "/global_batch", "max_data must be in 1..2^20");
+    if (memory_bytes <= 0 || memory_bytes > REMAT_MAX_BYTES)
+        return remat__error(err, REMAT_EINVAL, "/memory", "a memory size must be in [1, 2^60]");
     struct remat_fits_options o;
     if (opts == NULL)
         remat_fits_options_init(&o);
     else
         o = *opts;
-    o.want_throughput = 0;
+    int64_t usable =
+        memory_bytes - o.margin_bytes - (int64_t)((double)memory_bytes * o.margin_fraction);
     /* hsdp runs on whole shard groups: k groups of M ranks. */
     int64_t step = job->strategy == REMAT_SHARD_HSDP ? job->shard_group : 1;
     if (step < 1)
@@ -394,15 +399,23 @@ int remat_fits_least_data(const struct remat_profile *const *profiles, size_t n_
     int64_t lo = 0, hi = max_data / step; /* fits at hi * step; not at lo * step */
     if (hi == 0)
         return REMAT_OK;
+    /* Batch 1's activations (its min-peak plan) do not depend on the
+     * ranks: solved once, then each rank count is arithmetic. */
+    struct remat_shard_job j = *job;
+    j.data = hi * step;
+    struct remat_shard_breakdown one;
+    int rc = remat_fits_sharded_at(profiles, n_profiles, &j, 1, &one, err);
+    if (rc < 0)
+        return rc;
     int yes = 0;
-    int rc = fits_at(profiles, n_profiles, memory_bytes, &o, job, hi * step, &yes, err);
+    rc = fits_at(profiles[0], job, hi * step, one.activations, usable, &yes, err);
     if (rc < 0 || !yes)
         return rc;
     /* Each rank's bytes do not grow with the ranks (shards of ceil(Ψ/N)),
      * so "fits" is monotone in N and bisection finds the least. */
     while (hi - lo > 1) {
         int64_t mid = lo + (hi - lo) / 2;
-        rc = fits_at(profiles, n_profiles, memory_bytes, &o, job, mid * step, &yes, err);
+        rc = fits_at(profiles[0], job, mid * step, one.activations, usable, &yes, err);
         if (rc < 0)
             return rc;
         if (yes)

@@ -52,6 +52,8 @@ int cli_cmd_fits(int argc, char **argv)
     struct remat_shard_job job;
     remat_shard_job_init(&job);
     int sharded = 0;
+    int64_t global_batch = 0;
+    const char *gpu_of[REMAT_FITS_MAX_MEMORIES] = {0}; /* memory k's GPU name, or NULL */
     enum cli_format fmt = CLI_FORMAT_AUTO;
     struct cli_deadline deadline = {0, 0};
     for (int i = 1; i < argc; i++) {
@@ -72,7 +74,7 @@ int cli_cmd_fits(int argc, char **argv)
             if (cli_parse_count(v, REMAT_MAX_BYTES, &x) == 0 && x > 0)
                 mem[n_mem++] = x;
             else if (remat_gpu_memory_bytes(v, &mem[n_mem]) == REMAT_OK)
-                n_mem++;
+                gpu_of[n_mem++] = v;
             else {
                 fprintf(stderr, "remat fits: --memory: '%s' is neither bytes nor a GPU name (", v);
                 for (size_t k = 0; remat_gpu_name(k) != NULL; k++)
@@ -132,6 +134,12 @@ int cli_cmd_fits(int argc, char **argv)
         } else if ((v = cli_opt_value(argc, argv, &i, "--reduce-dtype", &missing)) != NULL) {
             if (dtype_opt("--reduce-dtype", v, &job.grad_bytes) < 0)
                 return 2;
+        } else if ((v = cli_opt_value(argc, argv, &i, "--global-batch", &missing)) != NULL) {
+            if (cli_parse_count(v, REMAT_FITS_MAX_GLOBAL_BATCH, &global_batch) < 0 ||
+                global_batch == 0) {
+                fprintf(stderr, "remat fits: --global-batch: '%s' is not in 1..2^40\n", v);
+                return 2;
+            }
         } else if (strcmp(argv[i], "--master-weights") == 0 ||
                    strcmp(argv[i], "--no-master-weights") == 0) {
             job.master_weights = argv[i][2] == 'm';
@@ -150,9 +158,10 @@ int cli_cmd_fits(int argc, char **argv)
             paths[n_paths++] = argv[i];
         }
     }
-    if (!sharded && (job.strategy != REMAT_SHARD_DDP || job.shard_group != 0 ||
+    if (!sharded && (job.strategy != REMAT_SHARD_DDP || job.shard_group != 0 || global_batch != 0 ||
                      job.param_bytes != 0 || job.grad_bytes != 0 || job.master_weights != -1)) {
-        fprintf(stderr, "remat fits: --strategy, --shard-group and the dtypes need --parallel N\n");
+        fprintf(stderr, "remat fits: --strategy, --shard-group, --global-batch and the dtypes need "
+                        "--parallel N\n");
         return 2;
     }
     if (n_paths == 0 || n_mem == 0) {
@@ -190,6 +199,15 @@ int cli_cmd_fits(int argc, char **argv)
         rc = remat_fits_sharded(cps, loaded, mem, n_mem, &o, &job, ans, br, &used, &err);
     else if (status == 0)
         rc = remat_fits(cps, loaded, mem, n_mem, &o, ans, &err);
+    /* --global-batch: what a scheduler places, per memory. */
+    struct remat_fits_schedule sch[REMAT_FITS_MAX_MEMORIES];
+    for (size_t k = 0; status == 0 && rc == REMAT_OK && global_batch > 0 && k < n_mem; k++)
+        if (remat_fits_schedule(cps, loaded, &o, &job, global_batch, &ans[k], &br[k], &sch[k],
+                                &err) < 0) {
+            status = cli_fail("fits", &err);
+            for (size_t j = 0; j < n_mem; j++)
+                remat_fits_answer_clear(&ans[j]);
+        }
     if (rc == REMAT_ECANCELED)
         status = cli_deadline_failed("fits", &deadline);
     else if (rc < 0)
@@ -204,6 +222,13 @@ int cli_cmd_fits(int argc, char **argv)
                    k ? "" : "\n", remat_shard_name(used.strategy), used.data, ans[k].batch,
                    br[k].weights, br[k].gradients, br[k].optimizer, br[k].gathered, br[k].buckets,
                    br[k].activations, br[k].step_tmp, br[k].peak);
+        for (size_t k = 0; global_batch > 0 && k < n_mem; k++) {
+            json_t *j = remat_fits_schedule_to_json(&sch[k], gpu_of[k]);
+            char *text = j ? json_dumps(j, JSON_COMPACT) : NULL;
+            printf("%sschedule %zu: %s\n", k ? "" : "\n", k, text ? text : "(out of memory)");
+            free(text);
+            json_decref(j);
+        }
         for (size_t k = 0; k < n_mem; k++)
             remat_fits_answer_clear(&ans[k]);
     } else if (status == 0) {
@@ -214,6 +239,9 @@ int cli_cmd_fits(int argc, char **argv)
             if (a != NULL && sharded)
                 bad |= json_object_set_new(a, "per_rank",
                                            remat_shard_breakdown_to_json(&used, &br[k])) < 0;
+            if (a != NULL && sharded && global_batch > 0)
+                bad |= json_object_set_new(a, "schedule",
+                                           remat_fits_schedule_to_json(&sch[k], gpu_of[k])) < 0;
             bad |= json_array_append_new(arr, a) < 0;
         }
         for (size_t k = 0; !bad && k < n_chk; k++) {

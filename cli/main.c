@@ -68,7 +68,9 @@ const char cli_help_fits[] =
     "  --parallel N      one rank of a job over N data-parallel ranks, with\n"
     "                    --strategy ddp|zero1|zero2|zero3|fsdp|hsdp (ddp),\n"
     "                    --shard-group M (hsdp), --param-dtype D, --reduce-dtype D,\n"
-    "                    --[no-]master-weights: the per-rank breakdown\n"
+    "                    --[no-]master-weights: the per-rank breakdown;\n"
+    "                    --global-batch G: micro-batch, accumulation, least ranks\n"
+    "                    and scheduler requests per memory\n"
     "                    (docs/scheduling.md, \"Sharded jobs\")\n" DEADLINE_HELP FORMAT_HELP;
 
 struct remat_profile *cli_load_profile(const char *path, int *status)

@@ -534,6 +534,9 @@ int remat_fits_memory_bound(const struct remat_profile *const *profiles, size_t 
 int remat_gpu_memory_bytes(const char *name, int64_t *bytes);
 /* The i-th name of that table, or NULL past its end; static storage. */
 const char *remat_gpu_name(size_t i);
+/* SkyPilot's accelerator name of a card of that table ("A100-80GB"), or
+ * NULL for a name not in it; static storage. */
+const char *remat_gpu_skypilot(const char *name);
 
 /* ------------------------------------------------------------------------
  * Sharded jobs: the memory of one data-parallel rank (sharded.c,
@@ -637,6 +640,36 @@ int remat_fits_least_data(const struct remat_profile *const *profiles, size_t n_
 int remat_fits_sharded_at(const struct remat_profile *const *profiles, size_t n_profiles,
                           const struct remat_shard_job *job, int64_t batch,
                           struct remat_shard_breakdown *out, struct remat_error *err);
+
+#define REMAT_FITS_MAX_GLOBAL_BATCH (INT64_C(1) << 40)
+
+/* What a scheduler places for one memory (docs/scheduling.md, "Per GPU
+ * kind"). */
+struct remat_fits_schedule {
+    int64_t global_batch;
+    int64_t ranks;               /* the job's data */
+    int64_t least_data;          /* fewest ranks at which batch 1 fits; 0: none */
+    int64_t micro_batch;         /* per rank: min(batch, ceil(global / ranks)); 0: none fits */
+    int64_t accumulation_steps;  /* ceil(ceil(global / ranks) / micro_batch) */
+    int64_t samples_per_step;    /* micro_batch * ranks * accumulation_steps >= global */
+    int64_t micro_peak_bytes;    /* the rank's peak at micro_batch (its min-peak plan) */
+    int64_t device_memory_bytes; /* that peak + the margins + 1 GiB of CUDA context */
+};
+
+/* The schedule of answer a (with breakdown b, from remat_fits_sharded of
+ * the same profiles, options and job) for global_batch samples per step.
+ * REMAT_OK or negative with err (out zeroed). */
+int remat_fits_schedule(const struct remat_profile *const *profiles, size_t n_profiles,
+                        const struct remat_fits_options *opts, const struct remat_shard_job *job,
+                        int64_t global_batch, const struct remat_fits_answer *a,
+                        const struct remat_shard_breakdown *b, struct remat_fits_schedule *out,
+                        struct remat_error *err);
+
+/* s as POST /v1/fits's "schedule", with the requests schedulers take:
+ * nvidia.com/gpu, a DRA CEL selector, SkyPilot accelerators by memory and,
+ * when gpu (may be NULL) names a card of the GPU table, by name.  New
+ * reference, or NULL (memory). */
+json_t *remat_fits_schedule_to_json(const struct remat_fits_schedule *s, const char *gpu);
 
 /* per_rank as POST /v1/fits answers it.  New reference, or NULL (memory). */
 json_t *remat_shard_breakdown_to_json(const struct remat_shard_spec *s,

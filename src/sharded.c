@@ -19,6 +19,7 @@
  *
  * A shard is ceil(Ψ/S) elements: the flat parameter is padded to a multiple
  * of S (FSDP's FlatParameter, DeepSpeed's partitions). */
+#include <inttypes.h>
 #include <stdio.h>
 
 #include "remat_private.h"
@@ -473,4 +474,91 @@ int remat_fits_sharded_at(const struct remat_profile *const *profiles, size_t n_
     for (size_t k = 0; k < n_act; k++)
         remat_profile_free(act[k]);
     return rc;
+}
+
+int remat_fits_schedule(const struct remat_profile *const *profiles, size_t n_profiles,
+                        const struct remat_fits_options *opts, const struct remat_shard_job *job,
+                        int64_t global_batch, const struct remat_fits_answer *a,
+                        const struct remat_shard_breakdown *b, struct remat_fits_schedule *out,
+                        struct remat_error *err)
+{
+    memset(out, 0, sizeof *out);
+    if (job == NULL || a == NULL || b == NULL)
+        return remat__error(err, REMAT_EINVAL, "/parallel", "no job or no answer");
+    if (global_batch < 1 || global_batch > REMAT_FITS_MAX_GLOBAL_BATCH)
+        return remat__error(err, REMAT_EINVAL, "/global_batch", "global_batch must be in 1..2^40");
+    int64_t n = job->data, g = global_batch;
+    if (n < 1 || n > REMAT_SHARD_MAX_RANKS)
+        return remat__error(err, REMAT_EINVAL, "/parallel/data", "data must be in 1..2^20");
+    int64_t max_data = g < REMAT_SHARD_MAX_RANKS ? g : REMAT_SHARD_MAX_RANKS;
+    int rc = remat_fits_least_data(profiles, n_profiles, a->memory_bytes, opts, job, max_data,
+                                   &out->least_data, err);
+    if (rc < 0)
+        return rc;
+    out->global_batch = g;
+    out->ranks = n;
+    int64_t peak = b->peak;
+    if (a->batch > 0) {
+        int64_t share = g / n + (g % n != 0); /* samples per rank per step */
+        out->micro_batch = a->batch < share ? a->batch : share;
+        out->accumulation_steps = share / out->micro_batch + (share % out->micro_batch != 0);
+        out->samples_per_step = out->micro_batch * n * out->accumulation_steps;
+        /* Below the largest batch, the micro-batch's min-peak plan needs
+         * less than the memory holds. */
+        if (share < a->batch) {
+            struct remat_shard_breakdown at;
+            rc = remat_fits_sharded_at(profiles, n_profiles, job, share, &at, err);
+            if (rc < 0) {
+                memset(out, 0, sizeof *out);
+                return rc;
+            }
+            peak = at.peak;
+        }
+        out->micro_peak_bytes = peak;
+    }
+    /* The device memory a rank needs: that peak, the margins, and the 1
+     * GiB of CUDA context the GPU table takes off each card
+     * (remat_gpu_memory_bytes). */
+    out->device_memory_bytes = peak + (a->memory_bytes - a->usable_bytes) + (INT64_C(1) << 30);
+    return REMAT_OK;
+}
+
+json_t *remat_fits_schedule_to_json(const struct remat_fits_schedule *s, const char *gpu)
+{
+    json_t *o = json_object();
+    int bad = o == NULL;
+    bad |= json_object_set_new(o, "global_batch", json_integer(s->global_batch)) < 0;
+    bad |= json_object_set_new(o, "least_data",
+                               s->least_data ? json_integer(s->least_data) : json_null()) < 0;
+    if (s->micro_batch > 0) {
+        bad |= json_object_set_new(o, "micro_batch", json_integer(s->micro_batch)) < 0;
+        bad |=
+            json_object_set_new(o, "accumulation_steps", json_integer(s->accumulation_steps)) < 0;
+        bad |= json_object_set_new(o, "samples_per_step", json_integer(s->samples_per_step)) < 0;
+        bad |= json_object_set_new(o, "micro_peak_bytes", json_integer(s->micro_peak_bytes)) < 0;
+    }
+    int64_t need = s->device_memory_bytes;
+    int64_t gib = (need + (INT64_C(1) << 30) - 1) >> 30;
+    int64_t gb = (need + 999999999) / 1000000000;
+    char dra[160], sky[64], skymem[64];
+    snprintf(dra, sizeof dra,
+             "device.capacity[\"gpu.nvidia.com\"].memory.compareTo(quantity(\"%" PRId64
+             "Gi\")) >= 0",
+             gib);
+    snprintf(skymem, sizeof skymem, "NVIDIA:%" PRId64 "GB+:%" PRId64, gb, s->ranks);
+    const char *name = remat_gpu_skypilot(gpu);
+    snprintf(sky, sizeof sky, "%s:%" PRId64, name ? name : "", s->ranks);
+    json_t *req =
+        json_pack("{s:I, s:I, s:{s:I}, s:s, s:s}", "device_memory_bytes", (json_int_t)need, "ranks",
+                  (json_int_t)s->ranks, "kubernetes", "nvidia.com/gpu", (json_int_t)s->ranks,
+                  "dra_selector", dra, "skypilot_memory", skymem);
+    bad |= req == NULL;
+    if (req != NULL && name != NULL)
+        bad |= json_object_set_new(req, "skypilot", json_string(sky)) < 0;
+    bad |= req == NULL || json_object_set_new(o, "requests", req) < 0;
+    if (bad) {
+        json_decref(o);
+        return NULL;
+    }
+    return o;
 }

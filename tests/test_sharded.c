@@ -426,6 +426,46 @@ static void test_least_data(void **state)
     assert_int_equal(remat_fits_least_data(ps, 2, m, NULL, &j, 0, &least, &err), REMAT_EINVAL);
     assert_string_equal(err.pointer, "/global_batch");
     assert_int_equal(remat_fits_least_data(ps, 2, m, NULL, NULL, 8, &least, &err), REMAT_EINVAL);
+    /* The schedule at 8 ranks for 512 samples per step. */
+    j.strategy = REMAT_SHARD_ZERO3;
+    j.data = 8;
+    j.shard_group = 0;
+    int64_t big = 10000000;
+    struct remat_fits_options o;
+    remat_fits_options_init(&o);
+    o.want_throughput = 0;
+    o.margin_bytes = 1000;
+    struct remat_fits_answer ans;
+    struct remat_shard_breakdown br;
+    struct remat_shard_spec used;
+    assert_int_equal(remat_fits_sharded(ps, 2, &big, 1, &o, &j, &ans, &br, &used, &err), REMAT_OK);
+    assert_true(ans.batch > 64);
+    struct remat_fits_schedule sch;
+    assert_int_equal(remat_fits_schedule(ps, 2, &o, &j, 512, &ans, &br, &sch, &err), REMAT_OK);
+    assert_true(sch.ranks == 8 && sch.micro_batch == 64 && sch.accumulation_steps == 1);
+    assert_true(sch.samples_per_step == 512 && sch.least_data == 1);
+    assert_true(sch.micro_peak_bytes < br.peak);
+    assert_true(sch.device_memory_bytes == sch.micro_peak_bytes + 1000 + (INT64_C(1) << 30));
+    /* 1000 samples: 125 per rank, two steps of 63 (126 >= 125). */
+    ans.batch = 63;
+    assert_int_equal(remat_fits_schedule(ps, 2, &o, &j, 1000, &ans, &br, &sch, &err), REMAT_OK);
+    assert_true(sch.micro_batch == 63 && sch.accumulation_steps == 2);
+    assert_true(sch.samples_per_step == 63 * 8 * 2);
+    json_t *js = remat_fits_schedule_to_json(&sch, "h100-80gb");
+    assert_non_null(js);
+    json_t *req = json_object_get(js, "requests");
+    assert_string_equal(json_string_value(json_object_get(req, "skypilot")), "H100:8");
+    assert_true(json_integer_value(
+                    json_object_get(json_object_get(req, "kubernetes"), "nvidia.com/gpu")) == 8);
+    json_decref(js);
+    ans.batch = 0;
+    assert_int_equal(remat_fits_schedule(ps, 2, &o, &j, 0, &ans, &br, &sch, &err), REMAT_EINVAL);
+    assert_string_equal(err.pointer, "/global_batch");
+    ans.batch = 63;
+    remat_fits_answer_clear(&ans);
+    assert_string_equal(remat_gpu_skypilot("a100-80gb"), "A100-80GB");
+    assert_null(remat_gpu_skypilot("x100"));
+    assert_null(remat_gpu_skypilot(NULL));
     remat_profile_free(a);
     remat_profile_free(b);
 }

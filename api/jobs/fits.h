@@ -11,7 +11,6 @@
 #include "rematd.h"
 
 #define REMATD_FITS_MAX_BATCHES 8
-#define REMATD_FITS_MAX_GLOBAL_BATCH (INT64_C(1) << 40) /* "global_batch" */
 
 /* Every member POST /v1/fits takes, and those a model spec passes on to
  * its profile jobs (POST /v1/profiles). */

@@ -7,7 +7,6 @@
  */
 #include "config.h"
 
-#include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -106,7 +105,7 @@ int rematd_fits_read_parallel(json_t *body, struct rematd_fits_req *f, struct re
     f->global_batch = 0;
     if (v != NULL) {
         if (!json_is_integer(v) || json_integer_value(v) < 1 ||
-            json_integer_value(v) > REMATD_FITS_MAX_GLOBAL_BATCH)
+            json_integer_value(v) > REMAT_FITS_MAX_GLOBAL_BATCH)
             return bad(pr, "/global_batch", "global_batch must be an integer in 1..2^40");
         f->global_batch = json_integer_value(v);
     }
@@ -114,92 +113,23 @@ int rematd_fits_read_parallel(json_t *body, struct rematd_fits_req *f, struct re
     return 0;
 }
 
-/* SkyPilot's accelerator name of each GPU of remat's table (src/fits.c). */
-static const char *skypilot_name(const char *gpu)
-{
-    static const char *const t[][2] = {
-        {"t4", "T4"},     {"v100-16gb", "V100"}, {"v100-32gb", "V100-32GB"}, {"a10", "A10"},
-        {"l4", "L4"},     {"a100-40gb", "A100"}, {"a100-80gb", "A100-80GB"}, {"h100-80gb", "H100"},
-        {"h200", "H200"},
-    };
-    for (size_t k = 0; k < sizeof t / sizeof t[0]; k++)
-        if (strcmp(gpu, t[k][0]) == 0)
-            return t[k][1];
-    return NULL;
-}
-
-/* The scheduler's questions for memory k (docs/scheduling.md, "Per GPU
- * kind"): the micro-batch per rank and the accumulation steps that reach
- * the global batch at the ranks asked for, the least ranks at which batch 1
- * fits, and the request in the forms schedulers take.  NULL with *rc and
- * err, or new. */
+/* Memory k's schedule (docs/scheduling.md, "Per GPU kind"): new, or NULL
+ * with *rc and err. */
 static json_t *schedule_json(struct rematd_fits_req *f, size_t k, const struct remat_fits_answer *a,
                              const struct remat_shard_breakdown *b, struct remat_error *err,
                              int *rc)
 {
-    int64_t n = f->job.data, g = f->global_batch;
-    int64_t max_data = g < REMAT_SHARD_MAX_RANKS ? g : REMAT_SHARD_MAX_RANKS, least = 0;
-    *rc = remat_fits_least_data((const struct remat_profile *const *)f->ps, f->n, f->mem[k], &f->o,
-                                &f->job, max_data, &least, err);
+    struct remat_fits_schedule sch;
+    *rc = remat_fits_schedule((const struct remat_profile *const *)f->ps, f->n, &f->o, &f->job,
+                              f->global_batch, a, b, &sch, err);
     if (*rc < 0)
         return NULL;
-    json_t *o = json_object();
-    int bad = o == NULL;
-    bad |= json_object_set_new(o, "global_batch", json_integer(g)) < 0;
-    bad |= json_object_set_new(o, "least_data", least ? json_integer(least) : json_null()) < 0;
-    if (a->batch > 0) {
-        int64_t per_rank = g / n + (g % n != 0); /* samples per rank per step */
-        int64_t micro = a->batch < per_rank ? a->batch : per_rank;
-        int64_t accum = per_rank / micro + (per_rank % micro != 0);
-        bad |= json_object_set_new(o, "micro_batch", json_integer(micro)) < 0;
-        bad |= json_object_set_new(o, "accumulation_steps", json_integer(accum)) < 0;
-        bad |= json_object_set_new(o, "samples_per_step", json_integer(micro * n * accum)) < 0;
-    }
-    /* The rank's peak at the micro-batch it runs: below the largest batch,
-     * that batch's min-peak plan needs less than the memory holds. */
-    int64_t peak = b->peak;
-    if (a->batch > 0) {
-        int64_t per_rank = g / n + (g % n != 0);
-        if (per_rank < a->batch) {
-            struct remat_shard_breakdown at;
-            *rc = remat_fits_sharded_at((const struct remat_profile *const *)f->ps, f->n, &f->job,
-                                        per_rank, &at, err);
-            if (*rc < 0) {
-                json_decref(o);
-                return NULL;
-            }
-            peak = at.peak;
-        }
-        bad |= json_object_set_new(o, "micro_peak_bytes", json_integer(peak)) < 0;
-    }
-    /* The device memory a rank needs: that peak, the margins, and the 1
-     * GiB of CUDA context remat's GPU table takes off each card. */
-    int64_t need = peak + (a->memory_bytes - a->usable_bytes) + (INT64_C(1) << 30);
-    int64_t gib = (need + (INT64_C(1) << 30) - 1) >> 30;
-    int64_t gb = (need + 999999999) / 1000000000;
-    char dra[160], sky[64], skymem[64];
-    snprintf(dra, sizeof dra,
-             "device.capacity[\"gpu.nvidia.com\"].memory.compareTo(quantity(\"%" PRId64
-             "Gi\")) >= 0",
-             gib);
-    snprintf(skymem, sizeof skymem, "NVIDIA:%" PRId64 "GB+:%" PRId64, gb, n);
-    const char *name = f->gpu[k][0] ? skypilot_name(f->gpu[k]) : NULL;
-    snprintf(sky, sizeof sky, "%s:%" PRId64, name ? name : "", n);
-    json_t *req =
-        json_pack("{s:I, s:I, s:{s:I}, s:s, s:s}", "device_memory_bytes", (json_int_t)need, "ranks",
-                  (json_int_t)n, "kubernetes", "nvidia.com/gpu", (json_int_t)n, "dra_selector", dra,
-                  "skypilot_memory", skymem);
-    bad |= req == NULL;
-    if (req != NULL && name != NULL)
-        bad |= json_object_set_new(req, "skypilot", json_string(sky)) < 0;
-    bad |= req == NULL || json_object_set_new(o, "requests", req) < 0;
-    if (bad) {
-        json_decref(o);
+    json_t *o = remat_fits_schedule_to_json(&sch, f->gpu[k][0] ? f->gpu[k] : NULL);
+    if (o == NULL) {
         *rc = REMAT_ENOMEM;
         err->code = REMAT_ENOMEM;
         err->pointer[0] = '\0';
         snprintf(err->message, sizeof err->message, "out of memory");
-        return NULL;
     }
     return o;
 }

@@ -1,9 +1,10 @@
 /*
  * jobs/fits_sharded.c - POST /v1/fits for one rank of a data-parallel job
  * (docs/scheduling.md, "Sharded jobs"): "parallel", "param_dtype",
- * "reduce_dtype" and "master_weights" read into a struct remat_shard_job,
- * and the answers of remat_fits_sharded, each with its per-rank breakdown.
- * Pure, as fits_read.c.
+ * "reduce_dtype", "master_weights" and "global_batch" read into a struct
+ * remat_shard_job, and the answers of remat_fits_sharded, each with its
+ * per-rank breakdown and, with a global batch, its schedule
+ * (remat_fits_schedule).  Pure, as fits_read.c.
  */
 #include "config.h"
 
@@ -44,7 +45,10 @@ int rematd_fits_read_parallel(json_t *body, struct rematd_fits_req *f, struct re
         if (json_object_get(body, needs[k]) != NULL) {
             char ptr[32];
             snprintf(ptr, sizeof ptr, "/%s", needs[k]);
-            return bad(pr, ptr, "mixed precision is read with parallel: give parallel too");
+            rematd_problem_set(pr, 400, "validation", ptr,
+                               "%s is read for one rank of a data-parallel job: give parallel too",
+                               needs[k]);
+            return -1;
         }
     if (par == NULL)
         return 0;

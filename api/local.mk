@@ -21,7 +21,7 @@ REMATD_STORE_CPPFLAGS = -I$(top_srcdir)/api/store
 # The readers (no HTTP inside: they fill a struct rematd_problem), which the
 # unit tests and fuzz targets link as they are.
 REMATD_READER_SOURCES = api/problem.h api/problem.c api/plans/request.h api/plans/request.c \
-	api/jobs/fits.h api/jobs/fits_read.c api/jobs/profile_spec.h api/jobs/profile_spec.c
+	api/jobs/fits.h api/jobs/fits_read.c api/jobs/fits_sharded.c api/jobs/profile_spec.h api/jobs/profile_spec.c
 # The HTTP layer (api/http/): connections, framing, requests, answers,
 # problems, Idempotency-Key.  http.h is all a route may use of it.
 REMATD_HTTP_SOURCES = api/http/http.h api/http/http_private.h api/http/request.c \

@@ -64,7 +64,14 @@ const char cli_help_fits[] =
     "  --max-batch N     the search's upper end (1..2^24)\n"
     "  --optimizer NAME[:foreach]  none, sgd, sgd-momentum, adam or adamw, for\n"
     "                    profiles measured without one\n"
-    "  --no-throughput   only the largest batch, not the fastest\n" DEADLINE_HELP FORMAT_HELP;
+    "  --no-throughput   only the largest batch, not the fastest\n"
+    "  --parallel N      one rank of a job over N data-parallel ranks, with\n"
+    "                    --strategy ddp|zero1|zero2|zero3|fsdp|hsdp (ddp),\n"
+    "                    --shard-group M (hsdp), --param-dtype D, --reduce-dtype D,\n"
+    "                    --[no-]master-weights: the per-rank breakdown;\n"
+    "                    --global-batch G: micro-batch, accumulation, least ranks\n"
+    "                    and scheduler requests per memory\n"
+    "                    (docs/scheduling.md, \"Sharded jobs\")\n" DEADLINE_HELP FORMAT_HELP;
 
 struct remat_profile *cli_load_profile(const char *path, int *status)
 {

@@ -764,14 +764,22 @@ json_t *remat_fits_answer_to_json(const struct remat_fits_answer *a)
     return root;
 }
 
-/* nvidia-smi's total MiB for each card. */
+/* nvidia-smi's total MiB for each card, and SkyPilot's accelerator name
+ * for it (sky show-gpus). */
 static const struct {
     const char *name;
     int64_t mib;
+    const char *skypilot;
 } gpus[] = {
-    {"t4", 15360},        {"v100-16gb", 16384}, {"v100-32gb", 32768},
-    {"a10", 23028},       {"l4", 23034},        {"a100-40gb", 40960},
-    {"a100-80gb", 81920}, {"h100-80gb", 81559}, {"h200", 143771},
+    {"t4", 15360, "T4"},
+    {"v100-16gb", 16384, "V100"},
+    {"v100-32gb", 32768, "V100-32GB"},
+    {"a10", 23028, "A10"},
+    {"l4", 23034, "L4"},
+    {"a100-40gb", 40960, "A100"},
+    {"a100-80gb", 81920, "A100-80GB"},
+    {"h100-80gb", 81559, "H100"},
+    {"h200", 143771, "H200"},
 };
 
 int remat_gpu_memory_bytes(const char *name, int64_t *bytes)
@@ -787,4 +795,12 @@ int remat_gpu_memory_bytes(const char *name, int64_t *bytes)
 const char *remat_gpu_name(size_t i)
 {
     return i < sizeof gpus / sizeof gpus[0] ? gpus[i].name : NULL;
+}
+
+const char *remat_gpu_skypilot(const char *name)
+{
+    for (size_t i = 0; name != NULL && i < sizeof gpus / sizeof gpus[0]; i++)
+        if (strcmp(name, gpus[i].name) == 0)
+            return gpus[i].skypilot;
+    return NULL;
 }

@@ -19,7 +19,7 @@ noinst_LTLIBRARIES += src/libremat_core.la
 src_libremat_core_la_SOURCES = \
 	src/remat.h src/remat_private.h \
 	src/json_lex.h src/json_lex.c src/profile_rules.h src/profile_rules.c \
-	src/big_alloc.c src/error.c src/fits.c src/optimizer.c src/profile.c src/profile_fast.c src/schedule.c src/simulate.c src/plan.c src/plan_dump.c src/exports.c \
+	src/big_alloc.c src/error.c src/fits.c src/optimizer.c src/sharded.c src/profile.c src/profile_fast.c src/schedule.c src/simulate.c src/plan.c src/plan_dump.c src/exports.c \
 	src/solve.c src/solve_baselines.c src/solve_sum.c src/solve_prefix.c \
 	src/solve_minpeak.h src/solve_minpeak_chain.h src/solve_minpeak.c src/solve_minpeak_set.c \
 	src/solve_mintime.h src/solve_mintime_table.h src/solve_mintime_table.c \

@@ -538,6 +538,146 @@ int remat_fits_memory_bound(const struct remat_profile *const *profiles, size_t 
 int remat_gpu_memory_bytes(const char *name, int64_t *bytes);
 /* The i-th name of that table, or NULL past its end; static storage. */
 const char *remat_gpu_name(size_t i);
+/* SkyPilot's accelerator name of a card of that table ("A100-80GB"), or
+ * NULL for a name not in it; static storage. */
+const char *remat_gpu_skypilot(const char *name);
+
+/* ------------------------------------------------------------------------
+ * Sharded jobs: the memory of one data-parallel rank (sharded.c,
+ * docs/scheduling.md "Sharded jobs")
+ */
+
+enum remat_shard_strategy {
+    REMAT_SHARD_DDP = 0, /* every rank holds everything */
+    REMAT_SHARD_ZERO1,   /* optimizer state sharded (ZeroRedundancyOptimizer) */
+    REMAT_SHARD_ZERO2,   /* and gradients */
+    REMAT_SHARD_ZERO3,   /* and weights, gathered a unit at a time */
+    REMAT_SHARD_FSDP,    /* FULL_SHARD: as zero3 */
+    REMAT_SHARD_HSDP,    /* as fsdp within a shard group, replicated across groups */
+    REMAT_SHARD_COUNT
+};
+
+#define REMAT_SHARD_MAX_RANKS (INT64_C(1) << 20)
+#define REMAT_SHARD_MAX_PARAMS (INT64_C(1) << 50)
+#define REMAT_SHARD_DEFAULT_BUCKET (INT64_C(25) << 20) /* DDP's bucket_cap_mb=25 */
+
+const char *remat_shard_name(int strategy); /* "ddp", ...; static */
+/* Returns REMAT_OK and sets *out, or REMAT_EINVAL for an unknown name. */
+int remat_shard_parse(const char *name, enum remat_shard_strategy *out);
+
+struct remat_shard_spec {
+    enum remat_shard_strategy strategy;
+    int64_t data;            /* N, the data-parallel ranks: 1..2^20 */
+    int64_t shard_group;     /* hsdp: the ranks one copy is sharded over (divides data) */
+    int64_t params;          /* Ψ, parameter elements: 0..2^50 */
+    int64_t largest_unit;    /* elements of the largest unit zero3/fsdp gathers (<= params) */
+    int param_bytes;         /* bytes per element of the weights the forward uses (bf16: 2) */
+    int grad_bytes;          /* of the gradients reduced (reduce_dtype) */
+    int64_t optim_bytes;     /* K: optimizer bytes per parameter, master copy included: 0..64 */
+    int64_t bucket_bytes;    /* one gradient bucket (default 25 MiB) */
+    int bucket_view;         /* ddp/zero1: gradients are views of the buckets */
+    int64_t activations;     /* the plan's peak, weights and optimizer left out */
+    int64_t step_tmp;        /* the optimizer step's transient for the whole model */
+    int step_tmp_per_tensor; /* nonzero: step_tmp is one tensor's (single-tensor loop) */
+};
+
+void remat_shard_spec_init(struct remat_shard_spec *s); /* ddp, 1 rank, fp32, 25 MiB */
+
+/* One rank's bytes, each term as docs/scheduling.md derives it; peak is
+ * their sum. */
+struct remat_shard_breakdown {
+    int64_t weights, gradients, optimizer, gathered, buckets, activations, step_tmp, peak;
+};
+
+/* Fills out from s.  Returns REMAT_OK, or negative with err filled (the
+ * pointer names the request member: "/parallel/data", ...) and out zeroed. */
+int remat_shard_memory(const struct remat_shard_spec *s, struct remat_shard_breakdown *out,
+                       struct remat_error *err);
+
+/* Bytes per element of a dtype name ("float32", "bfloat16", "float16",
+ * "float64" and the worker's "fp32", "bf16", "fp16", "fp64"); 0 for any
+ * other. */
+int remat_dtype_bytes(const char *name);
+
+/* A data-parallel job as POST /v1/fits's "parallel" and mixed precision
+ * say it; the sizes come from the profiles (remat_fits_sharded). */
+struct remat_shard_job {
+    enum remat_shard_strategy strategy;
+    int64_t data, shard_group; /* as remat_shard_spec */
+    int param_bytes;           /* 0: the profiles' dtype's (fp32 when they name none) */
+    int grad_bytes;            /* 0: param_bytes */
+    int state_bytes;           /* the optimizer state's element; 0: 4 */
+    int master_weights;        /* 1, 0; -1: an fp32 copy when param_bytes < 4 */
+    int64_t bucket_bytes;      /* 0: 25 MiB */
+    int bucket_view;
+};
+void remat_shard_job_init(struct remat_shard_job *j); /* ddp, 1 rank, defaults */
+
+/* remat_fits for one rank of `job`: Ψ and the largest unit from profile
+ * 0's weights and dtype, K from its optimizer (kind and foreach: estimate
+ * a missing one first, remat_optim_estimate); each memory less the
+ * margins and less the rank's weights, gradients, optimizer, gathered and
+ * buckets is the activations' room, in which remat_fits finds the largest
+ * batch of the profiles without their weights and optimizer; the step's
+ * transient must fit beside the rest.  out[k] as remat_fits's, with
+ * memory_bytes and usable_bytes the caller's; per_rank[k] the breakdown at
+ * out[k].batch (activations 0 when no batch fits), whose peak is at most
+ * usable_bytes when one does; *spec the rank's spec used.  out is cleared
+ * (remat_fits_answer_clear) also on failure.  REMAT_OK or negative. */
+int remat_fits_sharded(const struct remat_profile *const *profiles, size_t n_profiles,
+                       const int64_t *memory_bytes, size_t n_memories,
+                       const struct remat_fits_options *opts, const struct remat_shard_job *job,
+                       struct remat_fits_answer *out, struct remat_shard_breakdown *per_rank,
+                       struct remat_shard_spec *spec, struct remat_error *err);
+
+/* The least number of data-parallel ranks, at most max_data (1..2^20), at
+ * which batch 1 of job fits memory_bytes (job.data is ignored; hsdp counts
+ * whole shard groups); *least = 0 when none does.  REMAT_OK or negative. */
+int remat_fits_least_data(const struct remat_profile *const *profiles, size_t n_profiles,
+                          int64_t memory_bytes, const struct remat_fits_options *opts,
+                          const struct remat_shard_job *job, int64_t max_data, int64_t *least,
+                          struct remat_error *err);
+
+/* One rank's breakdown of job at `batch` (1..2^24) with that batch's
+ * min-peak plan: what a rank running a micro-batch below the largest
+ * needs.  REMAT_OK or negative with err (out zeroed). */
+int remat_fits_sharded_at(const struct remat_profile *const *profiles, size_t n_profiles,
+                          const struct remat_shard_job *job, int64_t batch,
+                          struct remat_shard_breakdown *out, struct remat_error *err);
+
+#define REMAT_FITS_MAX_GLOBAL_BATCH (INT64_C(1) << 40)
+
+/* What a scheduler places for one memory (docs/scheduling.md, "Per GPU
+ * kind"). */
+struct remat_fits_schedule {
+    int64_t global_batch;
+    int64_t ranks;               /* the job's data */
+    int64_t least_data;          /* fewest ranks at which batch 1 fits; 0: none */
+    int64_t micro_batch;         /* per rank: min(batch, ceil(global / ranks)); 0: none fits */
+    int64_t accumulation_steps;  /* ceil(ceil(global / ranks) / micro_batch) */
+    int64_t samples_per_step;    /* micro_batch * ranks * accumulation_steps >= global */
+    int64_t micro_peak_bytes;    /* the rank's peak at micro_batch (its min-peak plan) */
+    int64_t device_memory_bytes; /* that peak + the margins + 1 GiB of CUDA context */
+};
+
+/* The schedule of answer a (with breakdown b, from remat_fits_sharded of
+ * the same profiles, options and job) for global_batch samples per step.
+ * REMAT_OK or negative with err (out zeroed). */
+int remat_fits_schedule(const struct remat_profile *const *profiles, size_t n_profiles,
+                        const struct remat_fits_options *opts, const struct remat_shard_job *job,
+                        int64_t global_batch, const struct remat_fits_answer *a,
+                        const struct remat_shard_breakdown *b, struct remat_fits_schedule *out,
+                        struct remat_error *err);
+
+/* s as POST /v1/fits's "schedule", with the requests schedulers take:
+ * nvidia.com/gpu, a DRA CEL selector, SkyPilot accelerators by memory and,
+ * when gpu (may be NULL) names a card of the GPU table, by name.  New
+ * reference, or NULL (memory). */
+json_t *remat_fits_schedule_to_json(const struct remat_fits_schedule *s, const char *gpu);
+
+/* per_rank as POST /v1/fits answers it.  New reference, or NULL (memory). */
+json_t *remat_shard_breakdown_to_json(const struct remat_shard_spec *s,
+                                      const struct remat_shard_breakdown *b);
 
 /* An answer as POST /v1/fits and `remat fits` print it (docs/api.md).
  * Returns: new reference, or NULL when out of memory. */

@@ -20,6 +20,8 @@ API_TESTS += tests/api/uploads.sh
 # The contract: every operation of openapi.yaml from its own examples,
 # every declared status provoked, every answer validated (contract.py).
 API_TESTS += tests/api/contract.sh
+# One rank of a data-parallel job (POST /v1/fits with parallel).
+API_TESTS += tests/api/fits-sharded.sh
 # openapi.yaml as typed clients read it: the types openapi-typescript
 # generates, fifteen ordinary uses through openapi-fetch compiled with tsc
 # (npm tools pinned, installed once under the build tree; 77 without npm).

@@ -56,6 +56,47 @@ expect_bad() { # what, grep pattern, args...
     [ $rc -eq 2 ] || die "$what: exit $rc, want 2"
     grep -q -- "$pat" "$tmp/err" || die "$what: stderr lacks '$pat': $(cat "$tmp/err")"
 }
+# One rank of a data-parallel job: the breakdown adds up to a peak that
+# fits, and sharding more fits more.
+for st in ddp zero3; do
+    "$remat" fits --memory 200000000 --optimizer adam --parallel 4 --strategy $st \
+        --param-dtype bf16 --reduce-dtype float32 --no-throughput --format json \
+        "$data/b4.json" "$data/b8.json" >"$tmp/$st" 2>"$tmp/err" ||
+        die "fits --parallel ($st) exited $?: $(cat "$tmp/err")"
+done
+$py - "$tmp/ddp" "$tmp/zero3" <<'PY' || fail=1
+import json, sys
+ddp, z3 = (json.load(open(f))["answers"][0] for f in sys.argv[1:])
+for a in (ddp, z3):
+    r = a["per_rank"]
+    terms = ["weights", "gradients", "optimizer", "gathered", "buckets", "activations", "step_tmp"]
+    assert sum(r[k] for k in terms) == r["peak_bytes"] <= a["usable_bytes"], r
+    assert r["activations"] == a["largest"]["peak_bytes"] and a["largest"]["batch"] > 0, a
+assert ddp["per_rank"]["strategy"] == "ddp" and z3["per_rank"]["gathered"] > 0
+assert ddp["per_rank"]["weights"] == 4 * z3["per_rank"]["weights"], (ddp, z3)
+assert z3["largest"]["batch"] > ddp["largest"]["batch"], (ddp["largest"], z3["largest"])
+PY
+# --global-batch: the schedule per memory, the same as POST /v1/fits's.
+"$remat" fits --memory a100-80gb --memory 40000000 --optimizer adam --parallel 8 --strategy zero3 \
+    --param-dtype bf16 --global-batch 512 --no-throughput --format json "$data/b4.json" \
+    "$data/b8.json" >"$tmp/sch" 2>"$tmp/err" || die "fits --global-batch exited $?: $(cat "$tmp/err")"
+$py - "$tmp/sch" <<'PY' || fail=1
+import json, sys
+big, small = json.load(open(sys.argv[1]))["answers"]
+s = big["schedule"]
+assert s["micro_batch"] == 64 and s["accumulation_steps"] == 1 and s["least_data"] == 1, s
+assert s["requests"]["skypilot"] == "A100-80GB:8" and s["requests"]["kubernetes"] == {"nvidia.com/gpu": 8}
+s = small["schedule"]
+assert "skypilot" not in s["requests"] and s["least_data"] > 1, s
+if small["largest"]["batch"] > 0:
+    assert s["micro_batch"] * 8 * s["accumulation_steps"] >= 512, s
+PY
+expect_bad "global batch without parallel" "need --parallel" --memory 1000 --global-batch 8 "$data/b4.json"
+expect_bad "strategy without parallel" "need --parallel" --memory 1000 --strategy fsdp "$data/b4.json"
+expect_bad "bad strategy" "--strategy" --memory 1000 --parallel 4 --strategy zero4 "$data/b4.json"
+expect_bad "bad dtype" "--param-dtype" --memory 1000 --parallel 4 --param-dtype int8 "$data/b4.json"
+expect_bad "bad group" "/parallel/shard_group" --memory 1000 --parallel 4 --strategy hsdp \
+    --shard-group 3 "$data/b4.json"
 expect_bad "no memory" "needs --memory" "$data/b4.json"
 expect_bad "unknown gpu" "neither bytes nor a GPU name" --memory x100 "$data/b4.json"
 expect_bad "unknown optimizer" "--optimizer" --memory 1000 --optimizer lamb "$data/b4.json"

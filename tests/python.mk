@@ -36,3 +36,7 @@ uninstall-local:
 	  for f in $(REMAT_PY_FILES); do rm -f "$$d/`basename $$f`"; done; \
 	  rm -rf "$$d/__pycache__"; rmdir "$$d" 2>/dev/null || :; \
 	fi
+
+# DDP and ZeRO-1 ranks measured over gloo (docs/scheduling.md, "Sharded jobs"):
+# /usr/bin/python3 tests/python/sharded_gloo.py, by hand (about a minute).
+EXTRA_DIST += tests/python/sharded_gloo.py

@@ -41,3 +41,6 @@ tests_worker_test_sandbox_SOURCES = tests/worker/test_sandbox.c worker/sandbox.c
 tests_worker_test_sandbox_CFLAGS = $(AM_CFLAGS) $(JANSSON_CFLAGS) $(CMOCKA_CFLAGS) $(SECCOMP_CFLAGS)
 tests_worker_test_sandbox_LDADD = src/libremat_core.la $(SECCOMP_LIBS) $(CMOCKA_LIBS) $(JANSSON_LIBS) \
 	-lpthread -lm
+
+# One FSDP rank measured on GPUs (docs/scheduling.md, "Sharded jobs").
+EXTRA_DIST += tests/worker/gpu-sharded.sh tests/worker/sharded_gpu.py

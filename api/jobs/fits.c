@@ -25,6 +25,14 @@ json_t *rematd_fits_answer(struct rematd_request *r, struct rematd_fits_req *f,
         rematd_problem_remat(p, rc, &err, NULL);
         return NULL;
     }
+    /* One rank of a sharded job also holds the profiles' copies without
+     * their weights, and one predicted at a micro-batch (libremat's
+     * remat_fits_sharded, remat_fits_sharded_at). */
+    if (f->sharded && f->n > 0) {
+        int64_t one = (int64_t)sizeof(struct remat_profile) +
+                      (int64_t)f->ps[0]->n_stages * (int64_t)sizeof(struct remat_stage) + 256;
+        need += (2 * (int64_t)f->n + 1) * one;
+    }
     struct rematd_solve_guard g;
     if (rematd_solve_begin(r, need, "answer", &g, p) < 0)
         return NULL;

@@ -24,6 +24,12 @@ struct rematd_fits_req {
     int64_t mem[REMAT_FITS_MAX_MEMORIES];
     size_t n_mem;
     struct remat_fits_options o;
+    /* One rank of a data-parallel job (fits_sharded.c): set by "parallel". */
+    int sharded;
+    struct remat_shard_job job;
+    struct remat_shard_spec shard;         /* the rank's, once answered */
+    int64_t global_batch;                  /* "global_batch"; 0 when not asked */
+    char gpu[REMAT_FITS_MAX_MEMORIES][16]; /* memory k's GPU name; "" for bytes */
 };
 
 void rematd_fits_req_free(struct rematd_fits_req *f);
@@ -42,6 +48,13 @@ int rematd_fits_read_batches(json_t *body, json_int_t *b, size_t *n, struct rema
 /* The answer from f's profiles (new), or NULL with *rc and err (f->o's
  * cancel hook is honoured). */
 json_t *rematd_fits_compute(struct rematd_fits_req *f, struct remat_error *err, int *rc);
+
+/* fits_sharded.c: "parallel" and mixed precision into f (0, or -1 with p
+ * filled); called by rematd_fits_read_options. */
+int rematd_fits_read_parallel(json_t *body, struct rematd_fits_req *f, struct rematd_problem *p);
+/* The answers of remat_fits_sharded as a JSON array, each with its
+ * "per_rank" (f->shard set to the rank's spec); or NULL with *rc, err. */
+json_t *rematd_fits_sharded_compute(struct rematd_fits_req *f, struct remat_error *err, int *rc);
 
 /* fits.c */
 struct rematd_request;

@@ -13,10 +13,11 @@
 #include "jobs/fits.h"
 
 const char *const rematd_fits_fields[] = {
-    "profiles",    "profile_ids", "optimizer", "memory", "margin_bytes", "margin_fraction",
-    "max_batch",   "throughput",  "model",     "layers", "model_id",     "model_options",
-    "input_shape", "input",       "stages",    "dtype",  "device",       "warmup",
-    "repeats",     "batches",     "confirm",   NULL};
+    "profiles",       "profile_ids",  "optimizer", "memory",   "margin_bytes", "margin_fraction",
+    "max_batch",      "throughput",   "model",     "layers",   "model_id",     "model_options",
+    "input_shape",    "input",        "stages",    "dtype",    "device",       "warmup",
+    "repeats",        "batches",      "confirm",   "parallel", "param_dtype",  "reduce_dtype",
+    "master_weights", "global_batch", NULL};
 /* What a model spec passes on to its profile jobs (POST /v1/profiles). */
 const char *const rematd_fits_profile_fields[] = {
     "model", "layers", "model_id", "model_options", "input_shape", "input", "stages",
@@ -157,7 +158,7 @@ static int get_memory(struct rematd_problem *pr, json_t *body, struct rematd_fit
             f->mem[f->n_mem++] = json_integer_value(v);
         else if (json_is_string(v) &&
                  remat_gpu_memory_bytes(json_string_value(v), &f->mem[f->n_mem]) == REMAT_OK)
-            f->n_mem++;
+            snprintf(f->gpu[f->n_mem++], sizeof f->gpu[0], "%s", json_string_value(v));
         else
             return bad(pr, p,
                        "a memory size is bytes in 1..2^60 or a GPU name (docs/scheduling.md)");
@@ -187,6 +188,8 @@ int rematd_fits_read_options(json_t *body, struct rematd_fits_req *f, struct rem
             return bad(pr, "/throughput", "throughput must be true or false");
         f->o.want_throughput = json_is_true(v);
     }
+    if (rematd_fits_read_parallel(body, f, pr) < 0)
+        return -1;
     return get_memory(pr, body, f);
 }
 
@@ -224,12 +227,19 @@ json_t *rematd_fits_compute(struct rematd_fits_req *f, struct remat_error *err, 
     *rc = remat_batch_fit_check(ps, f->n, chk, &n_chk, err);
     if (*rc < 0)
         return NULL;
-    *rc = remat_fits(ps, f->n, f->mem, f->n_mem, &f->o, ans, err);
+    json_t *arr = NULL;
+    if (f->sharded) {
+        /* One rank of a data-parallel job (fits_sharded.c). */
+        arr = rematd_fits_sharded_compute(f, err, rc);
+    } else {
+        *rc = remat_fits(ps, f->n, f->mem, f->n_mem, &f->o, ans, err);
+        arr = *rc < 0 ? NULL : json_array();
+    }
     if (*rc < 0)
         return NULL;
-    json_t *root = json_object(), *arr = json_array(), *fit = json_array();
+    json_t *root = json_object(), *fit = json_array();
     int fail = root == NULL || arr == NULL || fit == NULL;
-    for (size_t k = 0; !fail && k < f->n_mem; k++)
+    for (size_t k = 0; !f->sharded && !fail && k < f->n_mem; k++)
         fail |= json_array_append_new(arr, remat_fits_answer_to_json(&ans[k])) < 0;
     for (size_t k = 0; !fail && k < n_chk; k++) {
         json_t *e = json_object();
@@ -241,7 +251,7 @@ json_t *rematd_fits_compute(struct rematd_fits_req *f, struct remat_error *err, 
             fail ? NULL : json_pack("{s:I, s:o}", "batch", (json_int_t)chk[k].batch, "rel_err", e);
         fail |= c == NULL || json_array_append_new(fit, c) < 0;
     }
-    for (size_t k = 0; k < f->n_mem; k++)
+    for (size_t k = 0; !f->sharded && k < f->n_mem; k++)
         remat_fits_answer_clear(&ans[k]);
     json_t *batches = json_array();
     for (size_t k = 0; !fail && batches != NULL && k < f->n; k++)
@@ -257,6 +267,15 @@ json_t *rematd_fits_compute(struct rematd_fits_req *f, struct remat_error *err, 
         }
         fail |= json_object_set_new(root, "optimizer",
                                     json_string(remat_optim_name(f->ps[0]->optimizer.kind))) < 0;
+        if (f->sharded)
+            fail |= json_object_set_new(root, "parallel",
+                                        json_pack("{s:s, s:I, s:I, s:I, s:I, s:I}", "strategy",
+                                                  remat_shard_name(f->shard.strategy), "data",
+                                                  (json_int_t)f->shard.data, "params",
+                                                  (json_int_t)f->shard.params, "param_bytes",
+                                                  (json_int_t)f->shard.param_bytes, "grad_bytes",
+                                                  (json_int_t)f->shard.grad_bytes, "optim_bytes",
+                                                  (json_int_t)f->shard.optim_bytes)) < 0;
         fail |= json_object_set_new(root, "answers", arr) < 0;
         fail |= json_object_set_new(root, "fit_check", fit) < 0;
     } else {

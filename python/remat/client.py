@@ -388,6 +388,42 @@ class Client:
                 out.append(q)
         return out
 
+    def fits(self, memory, profiles=None, profile_ids=None, optimizer=None, parallel=None,
+             param_dtype=None, reduce_dtype=None, master_weights=None, wait=True,
+             timeout=600.0, progress=None, **options):
+        """POST /v1/fits: per memory size (bytes or a GPU name) the largest
+        batch that fits with its plan, from profiles (inline), profile_ids,
+        or a model spec in options (model=..., batches=[...]).  With
+        parallel={"data": N, "strategy": "ddp" | "zero1" | "zero2" | "zero3"
+        | "fsdp" | "hsdp", "shard_group": M} each answer is one rank's and
+        carries its per_rank breakdown (docs/scheduling.md, "Sharded jobs");
+        param_dtype, reduce_dtype, master_weights and global_batch (each
+        answer's schedule: micro-batch, accumulation, least ranks, scheduler
+        requests) go with it, global_batch in options.  Returns the
+        answer (a dict); a model spec whose profiles are not cached yet is a
+        fits job, waited for (its result returned), or returned with
+        wait=False."""
+        body = {"memory": list(memory)}
+        if profiles is not None:
+            body["profiles"] = [{k: v for k, v in p.items() if k != "id"} for p in profiles]
+        for k, v in (("profile_ids", profile_ids), ("optimizer", optimizer),
+                     ("parallel", parallel), ("param_dtype", param_dtype),
+                     ("reduce_dtype", reduce_dtype), ("master_weights", master_weights)):
+            if v is not None:
+                body[k] = v
+        body.update(options)
+        status, _, out = self.request("POST", "/v1/fits", body=body)
+        if not isinstance(out, dict):
+            raise TransportError("POST %s/v1/fits: the answer is not a JSON object: %.200r"
+                                 % (self.url, out))
+        if status != 202:
+            return out
+        job = Job(self, out)
+        if not wait:
+            return job
+        job = self.wait(job, timeout=timeout, progress=progress)
+        return _member(job, "result", dict, "a done fits job")
+
     def validate(self, profile_id, plan_id=None, checkpoints=None, algorithm=None, wait=True,
                  timeout=600.0, progress=None, **options):
         """Queues a validation (the plan run on the profile's device); returns

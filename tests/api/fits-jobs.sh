@@ -56,6 +56,19 @@ expect 200 /v1/fits
 grep -q '"profile_ids":\[' "$BODY" && grep -q '"answers":\[' "$BODY" && ok ||
     fail "cached model spec: $(head -c 300 "$BODY")"
 
+# A model spec answers one rank of a sharded job the same way: the cached
+# profiles, the measured optimizer's kind, per_rank and schedule.
+post /v1/fits "{$SPEC,\"memory\":[\"t4\"],\"parallel\":{\"data\":4,\"strategy\":\"fsdp\"},\"param_dtype\":\"bf16\",\"global_batch\":256}"
+expect 200 /v1/fits
+"$PYTHON" - "$BODY" <<'PY' && ok || fail "sharded model spec: $(head -c 600 "$BODY")"
+import json, sys
+d = json.load(open(sys.argv[1]))
+assert d["optimizer"] == "adam" and d["parallel"]["strategy"] == "fsdp", d["parallel"]
+a = d["answers"][0]
+assert a["per_rank"]["peak_bytes"] <= a["usable_bytes"] and a["largest"]["batch"] > 0, a["per_rank"]
+assert a["schedule"]["requests"]["skypilot"] == "T4:4", a["schedule"]
+PY
+
 # confirm: the answer's batch (capped at max_batch 64, past the measured 16)
 # gets a profile of its own before the job answers.
 post /v1/fits "{$SPEC,\"memory\":[400000000],\"max_batch\":64,\"confirm\":true}"

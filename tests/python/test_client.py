@@ -280,3 +280,28 @@ def test_answers_of_the_wrong_shape_are_remat_errors(hostile):
         s = hostile(script)
         with pytest.raises(remat.RematError):
             call(client(s.url, retries=0))
+
+
+def test_fits_sends_parallel_and_waits_for_a_fits_job(hostile):
+    answer = {"measured_batches": [8], "optimizer": "adamw", "answers": [], "fit_check": [],
+              "parallel": {"strategy": "fsdp", "data": 64}}
+    job = {"id": "f1", "kind": "fits", "status": "queued", "links": {"self": "/v1/fits/f1"}}
+    s = hostile([("json", 200, answer), ("json", 202, job),
+                 ("json", 200, dict(job, status="done", result=answer))])
+    c = client(s.url)
+    got = c.fits(["a100-40gb", 80 << 30], profile_ids=["p8"], optimizer="adamw",
+                 parallel={"data": 64, "strategy": "fsdp"}, param_dtype="bfloat16",
+                 reduce_dtype="float32")
+    assert got == answer
+    method, path, _, body, _ = s.seen[0]
+    assert (method, path) == ("POST", "/v1/fits")
+    assert json.loads(body) == {"memory": ["a100-40gb", 80 << 30], "profile_ids": ["p8"],
+                                "optimizer": "adamw",
+                                "parallel": {"data": 64, "strategy": "fsdp"},
+                                "param_dtype": "bfloat16", "reduce_dtype": "float32"}
+    # A model spec not profiled yet: a fits job, polled until its answer.
+    got = c.fits(["h100-80gb"], model="gpt", batches=[2, 4], progress=False,
+                 parallel={"data": 8, "strategy": "zero1"})
+    assert got == answer
+    assert [x[1] for x in s.seen[1:]] == ["/v1/fits", "/v1/fits/f1"]
+    assert json.loads(s.seen[1][3])["model"] == "gpt"

@@ -184,3 +184,9 @@ dist_check_SCRIPTS += tests/cli-human.sh
 TESTS += tests/cli-human.sh
 EXTRA_DIST += tests/pty-run.py tests/png-check.py docs/frontier.svg
 EXTRA_DIST += tests/data/fits/b4.json tests/data/fits/b8.json tests/data/fits/b16.json
+
+check_PROGRAMS += tests/test_hfconfig
+TESTS += tests/test_hfconfig
+tests_test_hfconfig_SOURCES = tests/test_hfconfig.c
+tests_test_hfconfig_CFLAGS = $(CORE_TEST_CFLAGS)
+tests_test_hfconfig_LDADD = $(CORE_TEST_LDADD)

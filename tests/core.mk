@@ -190,3 +190,6 @@ TESTS += tests/test_hfconfig
 tests_test_hfconfig_SOURCES = tests/test_hfconfig.c
 tests_test_hfconfig_CFLAGS = $(CORE_TEST_CFLAGS)
 tests_test_hfconfig_LDADD = $(CORE_TEST_LDADD)
+
+dist_check_SCRIPTS += tests/spec-cli.sh
+TESTS += tests/spec-cli.sh

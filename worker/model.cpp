@@ -719,22 +719,26 @@ Model build_model(const ModelSpec &spec)
 
 /* Integer buffers (BatchNorm's counter, the attention mask) keep their dtype.
  * A parameter that several stages use (tied embeddings: the head's weight
- * is the embedding's) is one tensor in memory: its bytes count once, in the
- * first stage that uses it, told apart by its storage. */
+ * is the embedding's) is one tensor in memory: its bytes count once, told
+ * apart by its storage, in the last stage that uses it: that stage's
+ * backward runs first and makes the gradient, which the memory model puts
+ * where the weight's bytes are (the earlier stages' backwards add to it). */
 void place(Model &m, const Device &d)
 {
-    std::unordered_set<const void *> counted;
     for (auto &st : m.stages) {
         StageNet &net = *st.net;
-        st.param_bytes = 0;
-        for (auto &p : net.parameters()) {
+        for (auto &p : net.parameters())
             p.set_data(p.detach().to(d.dev, m.spec.dtype));
-            if (counted.insert(p.storage().unsafeGetStorageImpl()).second)
-                st.param_bytes += p.numel() * (int64_t)p.element_size();
-        }
         for (auto &b : net.buffers())
             b.set_data(b.is_floating_point() ? b.to(d.dev, m.spec.dtype) : b.to(d.dev));
         net.train(true);
+    }
+    std::unordered_set<const void *> counted;
+    for (auto st = m.stages.rbegin(); st != m.stages.rend(); ++st) {
+        st->param_bytes = 0;
+        for (auto &p : st->net->parameters())
+            if (counted.insert(p.storage().unsafeGetStorageImpl()).second)
+                st->param_bytes += p.numel() * (int64_t)p.element_size();
     }
 }
 
@@ -805,10 +809,14 @@ void clear_grads(Model &m)
 
 std::vector<at::Tensor> parameters(Model &m)
 {
+    /* A tied weight (a head that is the embedding) once: the
+     * optimizer steps it once. */
+    std::unordered_set<const void *> seen;
     std::vector<at::Tensor> ps;
     for (auto &st : m.stages)
         for (auto &p : st.net->parameters())
-            ps.push_back(p);
+            if (seen.insert(p.unsafeGetTensorImpl()).second)
+                ps.push_back(p);
     return ps;
 }
 

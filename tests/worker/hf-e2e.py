@@ -13,6 +13,9 @@ Face config").
 2. On each, a min-peak and a sqrt plan validate: measured vs predicted peak
    within 1% both ways and gradients equal to store-all's (a recomputed
    block, its dropout and the loss's labels drawn again the same).
+   Blocks past the second are not measured: the second checks the first,
+   the rest take its numbers, marked measured_as (docs/profile.md); plans
+   on such a profile validate against the full run, 6 and 48 blocks too.
 3. bf16 and an optimizer (adamw) on one: the profile's optimizer state is
    two fp32-sized moments per parameter as libtorch keeps them.
 4. A config rematd refuses never reaches the worker (422, nothing queued).
@@ -21,6 +24,7 @@ Skips (77) when rematd or the worker is missing.
 """
 import os
 import sys
+import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import lib  # noqa: E402
@@ -133,6 +137,10 @@ try:
               p["stages"][-1]["out_bytes"] == BATCH * 4,
               "%s: a block's output is [batch, seq, hidden], the head's the per-sample loss"
               % label)
+        # Blocks past the second are the second's numbers, marked so.
+        marks = [s.get("measured_as") for s in blocks]
+        check(marks == [None, None] + ["block1"] * (n - 2) if n >= 3 else marks == [None] * n,
+              "%s: measured_as %s" % (label, marks))
         validate(job, label)
 
     # bf16 with AdamW: parameters in bf16, libtorch's moments in the
@@ -146,6 +154,17 @@ try:
         check(pb == 2 * params(cfg) and opt.get("state_bytes", 0) >= 2 * pb,
               "%s: param_bytes %d (2 x %d), optimizer state %s bytes"
               % (label, pb, params(cfg), opt.get("state_bytes")))
+
+    # A deep stack profiles in about the time of a shallow one: two blocks
+    # measured either way (printed, not held: this machine's load decides).
+    for layers in (6, 48):
+        t0 = time.time()
+        job = profile("llama %d blocks" % layers, llama("llama", num_hidden_layers=layers))
+        if job is not None:
+            print("info llama, %d blocks: profiled in %.2f s" % (layers, time.time() - t0))
+            check(sum(1 for s in job["profile"]["stages"] if s.get("measured_as")) == layers - 2,
+                  "llama %d blocks: %d replicated" % (layers, layers - 2))
+            validate(job, "llama %d blocks" % layers)
 
     st, prob = http("POST", "/v1/profiles", {"hf_config": llama("llama", num_experts=8),
                                              "seq_len": SEQ, "device": "cpu"})

@@ -18,7 +18,8 @@ Face config").
    on such a profile validate against the full run, 6 and 48 blocks too.
 3. bf16 and an optimizer (adamw) on one: the profile's optimizer state is
    two fp32-sized moments per parameter as libtorch keeps them.
-4. A config rematd refuses never reaches the worker (422, nothing queued).
+4. POST /v1/fits on a config: its profiles measured, a largest batch named.
+5. A config rematd refuses never reaches the worker (422, nothing queued).
 
 Skips (77) when rematd or the worker is missing.
 """
@@ -165,6 +166,20 @@ try:
             check(sum(1 for s in job["profile"]["stages"] if s.get("measured_as")) == layers - 2,
                   "llama %d blocks: %d replicated" % (layers, layers - 2))
             validate(job, "llama %d blocks" % layers)
+
+    # POST /v1/fits takes the same spec: its profiles are measured by the
+    # worker and the answer names a largest batch under the memory.
+    st, fj = http("POST", "/v1/fits", {"hf_config": CONFIGS[0][1], "seq_len": SEQ,
+                                       "device": "cpu", "batches": [1, 2],
+                                       "memory": [16000000]})
+    if check(st == 202, "fits on a config: 202 (%s)" % st):
+        fj = wait_job("/v1/fits/" + fj["id"], timeout=300)
+        r = fj.get("result") or {}
+        a = (r.get("answers") or [{}])[0]
+        check(fj["status"] == "done" and sorted(r.get("measured_batches", [])) == [1, 2]
+              and a.get("largest", {}).get("batch", 0) >= 1,
+              "fits on a config: largest batch %s under 16 MB (%s)"
+              % (a.get("largest", {}).get("batch"), fj.get("error")))
 
     st, prob = http("POST", "/v1/profiles", {"hf_config": llama("llama", num_experts=8),
                                              "seq_len": SEQ, "device": "cpu"})

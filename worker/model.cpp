@@ -570,8 +570,11 @@ ModelSpec read_hf_spec(const json_t *spec)
     int64_t seq = 0;
     if (json_array_size(is) == 1 && json_is_integer(json_array_get(is, 0)))
         seq = json_integer_value(json_array_get(is, 0));
+    /* A request's body run by hand (remat spec prints one) gives seq_len. */
+    if (is == nullptr && json_is_integer(json_object_get(spec, "seq_len")))
+        seq = json_integer_value(json_object_get(spec, "seq_len"));
     if (seq < 1 || seq > h->max_positions)
-        throw Failure("input_shape: an hf_config job's is [seq_len], seq_len in 1.." +
+        throw Failure("input_shape: an hf_config job's is [seq_len] (or seq_len), seq_len in 1.." +
                       std::to_string(h->max_positions));
     m.input_shape = {seq};
     m.token_input = true;

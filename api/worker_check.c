@@ -50,10 +50,9 @@ struct expected_model {
 };
 
 /* The model the job names: a zoo model or a layer list, one stage per
- * layer; or an uploaded model, named by its id, whose stages are known
- * here only when the job lists them (by default they are the module's
- * top-level children, which only the worker sees).  -1 when the job's
- * model cannot be expanded. */
+ * layer; a Hugging Face config, one per block and two; or an uploaded model, named by its id, whose
+ * stages are known here only when the job lists them (by default they are the module's top-level
+ * children, which only the worker sees).  -1 when the job's model cannot be expanded. */
 static int expect_model(const json_t *spec, struct expected_model *e)
 {
     const json_t *zoo = json_object_get(spec, "model");
@@ -71,6 +70,17 @@ static int expect_model(const json_t *spec, struct expected_model *e)
             e->n_stages = (size_t)rec;
             e->source = "the uploaded model's record (its top-level children) has";
         }
+        return 0;
+    }
+    const json_t *hf = json_object_get(spec, "hf_config");
+    if (hf) {
+        /* The embedding, one stage per decoder block, the head. */
+        struct rematx_hf h;
+        if (rematx_hf_read(hf, "", &h, NULL) != REMAT_OK)
+            return -1;
+        snprintf(e->name, sizeof e->name, "hf:%s", h.model_type);
+        e->source = "the job's config has";
+        e->n_stages = (size_t)h.layers + 2;
         return 0;
     }
     snprintf(e->name, sizeof e->name, "%.63s",

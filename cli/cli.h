@@ -12,6 +12,7 @@ int cli_cmd_plan(int argc, char **argv);
 int cli_cmd_simulate(int argc, char **argv);
 int cli_cmd_frontier(int argc, char **argv);
 int cli_cmd_fits(int argc, char **argv);
+int cli_cmd_spec(int argc, char **argv);
 
 /* Reads and parses a profile from a file, or from stdin when path is "-".
  * Prints one line on stderr and returns NULL on failure (*status is then
@@ -66,7 +67,8 @@ int cli_table_fits(const struct remat_fits_answer *a, size_t n, const struct rem
                    size_t n_chk);
 
 /* Each command's help (main.c): its usage and what each option means. */
-extern const char cli_help_plan[], cli_help_simulate[], cli_help_frontier[], cli_help_fits[];
+extern const char cli_help_plan[], cli_help_simulate[], cli_help_frontier[], cli_help_fits[],
+    cli_help_spec[];
 
 /* A wall-clock bound on a command's solve (--deadline SECONDS). */
 struct cli_deadline {

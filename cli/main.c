@@ -21,6 +21,8 @@ static const char usage[] =
     "       remat fits --memory BYTES|GPU [--memory ...] [--margin BYTES]\n"
     "                  [--margin-fraction F] [--max-batch N] [--optimizer NAME[:foreach]]\n"
     "                  [--no-throughput] [--deadline SECONDS] [--format F] PROFILE.json...\n"
+    "       remat spec --hf-config FILE --seq-len N [--batch-size B] [--dtype D]\n"
+    "                  [--device D] [--params]\n"
     "       remat --version\n"
     "       remat COMMAND --help\n"
     "--format table (the default on a terminal; colour unless NO_COLOR is set) or json\n"
@@ -72,6 +74,15 @@ const char cli_help_fits[] =
     "                    --global-batch G: micro-batch, accumulation, least ranks\n"
     "                    and scheduler requests per memory\n"
     "                    (docs/scheduling.md, \"Sharded jobs\")\n" DEADLINE_HELP FORMAT_HELP;
+
+const char cli_help_spec[] =
+    "usage: remat spec --hf-config FILE --seq-len N [options]\n"
+    "A Hugging Face config.json checked as rematd checks it, and the body of\n"
+    "POST /v1/profiles that profiles it (docs/models.md, \"From a Hugging Face config\").\n"
+    "  --hf-config FILE  the config.json (Llama, Mistral, Qwen2 or GPT-2)\n"
+    "  --seq-len N       tokens per sample, at most the config's positions\n"
+    "  --batch-size B, --dtype fp32|fp16|bf16, --device cpu|cuda|cuda:N  put in the body\n"
+    "  --params          print the model's parameter count instead\n";
 
 struct remat_profile *cli_load_profile(const char *path, int *status)
 {
@@ -171,6 +182,8 @@ int main(int argc, char **argv)
         return cli_cmd_frontier(argc - 1, argv + 1);
     if (strcmp(cmd, "fits") == 0)
         return cli_cmd_fits(argc - 1, argv + 1);
+    if (strcmp(cmd, "spec") == 0)
+        return cli_cmd_spec(argc - 1, argv + 1);
     if (strcmp(cmd, "--version") == 0) {
         printf("remat %s\n", PACKAGE_VERSION);
         return 0;

@@ -6,7 +6,8 @@ src_rematx_librematx_la_SOURCES = src/rematx/rematx.h src/rematx/dynbuf.h src/re
 	src/rematx/sha256.h src/rematx/sha256.c src/rematx/real.h src/rematx/real.c \
 	src/rematx/svg.h src/rematx/svg.c src/rematx/error.h src/rematx/error.c \
 	src/rematx/layers.h src/rematx/layers.c src/rematx/names.h src/rematx/names.c \
-	src/rematx/utf8.h src/rematx/utf8.c
+	src/rematx/utf8.h src/rematx/utf8.c \
+	src/rematx/hfconfig.h src/rematx/hfconfig.c
 src_rematx_librematx_la_CFLAGS = $(AM_CFLAGS) $(JANSSON_CFLAGS)
 
 # JSON pointers to a member a request named (the problems' pointer).

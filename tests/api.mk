@@ -7,7 +7,7 @@ API_TESTS = \
 	tests/api/durability.sh tests/api/supervise.sh tests/api/fastpath.sh \
 	tests/api/upgrade.sh tests/api/liveness.sh tests/api/models.sh tests/api/fits.sh \
 	tests/api/reuse.sh tests/api/ops.sh tests/api/faults.sh tests/api/solve-limits.sh \
-	tests/api/fits-jobs.sh tests/api/tenants.sh
+	tests/api/fits-jobs.sh tests/api/tenants.sh tests/api/hfconfig.sh
 # Issue 13: worker results against their job, HTTP framing, connection
 # slots and deadlines (raw sockets through rawhttp.py).
 API_TESTS += tests/api/results.sh tests/api/framing.sh tests/api/connections.sh

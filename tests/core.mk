@@ -190,3 +190,12 @@ TESTS += tests/test_sharded
 tests_test_sharded_SOURCES = tests/test_sharded.c
 tests_test_sharded_CFLAGS = $(CORE_TEST_CFLAGS)
 tests_test_sharded_LDADD = $(CORE_TEST_LDADD)
+
+check_PROGRAMS += tests/test_hfconfig
+TESTS += tests/test_hfconfig
+tests_test_hfconfig_SOURCES = tests/test_hfconfig.c
+tests_test_hfconfig_CFLAGS = $(CORE_TEST_CFLAGS)
+tests_test_hfconfig_LDADD = $(CORE_TEST_LDADD)
+
+dist_check_SCRIPTS += tests/spec-cli.sh
+TESTS += tests/spec-cli.sh

@@ -35,6 +35,7 @@
 #include <unordered_set>
 #include <utility>
 
+#include "hf.h"
 #include "rematx/layers.h"
 #include "rematx/zoo.h"
 #include "shim_private.h"
@@ -552,6 +553,44 @@ ModelSpec read_script_spec(const json_t *spec)
     return m;
 }
 
+/* A Hugging Face config's job: the config read again by rematd's rules
+ * (a spec run by hand is held to them too), token ids of input_shape
+ * [seq_len] below the vocabulary. */
+ModelSpec read_hf_spec(const json_t *spec)
+{
+    ModelSpec m;
+    m.layers.reset(json_array(), json_decref);
+    auto h = std::make_shared<struct rematx_hf>();
+    struct remat_error err = {};
+    if (rematx_hf_read(json_object_get(spec, "hf_config"), "hf_config", h.get(), &err) != REMAT_OK)
+        throw Failure(std::string(err.pointer) + ": " + err.message);
+    m.hf = h;
+    m.name = std::string("hf:") + h->model_type;
+    m.batch = jint(spec, "batch_size", 1, "batch_size");
+    if (m.batch <= 0 || m.batch > REMATX_MAX_BATCH)
+        throw Failure("batch_size must be in 1.." + std::to_string(REMATX_MAX_BATCH));
+    m.dtype_name = jstr(spec, "dtype", "fp32");
+    m.dtype = parse_dtype(m.dtype_name);
+    const json_t *is = json_object_get(spec, "input_shape");
+    int64_t seq = 0;
+    if (json_array_size(is) == 1 && json_is_integer(json_array_get(is, 0)))
+        seq = json_integer_value(json_array_get(is, 0));
+    /* A request's body run by hand (remat spec prints one) gives seq_len. */
+    if (is == nullptr && json_is_integer(json_object_get(spec, "seq_len")))
+        seq = json_integer_value(json_object_get(spec, "seq_len"));
+    if (seq < 1 || seq > h->max_positions)
+        throw Failure("input_shape: an hf_config job's is [seq_len] (or seq_len), seq_len in 1.." +
+                      std::to_string(h->max_positions));
+    m.input_shape = {seq};
+    m.token_input = true;
+    m.vocab = h->vocab;
+    for (int64_t i = 0; i < h->layers + 2; i++)
+        m.stage_names.push_back(i == 0               ? "embedding"
+                                : i == h->layers + 1 ? "head"
+                                                     : "block" + std::to_string(i - 1));
+    return m;
+}
+
 } // namespace
 
 ModelSpec read_model_spec(const json_t *spec)
@@ -560,6 +599,8 @@ ModelSpec read_model_spec(const json_t *spec)
         throw Failure("spec must be an object");
     if (!jstr(spec, "model_path", "").empty())
         return read_script_spec(spec);
+    if (json_object_get(spec, "hf_config") != nullptr)
+        return read_hf_spec(spec);
     ModelSpec m;
     const json_t *layers = json_object_get(spec, "layers");
     std::string zoo = jstr(spec, "model", "");
@@ -698,6 +739,21 @@ Model build_model(const ModelSpec &spec)
 {
     if (spec.script)
         return build_script(spec);
+    if (spec.hf) {
+        Model m;
+        m.spec = spec;
+        for (HfStage &h : hf_stages(*spec.hf, spec.input_shape[0])) {
+            Stage st;
+            st.name = h.name;
+            st.type = h.type;
+            st.net = std::make_shared<StageNet>();
+            st.net->seq = h.seq;
+            st.in_shape = m.stages.empty() ? spec.input_shape : m.stages.back().out_shape;
+            st.out_shape = h.out_shape;
+            m.stages.push_back(std::move(st));
+        }
+        return m;
+    }
     Model m;
     m.spec = spec;
     Shape s = spec.input_shape;
@@ -724,22 +780,26 @@ Model build_model(const ModelSpec &spec)
 
 /* Integer buffers (BatchNorm's counter, the attention mask) keep their dtype.
  * A parameter that several stages use (tied embeddings: the head's weight
- * is the embedding's) is one tensor in memory: its bytes count once, in the
- * first stage that uses it, told apart by its storage. */
+ * is the embedding's) is one tensor in memory: its bytes count once, told
+ * apart by its storage, in the last stage that uses it: that stage's
+ * backward runs first and makes the gradient, which the memory model puts
+ * where the weight's bytes are (the earlier stages' backwards add to it). */
 void place(Model &m, const Device &d)
 {
-    std::unordered_set<const void *> counted;
     for (auto &st : m.stages) {
         StageNet &net = *st.net;
-        st.param_bytes = 0;
-        for (auto &p : net.parameters()) {
+        for (auto &p : net.parameters())
             p.set_data(p.detach().to(d.dev, m.spec.dtype));
-            if (counted.insert(p.storage().unsafeGetStorageImpl()).second)
-                st.param_bytes += p.numel() * (int64_t)p.element_size();
-        }
         for (auto &b : net.buffers())
             b.set_data(b.is_floating_point() ? b.to(d.dev, m.spec.dtype) : b.to(d.dev));
         net.train(true);
+    }
+    std::unordered_set<const void *> counted;
+    for (auto st = m.stages.rbegin(); st != m.stages.rend(); ++st) {
+        st->param_bytes = 0;
+        for (auto &p : st->net->parameters())
+            if (counted.insert(p.storage().unsafeGetStorageImpl()).second)
+                st->param_bytes += p.numel() * (int64_t)p.element_size();
     }
 }
 
@@ -810,10 +870,14 @@ void clear_grads(Model &m)
 
 std::vector<at::Tensor> parameters(Model &m)
 {
+    /* A tied weight (a head that is the embedding) once: the
+     * optimizer steps it once. */
+    std::unordered_set<const void *> seen;
     std::vector<at::Tensor> ps;
     for (auto &st : m.stages)
         for (auto &p : st.net->parameters())
-            ps.push_back(p);
+            if (seen.insert(p.unsafeGetTensorImpl()).second)
+                ps.push_back(p);
     return ps;
 }
 

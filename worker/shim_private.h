@@ -10,11 +10,12 @@
  *   model.cpp    custom modules, the layer builder, a model from a spec
  *                (the zoo's through src/rematx/zoo.h), running one stage
  *   opcheck.cpp  an uploaded model's operators against worker/allowed_ops.h
+ *   hf.cpp       a transformer from a Hugging Face config (hf.h)
  *   measure.cpp  measuring every stage: the profile
  *   execute.cpp  running a plan's op list (libremat's) and validating it
  *   optim.cpp    the optimizer step (libtorch's torch::optim), measured
  *
- * Only model.cpp and opcheck.cpp include libtorch's module headers: every other file sees
+ * Only model.cpp, opcheck.cpp and hf.cpp include libtorch's module headers: every other file sees
  * tensors (<ATen/core/Tensor.h>) and the few ops it calls, which keeps the
  * compile time of each small (one file with <torch/torch.h> costs 15-28 s).
  *
@@ -45,6 +46,7 @@
 
 #include <jansson.h>
 
+#include "rematx/hfconfig.h"
 #include "shim.h"
 
 namespace torch
@@ -197,6 +199,10 @@ struct ModelSpec {
      * stages are then the named submodules run one after the other. */
     std::shared_ptr<Script> script;
     std::vector<std::string> stage_names;
+    /* A transformer from its Hugging Face config (spec's hf_config, read by
+     * src/rematx/hfconfig.h): built by hf.cpp, its stages the embedding,
+     * one per block, and the head with the loss. */
+    std::shared_ptr<struct rematx_hf> hf;
     Shape input_shape;
     bool token_input = false;
     int64_t vocab = 0;
@@ -205,6 +211,8 @@ struct ModelSpec {
     std::string dtype_name = "fp32";
     size_t n_stages() const
     {
+        if (hf)
+            return (size_t)hf->layers + 2;
         return script ? stage_names.size() : json_array_size(layers.get());
     }
 };

@@ -28,6 +28,7 @@ static const struct {
     {"invalid-archive", "Not a zip archive"},
     {"not-torchscript", "Not a TorchScript archive"},
     {"unsafe-archive", "Unsafe archive"},
+    {"unsupported-model", "Model not supported"},
     {"storage-full", "Model storage full"},
     {"model-in-use", "Model in use"},
     {"model-deleted", "Model deleted"},

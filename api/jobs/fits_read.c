@@ -12,16 +12,39 @@
 
 #include "jobs/fits.h"
 
-const char *const rematd_fits_fields[] = {
-    "profiles",       "profile_ids",  "optimizer", "memory",   "margin_bytes", "margin_fraction",
-    "max_batch",      "throughput",   "model",     "layers",   "model_id",     "model_options",
-    "input_shape",    "input",        "stages",    "dtype",    "device",       "warmup",
-    "repeats",        "batches",      "confirm",   "parallel", "param_dtype",  "reduce_dtype",
-    "master_weights", "global_batch", NULL};
+const char *const rematd_fits_fields[] = {"profiles",
+                                          "profile_ids",
+                                          "optimizer",
+                                          "memory",
+                                          "margin_bytes",
+                                          "margin_fraction",
+                                          "max_batch",
+                                          "throughput",
+                                          "model",
+                                          "layers",
+                                          "model_id",
+                                          "model_options",
+                                          "input_shape",
+                                          "input",
+                                          "stages",
+                                          "dtype",
+                                          "device",
+                                          "warmup",
+                                          "repeats",
+                                          "batches",
+                                          "confirm",
+                                          "parallel",
+                                          "param_dtype",
+                                          "reduce_dtype",
+                                          "master_weights",
+                                          "global_batch",
+                                          "hf_config",
+                                          "seq_len",
+                                          NULL};
 /* What a model spec passes on to its profile jobs (POST /v1/profiles). */
 const char *const rematd_fits_profile_fields[] = {
-    "model", "layers", "model_id", "model_options", "input_shape", "input", "stages",
-    "dtype", "device", "warmup",   "repeats",       "optimizer",   NULL};
+    "model",  "layers", "model_id", "model_options", "input_shape", "input",   "stages", "dtype",
+    "device", "warmup", "repeats",  "optimizer",     "hf_config",   "seq_len", NULL};
 
 static const char *const optim_fields[] = {
     "name",           "foreach",      "param_elem_bytes", "state_elem_bytes",

@@ -1,8 +1,9 @@
 /*
  * jobs/profile_spec.c - a profile job's spec (docs/jobs.md), read from the
  * body of POST /v1/profiles (or made by POST /v1/fits for a model spec): a
- * zoo model name, a JSON layer list or an uploaded model (model_id, with
- * its input and optionally its stages), with batch size, input shape,
+ * zoo model name, a JSON layer list, an uploaded model (model_id, with
+ * its input and optionally its stages) or a Hugging Face config (hf_config,
+ * with seq_len), with batch size, input shape,
  * dtype and device, checked, with the defaults filled in: the normalised
  * spec the worker receives, and its reuse key.  Pure: what is wrong fills
  * a struct rematd_problem, and an uploaded model is looked up through the
@@ -21,9 +22,9 @@
 #include "rematx/rematx.h"
 
 static const char *const fields[] = {
-    "model", "layers", "model_options", "batch_size", "input_shape",
-    "dtype", "device", "warmup",        "repeats",    "model_id",
-    "input", "stages", "reuse",         "optimizer",  NULL};
+    "model",  "layers",    "model_options", "batch_size", "input_shape", "dtype",
+    "device", "warmup",    "repeats",       "model_id",   "input",       "stages",
+    "reuse",  "optimizer", "hf_config",     "seq_len",    NULL};
 
 /* One layer, by the layer table (src/rematx/layers.h), a sequential's
  * inner layers with it: a request's types only, the zoo's own are not
@@ -190,6 +191,68 @@ static int normalise_uploaded(const struct rematd_read_ctx *ctx, json_t *body, j
     return 0;
 }
 
+/* A transformer from its Hugging Face config.json (hf_config) with seq_len:
+ * the config read strictly by src/rematx/hfconfig.h, an architecture or a
+ * field remat does not build a 422 naming it, and the normalised config
+ * (the fields that change the computation, nothing else) in the spec with
+ * input_shape [seq_len].  Fills spec, or fills pr and returns -1. */
+static int normalise_hf(const struct rematd_read_ctx *ctx, json_t *body, json_t *spec,
+                        struct rematd_problem *pr)
+{
+    static const char *const not_with[] = {"input_shape", "model_options", NULL};
+    for (size_t i = 0; not_with[i]; i++)
+        if (json_object_get(body, not_with[i])) {
+            char p[32];
+            snprintf(p, sizeof p, "/%s", not_with[i]);
+            rematd_problem_set(pr, 400, "validation", p,
+                               "%s is for zoo models and layer lists; hf_config takes seq_len",
+                               not_with[i]);
+            return -1;
+        }
+    struct rematx_hf h;
+    struct remat_error err = {0};
+    int rc = rematx_hf_read(json_object_get(body, "hf_config"), "/hf_config", &h, &err);
+    if (rc != REMAT_OK) {
+        if (rc == REMAT_EUNSUPPORTED)
+            rematd_problem_set(pr, 422, "unsupported-model", err.pointer, "%s", err.message);
+        else
+            rematd_problem_set(pr, 400, "validation", err.pointer, "%s", err.message);
+        return -1;
+    }
+    /* Embedding, one stage per decoder block, final norm and head. */
+    if ((size_t)h.layers + 2 > ctx->max_stages) {
+        rematd_problem_set(pr, 400, "limit-exceeded",
+                           h.family == REMATX_HF_GPT2 ? "/hf_config/n_layer"
+                                                      : "/hf_config/num_hidden_layers",
+                           "%lld blocks make %lld stages, more than this server's %zu",
+                           (long long)h.layers, (long long)h.layers + 2, ctx->max_stages);
+        return -1;
+    }
+    json_t *sl = json_object_get(body, "seq_len");
+    if (!json_is_integer(sl) || json_integer_value(sl) < 1 ||
+        json_integer_value(sl) > h.max_positions) {
+        rematd_problem_set(pr, 400, "validation", "/seq_len",
+                           "hf_config needs seq_len, an integer in 1..%lld (the config's "
+                           "max positions)",
+                           (long long)h.max_positions);
+        return -1;
+    }
+    if (h.sliding_window > 0 && json_integer_value(sl) > h.sliding_window) {
+        rematd_problem_set(pr, 422, "unsupported-model", "/hf_config/sliding_window",
+                           "sliding-window attention is not built: seq_len must be at most the "
+                           "window, %lld",
+                           (long long)h.sliding_window);
+        return -1;
+    }
+    json_t *norm = rematx_hf_json(&h);
+    if (norm == NULL || json_object_set_new(spec, "hf_config", norm) < 0) {
+        rematd_problem_set(pr, 500, "internal", NULL, "out of memory");
+        return -1;
+    }
+    json_object_set_new(spec, "input_shape", json_pack("[O]", sl));
+    return 0;
+}
+
 /* The optimizer whose step the worker measures after the last backward
  * (docs/scheduling.md): a name, or {name, weight_decay}.  Normalised to
  * {"name", "weight_decay"}, and left out for "none", so that a profile
@@ -245,10 +308,16 @@ json_t *rematd_profile_spec(const struct rematd_read_ctx *ctx, json_t *body,
     json_t *model = json_object_get(body, "model");
     json_t *layers = json_object_get(body, "layers");
     json_t *model_id = json_object_get(body, "model_id");
-    if ((model != NULL) + (layers != NULL) + (model_id != NULL) != 1) {
+    json_t *hf = json_object_get(body, "hf_config");
+    if ((model != NULL) + (layers != NULL) + (model_id != NULL) + (hf != NULL) != 1) {
         rematd_problem_set(pr, 400, "validation", model ? "/layers" : "/model",
-                           "give exactly one of model (a zoo name), layers and model_id (an "
-                           "uploaded model)");
+                           "give exactly one of model (a zoo name), layers, model_id (an "
+                           "uploaded model) and hf_config (a Hugging Face config.json)");
+        goto bad;
+    }
+    if (!hf && json_object_get(body, "seq_len")) {
+        rematd_problem_set(pr, 400, "validation", "/seq_len",
+                           "seq_len is for hf_config (gpt takes model_options.seq_len)");
         goto bad;
     }
     if (!model_id && (json_object_get(body, "input") || json_object_get(body, "stages"))) {
@@ -256,6 +325,12 @@ json_t *rematd_profile_spec(const struct rematd_read_ctx *ctx, json_t *body,
                            json_object_get(body, "input") ? "/input" : "/stages",
                            "input and stages are for an uploaded model (model_id)");
         goto bad;
+    }
+    if (hf) {
+        if (normalise_hf(ctx, body, spec, pr) < 0 ||
+            get_int(pr, body, "batch_size", 1, REMATD_MAX_BATCH, 1, spec) < 0)
+            goto bad;
+        goto common;
     }
     if (model_id) {
         if (normalise_uploaded(ctx, body, spec, pr) < 0 ||

@@ -104,19 +104,19 @@ static void fits_job(struct rematd_request *r)
         struct rematd_fits_req f;
         memset(&f, 0, sizeof f);
         if (json_object_get(body, "model") || json_object_get(body, "layers") ||
-            json_object_get(body, "model_id")) {
+            json_object_get(body, "model_id") || json_object_get(body, "hf_config")) {
             fits_model(r, body);
         } else {
             static const char *const model_only[] = {
-                "model_options", "input_shape", "input",   "stages",  "dtype",
-                "device",        "warmup",      "repeats", "batches", "confirm"};
+                "model_options", "input_shape", "input",   "stages",  "dtype",  "device",
+                "warmup",        "repeats",     "batches", "confirm", "seq_len"};
             for (size_t k = 0; k < sizeof model_only / sizeof model_only[0]; k++)
                 if (json_object_get(body, model_only[k])) {
                     char p[32];
                     snprintf(p, sizeof p, "/%s", model_only[k]);
                     rematd_req_problem(r, 400, "validation", p,
-                                       "this field goes with a model spec (model, layers or "
-                                       "model_id)");
+                                       "this field goes with a model spec (model, layers, "
+                                       "model_id or hf_config)");
                     break;
                 }
             struct rematd_read_ctx ctx;

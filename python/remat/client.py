@@ -38,6 +38,26 @@ def _member(obj, key, kind, what):
     return v
 
 
+def _hf_config(cfg):
+    """A Hugging Face config as rematd takes it: a dict as it is; a path (a
+    str or os.PathLike: config.json, or the folder holding it) read; a
+    transformers PretrainedConfig through its to_dict().  None stays None."""
+    if cfg is None or isinstance(cfg, dict):
+        return cfg
+    if hasattr(cfg, "to_dict"):
+        return cfg.to_dict()
+    if isinstance(cfg, (str, os.PathLike)):
+        path = os.fspath(cfg)
+        if os.path.isdir(path):
+            path = os.path.join(path, "config.json")
+        with open(path, encoding="utf-8") as f:
+            v = json.load(f)
+        if not isinstance(v, dict):
+            raise UsageError("%s: a config.json holds an object" % path)
+        return v
+    raise UsageError("hf_config: a dict, a path to config.json, or a PretrainedConfig")
+
+
 def _problem_error(status, body, method, url):
     cls = InfeasibleError if isinstance(body, dict) and \
         body.get("type") == "/problems/infeasible" else ProblemError
@@ -314,18 +334,21 @@ class Client:
 
     def profile(self, model=None, layers=None, model_id=None, batch_size=None, input_shape=None,
                 dtype=None, device=None, wait=True, timeout=600.0, progress=None, input=None,
-                stages=None, **options):
-        """Queues a profiling job (a zoo model name, a layer list, or an
-        uploaded model_id); waits for it and returns the profile, or returns
-        the Job with wait=False.  An uploaded model takes its input as
-        input={"shape": [...], "dtype": ..., "high": ...}; input_shape with
-        model_id is the same as input={"shape": input_shape}, since rematd
-        takes no input_shape beside model_id."""
+                stages=None, hf_config=None, seq_len=None, **options):
+        """Queues a profiling job (a zoo model name, a layer list, an
+        uploaded model_id, or hf_config: a Hugging Face config.json as a
+        dict or the path of the file, with seq_len); waits for it and
+        returns the profile, or returns the Job with wait=False.  An
+        uploaded model takes its input as input={"shape": [...], "dtype":
+        ..., "high": ...}; input_shape with model_id is the same as
+        input={"shape": input_shape}, since rematd takes no input_shape
+        beside model_id."""
         if model_id is not None and input_shape is not None:
             if input is not None:
                 raise UsageError("profile: input_shape or input with model_id, not both")
             input, input_shape = {"shape": list(input_shape)}, None
         spec = {k: v for k, v in (("model", model), ("layers", layers), ("model_id", model_id),
+                                  ("hf_config", _hf_config(hf_config)), ("seq_len", seq_len),
                                   ("batch_size", batch_size), ("input_shape", input_shape),
                                   ("input", input), ("stages", stages),
                                   ("dtype", dtype), ("device", device)) if v is not None}

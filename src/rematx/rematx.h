@@ -33,6 +33,7 @@
 #include "rematx/core.h"
 #include "rematx/dynbuf.h"
 #include "rematx/error.h"
+#include "rematx/hfconfig.h"
 #include "rematx/layers.h"
 #include "rematx/names.h"
 #include "rematx/real.h"

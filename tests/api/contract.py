@@ -76,6 +76,11 @@ from contract_wire import (  # noqa: E402
 
 # ---------------------------------------------------------------- live
 
+
+# A tiny Llama's config.json (docs/models.md, "From a Hugging Face config").
+HF_TINY = {"architectures": ["LlamaForCausalLM"], "hidden_size": 64, "intermediate_size": 128,
+           "num_attention_heads": 4, "num_hidden_layers": 2, "vocab_size": 1000}
+
 def auth_for(op):
     sec = op.get("security", doc.get("security", []))
     if not sec:
@@ -514,7 +519,21 @@ def live():
                   "memory": [1 << 30]}, "a model spec with an optimizer it cannot measure"),
         ("fits", {"model": "alexnet", "optimizer": {"name": "adam", "foreach": True},
                   "memory": [1 << 30]}, "a model spec with foreach"),
+        # a Hugging Face config: seq_len with it and only with it
+        ("createProfileJob", {"hf_config": HF_TINY}, "hf_config without seq_len"),
+        ("createProfileJob", {"model": "gpt", "seq_len": 8}, "seq_len without hf_config"),
+        ("createProfileJob", {"hf_config": HF_TINY, "seq_len": 8, "input_shape": [8]},
+         "hf_config with input_shape"),
+        ("fits", {"hf_config": HF_TINY, "memory": [1 << 30]}, "hf_config without seq_len"),
+        ("fits", {"profile_ids": [ex_id], "seq_len": 8, "memory": [1 << 30]},
+         "seq_len without a model spec"),
     ]
+    # An architecture remat does not build: 422 naming it, before queueing.
+    a = call("createProfileJob", body={"hf_config": {"architectures": ["MixtralForCausalLM"]},
+                                       "seq_len": 8},
+             what="an architecture remat does not build", expect=422)
+    check((a.json() or {}).get("pointer") == "/hf_config/architectures/0",
+          "an unbuilt architecture: pointer %r" % (a.json() or {}).get("pointer"))
     # The pointer of a member named by the request is a JSON pointer (RFC
     # 6901): '/' and '~' in its key escaped.
     for op_id, body, pointer in [

@@ -13,7 +13,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import pytest
 
 import remat
-from remat.client import JobFailed
+from remat.client import JobFailed, UsageError
 
 PROBLEM = {"type": "/problems/validation", "title": "Invalid field", "status": 400,
            "detail": "out_bytes must not be negative", "pointer": "/profile/stages/1/out_bytes",
@@ -305,3 +305,22 @@ def test_fits_sends_parallel_and_waits_for_a_fits_job(hostile):
     assert got == answer
     assert [x[1] for x in s.seen[1:]] == ["/v1/fits", "/v1/fits/f1"]
     assert json.loads(s.seen[1][3])["model"] == "gpt"
+
+
+def test_profile_sends_an_hf_config_from_a_dict_or_a_file(hostile, tmp_path):
+    cfg = {"architectures": ["LlamaForCausalLM"], "hidden_size": 64, "intermediate_size": 128,
+           "num_attention_heads": 4, "num_hidden_layers": 2, "vocab_size": 1000}
+    job = {"id": "j" * 32, "kind": "profile", "status": "queued",
+           "links": {"self": "/v1/profiles/" + "j" * 32}}
+    (tmp_path / "config.json").write_text(json.dumps(cfg))
+    for given in (cfg, str(tmp_path / "config.json"), tmp_path):
+        s = hostile([("json", 202, job)])
+        client(s.url).profile(hf_config=given, seq_len=32, device="cpu", wait=False)
+        method, path, _, body, _ = s.seen[0]
+        assert (method, path) == ("POST", "/v1/profiles")
+        assert json.loads(body) == {"hf_config": cfg, "seq_len": 32, "device": "cpu"}
+    (tmp_path / "list.json").write_text("[1]")
+    with pytest.raises(UsageError):
+        client("http://127.0.0.1:9").profile(hf_config=str(tmp_path / "list.json"), seq_len=8)
+    with pytest.raises(UsageError):
+        client("http://127.0.0.1:9").profile(hf_config=42, seq_len=8)

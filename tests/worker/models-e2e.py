@@ -27,7 +27,9 @@ remat-worker on loopback, models scripted here with Debian's python3-torch.
 5. The upload's answer names the default stages (the top-level
    children), as libtorch would find them.
 6. Tied parameters (an output layer sharing the embedding's weight) count
-   once: the stages' param_bytes sum to the model's unique parameter bytes.
+   once, in the last stage that uses them (whose backward makes their
+   gradient): the stages' param_bytes sum to the model's unique parameter
+   bytes, and plans on such a model validate.
 
 Skips (77) when torch, rematd or the worker is missing.
 """
@@ -306,7 +308,9 @@ try:
               "the cache holds the real archive again")
 
     # Tied parameters: the head's weight is the embedding's, one tensor, so
-    # its bytes count once, in the first stage that uses it (the embedding).
+    # its bytes count once, in the last stage that uses it (the head): its
+    # backward runs first and makes the gradient, which the memory model
+    # puts with the weight's bytes; plans on the model validate.
     tied = TiedLM()
     tdid = upload(tied, "tied_lm", ["embed", "mid", "head"])
     job = profile(tdid, {"shape": [8], "dtype": "int64", "high": 50}, 2)
@@ -318,8 +322,9 @@ try:
         check(sum(got) == unique and unique < every,
               "tied model: param bytes %s sum to the model's unique %d (not %d)"
               % (got, unique, every))
-        check(got == [50 * 16 * 4, (16 * 16 + 16) * 4, 0],
-              "tied model: the shared weight counts in the embedding, not the head: %s" % got)
+        check(got == [0, (16 * 16 + 16) * 4, 50 * 16 * 4],
+              "tied model: the shared weight counts in the head, not the embedding: %s" % got)
+        validate(job, "tied model")
 
     # 1-2. The tiny transformer: int64 tokens, named stages.
     tt = TinyTransformer()

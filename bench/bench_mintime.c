@@ -300,7 +300,7 @@ static void bench_stack(const struct bench_config *cfg, size_t layers, size_t bl
             oq.budget_bytes = ql + (plan.peak_bytes - ql) / 2;
             remat_plan_clear(&plan);
             int oruns = runs < 3 ? runs : 3;
-            int64_t a[3], b[3];
+            int64_t a[3] = {0}, b[3] = {0};
             for (int r = 0; r < oruns; r++) {
                 a[r] = time_stack_solve(q, &oq, 0, &plan);
                 old_ms = plan.total_ms;

@@ -121,6 +121,10 @@ static const struct opt opts[] = {
      0, 0, 10000000,
      "jobs one tenant may have queued (503 past it); 0: --max-queued-jobs divided among the "
      "tenants"},
+    {"tenant-max-idempotency-keys", "REMAT_TENANT_MAX_IDEMPOTENCY_KEYS", O_UINT,
+     OFF(tenant_max_idempotency_keys), 0, 0, 100000000,
+     "Idempotency-Key records one tenant may keep (503 past it); 0: --max-idempotency-keys "
+     "divided among the tenants"},
     {"max-store-bytes", "REMAT_MAX_STORE_BYTES", O_SIZE, OFF(max_store_bytes), 0, 65536,
      (1ULL << 50),
      "bytes of stored plans and Idempotency-Key records together; past it the oldest go first "

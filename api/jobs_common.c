@@ -160,8 +160,12 @@ void rematd_queue_job_keyed(struct rematd_request *r, const char *kind, json_t *
     } else if (rc == REMATD_STORE_FULL) {
         rematd_req_header(r, "Retry-After", "30");
         rematd_req_problem(r, 503, "queue-full", NULL, "%s; try again later",
-                           r->idem_key ? "the job queue or the Idempotency-Key records are full"
-                                       : "the job queue is full (--max-queued-jobs)");
+                           r->idem_key
+                               ? "the job queue or the Idempotency-Key records are full"
+                                 " (--max-queued-jobs, --max-idempotency-keys, or this tenant's"
+                                 " share, --tenant-max-queued-jobs, --tenant-max-idempotency-keys)"
+                               : "the job queue is full (--max-queued-jobs, or this tenant's"
+                                 " share, --tenant-max-queued-jobs)");
     } else {
         rematd_req_header(r, "Retry-After", "5");
         rematd_req_problem(r, 503, "unavailable", NULL, "the job could not be stored");

@@ -165,11 +165,17 @@ static int client_auth(struct rematd_server *srv, int loopback)
     if (cfg->tenant_max_queued_jobs == 0)
         cfg->tenant_max_queued_jobs =
             cfg->max_queued_jobs / (unsigned)n > 0 ? cfg->max_queued_jobs / (unsigned)n : 1;
+    if (cfg->tenant_max_idempotency_keys == 0)
+        cfg->tenant_max_idempotency_keys = cfg->max_idempotency_keys / (unsigned)n > 0
+                                               ? cfg->max_idempotency_keys / (unsigned)n
+                                               : 1;
     if (rematd_tenants_any(srv->tenants))
         rematd_log("info", "tenants",
-                   json_pack("{s:I, s:I, s:I}", "tenants", (json_int_t)n, "tenant_max_models_bytes",
-                             (json_int_t)cfg->tenant_max_models_bytes, "tenant_max_queued_jobs",
-                             (json_int_t)cfg->tenant_max_queued_jobs));
+                   json_pack("{s:I, s:I, s:I, s:I}", "tenants", (json_int_t)n,
+                             "tenant_max_models_bytes", (json_int_t)cfg->tenant_max_models_bytes,
+                             "tenant_max_queued_jobs", (json_int_t)cfg->tenant_max_queued_jobs,
+                             "tenant_max_idempotency_keys",
+                             (json_int_t)cfg->tenant_max_idempotency_keys));
     return 0;
 }
 

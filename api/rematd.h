@@ -64,6 +64,8 @@ struct rematd_config {
     unsigned max_connections_per_ip; /* MHD_OPTION_PER_IP_CONNECTION_LIMIT; 0 = none */
     unsigned health_connections;     /* slots past max_connections, health probes only */
     /* Tenants (tenants.c, docs/security.md "Tenants"). */
+    /* One tenant's Idempotency-Key records; 0 = max_idempotency_keys / tenants. */
+    unsigned tenant_max_idempotency_keys;
     char tokens_file[1024];          /* --tokens-file: tokens and their tenants, "" = none */
     int allow_anonymous;             /* --allow-anonymous: no token even beyond loopback */
     size_t tenant_max_models_bytes;  /* one tenant's models; 0 = max_models_bytes / tenants */

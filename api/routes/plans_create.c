@@ -210,8 +210,9 @@ static void resumed(struct rematd_request *r)
     if (w->result == REMATD_STORE_FULL) {
         rematd_req_header(r, "Retry-After", "60");
         rematd_req_problem(r, 503, "queue-full", NULL,
-                           "the Idempotency-Key records are full (--max-idempotency-keys); try"
-                           " again later");
+                           "the Idempotency-Key records are full (--max-idempotency-keys, or"
+                           " this tenant's share, --tenant-max-idempotency-keys); try again"
+                           " later");
         return;
     }
     if (w->result != REMATD_STORE_OK) {

@@ -134,11 +134,13 @@ fi
 
 # ---- two tenants ----
 export REMAT_WORKER_TOKEN=wtok
-# Two tenants: each may keep 1.5 MB of models and have 2 jobs queued.
-start_rematd --tokens-file "$T/tokens" --max-models-bytes 3000000 --max-queued-jobs 4
+# Two tenants: each may keep 1.5 MB of models, have 2 jobs queued and 4
+# Idempotency-Key records.
+start_rematd --tokens-file "$T/tokens" --max-models-bytes 3000000 --max-queued-jobs 4 \
+    --max-idempotency-keys 8
 grep -q '"msg":"the tokens file is readable by its group"' "$T/rematd.log" && ok ||
     fail "a group-readable tokens file without its warning"
-grep -q '"msg":"tenants","tenants":2,"tenant_max_models_bytes":1500000,"tenant_max_queued_jobs":2' \
+grep -q '"msg":"tenants","tenants":2,"tenant_max_models_bytes":1500000,"tenant_max_queued_jobs":2,"tenant_max_idempotency_keys":4' \
     "$T/rematd.log" && ok || fail "the tenants' shares: $(grep tenants "$T/rematd.log")"
 
 req GET /v1/models
@@ -259,6 +261,25 @@ JK=$(field id)
 post /v1/profiles '{"model":"resnet18","device":"cpu"}' -H "$AA" -H "Idempotency-Key: k-2"
 [ "$CODE" = 202 ] && [ "$(field id)" != "$JK" ] && ok ||
     fail "alpha's key k-2 answered with beta's job: $CODE $(field id)"
+# Idempotency-Key records: alpha's share is 4 of 8, and it has 2 (k-1,
+# k-2).  Two more fit; a fifth new key is 503 though 5 of 8 are kept,
+# while alpha's recorded keys still replay and beta still records new ones.
+for k in k-3 k-4; do
+    post /v1/plans "{\"profile\":$P1,\"budget_bytes\":100000000}" -H "$AA" -H "Idempotency-Key: $k" &&
+        expect 201 /v1/plans
+done
+K3=$(field id)
+post /v1/plans "{\"profile\":$P1,\"budget_bytes\":100000000}" -H "$AA" -H "Idempotency-Key: k-5"
+problem "alpha past its share of the Idempotency-Key records" 503 queue-full
+grep -q 'tenant-max-idempotency-keys' "$BODY" && ok || fail "the 503 does not name the share: $(cat "$BODY")"
+post /v1/profiles '{"model":"vgg16","device":"cpu"}' -H "$AA" -H "Idempotency-Key: k-5"
+problem "alpha past its share of the records, with a job" 503 queue-full
+post /v1/plans "{\"profile\":$P1,\"budget_bytes\":100000000}" -H "$AA" -H "Idempotency-Key: k-4"
+[ "$CODE" = 201 ] && [ "$(header Idempotent-Replayed)" = true ] && [ "$(field id)" = "$K3" ] && ok ||
+    fail "alpha's replay at its share: $CODE $(field id)"
+post /v1/plans "{\"profile\":$P1,\"budget_bytes\":100000000}" -H "$AB" -H "Idempotency-Key: k-5" &&
+    expect 201 /v1/plans
+[ "$(header Idempotent-Replayed)" = "" ] && ok || fail "beta's new key k-5 was a replay"
 
 # Models' bytes: alpha's share is 1.5 MB (a.pt is 1 kB of it).
 mkzip "$T/big1.pt" 1000000

@@ -161,6 +161,8 @@ void rematd__store_bounds(struct rematd_sqlite *st, double now)
     st->idem_count -= records;
     if (st->idem_count < 0)
         st->idem_count = 0;
+    if (records > 0)
+        st->idem_stale = 1; /* the tenants' counts, at the next insert */
     if (aged > 0 || plans > 0 || records > 0)
         rematd_log("info", "store bounds: oldest rows deleted",
                    json_pack("{s:i, s:i, s:i, s:I, s:I, s:i}", "plans_past_ttl", (int)aged, "plans",

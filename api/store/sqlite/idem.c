@@ -69,6 +69,76 @@ static int insert(struct rematd_sqlite *st, const char *scope, const char *key,
     return rematd__sql_step_reset(s);
 }
 
+/* The tenant a scope names: "<tenant>/<route>", or the route alone for
+ * "default" (http/request.c).  Writes it into name (REMATD_TENANT_MAX + 1
+ * bytes). */
+static void scope_tenant(const char *scope, char *name)
+{
+    const char *slash = strchr(scope, '/');
+    size_t n = slash ? (size_t)(slash - scope) : 0;
+    if (n == 0 || n > REMATD_TENANT_MAX) {
+        snprintf(name, REMATD_TENANT_MAX + 1, "%s", REMATD_TENANT_DEFAULT);
+        return;
+    }
+    memcpy(name, scope, n);
+    name[n] = '\0';
+}
+
+/* The count of tenant name, added with 0 when new: NULL when out of memory. */
+static long *tenant_count(struct rematd_sqlite *st, const char *name)
+{
+    for (size_t i = 0; i < st->idem_ntenants; i++)
+        if (strcmp(st->idem_tenants[i].name, name) == 0)
+            return &st->idem_tenants[i].n;
+    if (st->idem_ntenants == st->idem_tenants_cap) {
+        size_t cap = st->idem_tenants_cap ? 2 * st->idem_tenants_cap : 8;
+        struct rematd_idem_tenant *t = realloc(st->idem_tenants, cap * sizeof *t);
+        if (!t)
+            return NULL;
+        st->idem_tenants = t;
+        st->idem_tenants_cap = cap;
+    }
+    struct rematd_idem_tenant *t = &st->idem_tenants[st->idem_ntenants++];
+    snprintf(t->name, sizeof t->name, "%s", name);
+    t->n = 0;
+    return &t->n;
+}
+
+int rematd__idem_recount(struct rematd_sqlite *st)
+{
+    st->idem_stale = 1;
+    st->idem_ntenants = 0;
+    sqlite3_stmt *s = NULL;
+    /* One pass over the table: the tenant is the scope's part before its
+     * '/', none for "default". */
+    if (sqlite3_prepare_v2(st->w,
+                           "SELECT substr(scope, 1, instr(scope, '/') - 1) AS t, count(*)"
+                           " FROM idempotency GROUP BY t",
+                           -1, &s, NULL) != SQLITE_OK)
+        return -1;
+    long total = 0;
+    int rc;
+    while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
+        const char *t = (const char *)sqlite3_column_text(s, 0);
+        long n = (long)sqlite3_column_int64(s, 1);
+        total += n;
+        if (st->tenant_max_idem >= st->max_idem)
+            continue;
+        char name[REMATD_TENANT_MAX + 1];
+        snprintf(name, sizeof name, "%s", t && *t ? t : REMATD_TENANT_DEFAULT);
+        long *c = tenant_count(st, name);
+        if (!c)
+            break;
+        *c += n;
+    }
+    sqlite3_finalize(s);
+    if (rc != SQLITE_DONE)
+        return -1;
+    st->idem_count = total;
+    st->idem_stale = 0;
+    return 0;
+}
+
 enum rematd_store_result rematd__idem_insert(struct rematd_sqlite *st, const char *scope,
                                              const char *key, const char *body_hash,
                                              const char *resource_id, const char *body, double now,
@@ -79,9 +149,25 @@ enum rematd_store_result rematd__idem_insert(struct rematd_sqlite *st, const cha
      * add one, but is refused here all the same when the bound is reached. */
     if (st->idem_count >= st->max_idem)
         return REMATD_STORE_FULL;
+    /* The tenant's share, only when it is less than the whole: with one
+     * tenant the bound above is all there is. */
+    long *mine = NULL;
+    if (st->tenant_max_idem < st->max_idem) {
+        if (st->idem_stale && rematd__idem_recount(st) < 0)
+            return REMATD_STORE_ERROR;
+        char name[REMATD_TENANT_MAX + 1];
+        scope_tenant(scope, name);
+        mine = tenant_count(st, name);
+        if (!mine)
+            return REMATD_STORE_ERROR;
+        if (*mine >= st->tenant_max_idem)
+            return REMATD_STORE_FULL;
+    }
     int rc = insert(st, scope, key, body_hash, resource_id, body, now);
     if (rc == SQLITE_DONE) {
         st->idem_count++;
+        if (mine)
+            (*mine)++;
         st->written += (long long)(strlen(body) + strlen(key) + 200);
         return REMATD_STORE_OK;
     }
@@ -124,4 +210,8 @@ void rematd__idem_purge(struct rematd_sqlite *st, double now)
             st->idem_count = 0;
     }
     sqlite3_finalize(s);
+    /* The tenants' counts are not kept per row deleted: one GROUP BY puts
+     * them (and the whole) right, once a minute at most. */
+    if (st->tenant_max_idem < st->max_idem)
+        rematd__idem_recount(st);
 }

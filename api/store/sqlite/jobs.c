@@ -194,6 +194,7 @@ enum rematd_store_result rematd__sqlite_create_job(struct rematd_store *base,
         if (ret != REMATD_STORE_OK) {
             sqlite3_exec(st->w, "ROLLBACK", NULL, NULL, NULL);
             st->idem_count = idem_before;
+            st->idem_stale = 1;
             goto out_unlock;
         }
         ret = REMATD_STORE_ERROR;
@@ -208,6 +209,7 @@ out_failed:
      * SQLite has not ended it already. */
     rematd__store_write_failed(st, "INSERT job");
     st->idem_count = idem_before;
+    st->idem_stale = 1;
     ret = REMATD_STORE_ERROR;
 out_unlock:
     sqlite3_finalize(s);

@@ -237,6 +237,8 @@ struct rematd_store *rematd__sqlite_open(const char *dir, const struct rematd_co
     st->tenant_max_queued_jobs =
         cfg->tenant_max_queued_jobs ? (long)cfg->tenant_max_queued_jobs : st->max_queued_jobs;
     st->max_idem = cfg->max_idempotency_keys ? (long)cfg->max_idempotency_keys : 1000000;
+    st->tenant_max_idem =
+        cfg->tenant_max_idempotency_keys ? (long)cfg->tenant_max_idempotency_keys : st->max_idem;
     st->max_store_bytes = cfg->max_store_bytes ? cfg->max_store_bytes : (size_t)1 << 30;
     st->plan_ttl = cfg->plan_ttl;
     st->stored_bytes = -1;
@@ -286,12 +288,12 @@ struct rematd_store *rematd__sqlite_open(const char *dir, const struct rematd_co
         if (sqlite3_prepare_v2(st->w, sql, -1, &q, NULL) == SQLITE_OK)
             sqlite3_step(q);
         sqlite3_finalize(q);
-        st->idem_count = 0;
-        if (sqlite3_prepare_v2(st->w, "SELECT count(*) FROM idempotency", -1, &q, NULL) ==
-                SQLITE_OK &&
-            sqlite3_step(q) == SQLITE_ROW)
-            st->idem_count = (long)sqlite3_column_int64(q, 0);
-        sqlite3_finalize(q);
+        /* The records, all and each tenant's: one GROUP BY. */
+        if (rematd__idem_recount(st) < 0) {
+            snprintf(errbuf, errlen, "%s: cannot count the Idempotency-Key records: %s", path,
+                     sqlite3_errmsg(st->w));
+            goto fail;
+        }
     }
     st->r = open_db(path, SQLITE_OPEN_READONLY, errbuf, errlen);
     if (!st->r)
@@ -349,6 +351,7 @@ void rematd__sqlite_close(struct rematd_store *base)
     pthread_cond_destroy(&st->ckcv);
     if (st->lock_fd >= 0)
         close(st->lock_fd); /* releases the flock */
+    free(st->idem_tenants);
     free(st);
 }
 

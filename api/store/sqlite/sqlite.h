@@ -23,6 +23,12 @@
  * databases are migrated up to it at open (sqlite/schema.c). */
 #define REMATD_SCHEMA_VERSION 5
 
+/* One tenant's Idempotency-Key records (--tenant-max-idempotency-keys). */
+struct rematd_idem_tenant {
+    char name[REMATD_TENANT_MAX + 1];
+    long n;
+};
+
 struct rematd_sqlite {
     struct rematd_store base; /* ops: the SQLite table (sqlite/sqlite.c) */
     sqlite3 *w;               /* writes, under wmu */
@@ -57,6 +63,15 @@ struct rematd_sqlite {
     long max_queued_jobs, max_idem;
     long tenant_max_queued_jobs; /* one tenant's queued jobs */
     long idem_count;
+    /* --tenant-max-idempotency-keys: each tenant's records, counted in
+     * memory next to idem_count (sqlite/idem.c), under wmu.  Only kept
+     * when the share is below the whole (more than one tenant).  After a
+     * rollback or a deletion the counts are stale, and the next insert
+     * counts them again from the table. */
+    long tenant_max_idem;
+    struct rematd_idem_tenant *idem_tenants;
+    size_t idem_ntenants, idem_tenants_cap;
+    int idem_stale;
     /* --max-store-bytes, --plan-ttl (sqlite/bounds.c): the last pass, and
      * the bytes of plans and records written since, under wmu. */
     size_t max_store_bytes;
@@ -129,6 +144,10 @@ enum rematd_store_result rematd__idem_insert(struct rematd_sqlite *st, const cha
                                              struct rematd_idem *existing);
 /* Deletes records past the TTL, at most once a minute.  Under wmu. */
 void rematd__idem_purge(struct rematd_sqlite *st, double now);
+/* Counts the records again, all and per tenant, on w under wmu (at open,
+ * after a purge, and when idem_stale says a rollback or an eviction left
+ * the counts behind): 0, or -1 on an error (the counts are then stale). */
+int rematd__idem_recount(struct rematd_sqlite *st);
 
 /* sqlite/bounds.c: removes plans older than --plan-ttl and, past
  * --max-store-bytes, the oldest plans and Idempotency-Key records, when a

@@ -72,6 +72,7 @@ static long write_batch(void *arg, struct rematd_plan_write *batch)
         if (w->result == REMATD_STORE_ERROR) {
             rematd__store_write_failed(st, "INSERT plan");
             st->idem_count = idem_before;
+            st->idem_stale = 1;
             rematd__group_fail(batch);
             pthread_mutex_unlock(&st->wmu);
             return -1;
@@ -81,6 +82,7 @@ static long write_batch(void *arg, struct rematd_plan_write *batch)
     if (rematd__sql_step_reset(st->commit) != SQLITE_DONE) {
         rematd__store_write_failed(st, "COMMIT");
         st->idem_count = idem_before;
+        st->idem_stale = 1;
         rematd__group_fail(batch);
     } else {
         rematd__store_write_ok(st);

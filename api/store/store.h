@@ -99,7 +99,8 @@ void rematd_idem_clear(struct rematd_idem *r);
  * and calls done().  result: OK; CONFLICT when idem_key was recorded first
  * by another request (existing then holds that record, to replay: the
  * route frees it with rematd_idem_clear); FULL when its new key would pass
- * --max-idempotency-keys; ERROR. */
+ * --max-idempotency-keys or its tenant's --tenant-max-idempotency-keys;
+ * ERROR. */
 struct rematd_plan_write {
     char id[REMATD_ID_LEN + 1];
     char created_at[32];
@@ -207,7 +208,8 @@ struct rematd_job_new {
  * filled: rematd_idem_clear); NOT_FOUND when model_id names no model (it
  * was deleted since the route looked); FULL when --max-queued-jobs jobs are
  * queued, or the job's tenant has --tenant-max-queued-jobs queued, or the
- * key would pass --max-idempotency-keys; ERROR. */
+ * key would pass --max-idempotency-keys or the tenant's
+ * --tenant-max-idempotency-keys; ERROR. */
 enum rematd_store_result rematd_store_create_job(struct rematd_store *st,
                                                  const struct rematd_job_new *job,
                                                  struct rematd_idem *existing);

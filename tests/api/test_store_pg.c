@@ -555,6 +555,46 @@ static void test_purge_frees_the_bound(void **state)
     assert_int_equal(db_int(f, "SELECT count(*) FROM idempotency"), 2);
 }
 
+/* --tenant-max-idempotency-keys across two replicas: a tenant at its
+ * share of the records is FULL on either replica, the job rolled back
+ * with it, while another tenant ("blue_x", whose '_' is no wildcard, and
+ * "default", whose scopes have no '/') still records new keys up to its
+ * own share. */
+static void test_tenant_idem_share(void **state)
+{
+    struct fixture *f = *state;
+    f->cfg.max_idempotency_keys = 6;
+    f->cfg.tenant_max_idempotency_keys = 2;
+    open_both(f);
+    char id[REMATD_ID_LEN + 1];
+    struct rematd_job_new j;
+    struct rematd_idem existing;
+    const char *keys[] = {"k1", "k2", "k3"};
+    for (int i = 0; i < 3; i++) {
+        new_job(&j, id, keys[i], "{}");
+        j.tenant = "blue";
+        j.idem_scope = "blue/profiles_create";
+        assert_int_equal(rematd_store_create_job(i % 2 ? f->a : f->b, &j, &existing),
+                         i < 2 ? REMATD_STORE_OK : REMATD_STORE_FULL);
+    }
+    assert_int_equal(db_int(f, "SELECT count(*) FROM jobs WHERE tenant = 'blue'"), 2);
+    new_job(&j, id, "k1", "{}");
+    j.tenant = "blue_x";
+    j.idem_scope = "blue_x/profiles_create";
+    assert_int_equal(rematd_store_create_job(f->a, &j, &existing), REMATD_STORE_OK);
+    for (int i = 0; i < 3; i++) {
+        new_job(&j, id, keys[i], "{}");
+        assert_int_equal(rematd_store_create_job(i % 2 ? f->a : f->b, &j, &existing),
+                         i < 2 ? REMATD_STORE_OK : REMATD_STORE_FULL);
+    }
+    new_job(&j, id, "k2", "{}");
+    j.tenant = "blue_x";
+    j.idem_scope = "blue_x/profiles_create";
+    assert_int_equal(rematd_store_create_job(f->b, &j, &existing), REMATD_STORE_OK);
+    assert_int_equal(db_int(f, "SELECT n FROM remat_counters WHERE name = 'idempotency'"), 6);
+    assert_int_equal(db_int(f, "SELECT count(*) FROM idempotency"), 6);
+}
+
 /* A database of schema 1 (before the count of records) with records in
  * it: migration 2 counts them, and the bound holds from there. */
 static void test_upgrade_counts(void **state)
@@ -718,6 +758,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_upgrade_counts, setup, teardown),
         cmocka_unit_test_setup_teardown(test_purge_frees_the_bound, setup, teardown),
         cmocka_unit_test_setup_teardown(test_tenants, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_tenant_idem_share, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

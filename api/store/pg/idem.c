@@ -76,6 +76,39 @@ static int insert(PGconn *c, const char *scope, const char *key, const char *bod
     return n > 0;
 }
 
+/* The records of the tenant that scope names ("<tenant>/<route>", or the
+ * route alone for "default"), on c inside the caller's transaction, or -1
+ * (logged).  Exact: every transaction that adds records holds the count's
+ * lock (rematd__pg_idem_lock), and this one's own are counted. */
+static long tenant_records(PGconn *c, const char *scope)
+{
+    const char *slash = strchr(scope, '/');
+    PGresult *res;
+    if (!slash) {
+        res = rematd__pg_exec(c, "count idempotency",
+                              "SELECT count(*) FROM idempotency WHERE strpos(scope, '/') = 0", 0,
+                              NULL, NULL);
+    } else {
+        /* The prefix "<tenant>/" compared as is: a range on the key's
+         * index would depend on the database's collation (which may
+         * ignore the '/'), and LIKE would read the '_' a tenant's name may
+         * have as a wildcard. */
+        char prefix[REMATD_TENANT_MAX + 2];
+        int n = (int)(slash - scope);
+        if (n > REMATD_TENANT_MAX)
+            n = REMATD_TENANT_MAX;
+        snprintf(prefix, sizeof prefix, "%.*s/", n, scope);
+        const char *v[] = {prefix};
+        res = rematd__pg_exec(c, "count idempotency",
+                              "SELECT count(*) FROM idempotency"
+                              " WHERE left(scope, length($1)) = $1",
+                              1, v, NULL);
+    }
+    long n = res && PQntuples(res) == 1 ? atol(PQgetvalue(res, 0, 0)) : -1;
+    PQclear(res);
+    return n;
+}
+
 long rematd__pg_idem_lock(PGconn *c)
 {
     PGresult *res = rematd__pg_exec(
@@ -108,6 +141,16 @@ enum rematd_store_result rematd__pg_idem_insert(struct rematd_pg *st, PGconn *c,
      * refused here all the same when the bound is reached. */
     if (*count >= st->max_idem)
         return REMATD_STORE_FULL;
+    /* The tenant's share (more than one tenant): its records are counted
+     * only once the whole could hold a full share, so a table with room
+     * for every tenant costs no count. */
+    if (st->tenant_max_idem < st->max_idem && *count >= st->tenant_max_idem) {
+        long mine = tenant_records(c, scope);
+        if (mine < 0)
+            return REMATD_STORE_ERROR;
+        if (mine >= st->tenant_max_idem)
+            return REMATD_STORE_FULL;
+    }
     int got = insert(c, scope, key, body_hash, resource_id, body, now);
     /* Taken: by a live record, or by one past its TTL that gives way.
      * Twice: another replica may put its own record in the place of the

@@ -601,6 +601,8 @@ struct rematd_store *rematd__pg_open(const char *conninfo, const struct rematd_c
     st->tenant_max_queued_jobs =
         cfg->tenant_max_queued_jobs ? (long)cfg->tenant_max_queued_jobs : st->max_queued_jobs;
     st->max_idem = cfg->max_idempotency_keys ? (long)cfg->max_idempotency_keys : 1000000;
+    st->tenant_max_idem =
+        cfg->tenant_max_idempotency_keys ? (long)cfg->tenant_max_idempotency_keys : st->max_idem;
     st->max_store_bytes = cfg->max_store_bytes ? cfg->max_store_bytes : (size_t)1 << 30;
     st->plan_ttl = cfg->plan_ttl;
     snprintf(st->models_dir, sizeof st->models_dir, "%s/models", cfg->data_dir);

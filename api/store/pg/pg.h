@@ -47,6 +47,7 @@ struct rematd_pg {
     long max_queued_jobs;
     long tenant_max_queued_jobs; /* one tenant's queued jobs */
     long max_idem;
+    long tenant_max_idem; /* one tenant's records (pg/idem.c) */
 
     /* The pool, under pmu: free[i] when conns[i] is not lent.  epoch
      * counts the times a connection was found closed (a server restart
@@ -142,8 +143,8 @@ long rematd__pg_idem_lock(PGconn *c);
 /* Writes count back when it moved from before: 0, or -1 (logged). */
 int rematd__pg_idem_store(PGconn *c, long before, long count);
 /* Records (scope, key) for resource_id unless a live record holds it:
- * OK (*count + 1), CONFLICT (existing filled), FULL (*count at the bound)
- * or ERROR. */
+ * OK (*count + 1), CONFLICT (existing filled), FULL (*count at the bound,
+ * or the scope's tenant at --tenant-max-idempotency-keys) or ERROR. */
 enum rematd_store_result rematd__pg_idem_insert(struct rematd_pg *st, PGconn *c, long *count,
                                                 const char *scope, const char *key,
                                                 const char *body_hash, const char *resource_id,

@@ -136,7 +136,8 @@ int rematd__plan_insert(struct rematd_sqlite *st, const struct rematd_plan_write
 
 /* sqlite/idem.c, on w under wmu inside the caller's transaction: records
  * (scope, key) for resource_id.  OK; CONFLICT when a live record holds the
- * key (existing filled); ERROR.  A record past the TTL that the purge has
+ * key (existing filled); FULL at --max-idempotency-keys, or with the
+ * scope's tenant at --tenant-max-idempotency-keys; ERROR.  A record past the TTL that the purge has
  * not removed yet gives way. */
 enum rematd_store_result rematd__idem_insert(struct rematd_sqlite *st, const char *scope,
                                              const char *key, const char *body_hash,

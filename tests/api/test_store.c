@@ -622,6 +622,59 @@ static void test_purge_frees_the_bound(void **state)
     assert_int_equal(db_int(f, "SELECT count(*) FROM idempotency"), 2);
 }
 
+/* One tenant's job and key: scope "<tenant>/profiles_create". */
+static void tenant_job(struct rematd_job_new *j, char id[REMATD_ID_LEN + 1], const char *tenant,
+                       char scope[64], const char *key)
+{
+    new_job(j, id, "profile", "cpu", key, "{}");
+    j->tenant = tenant;
+    snprintf(scope, 64, "%s/profiles_create", tenant);
+    j->idem_scope = scope;
+}
+
+/* --tenant-max-idempotency-keys: a tenant at its share is FULL, its job
+ * rolled back with the key, while another tenant (and "default", whose
+ * scopes have no '/') still records new keys.  The counts kept in memory
+ * are right again after that rollback, and after a reopen, which counts
+ * them from the table. */
+static void test_tenant_idem_share(void **state)
+{
+    struct fixture *f = *state;
+    f->cfg.max_idempotency_keys = 6;
+    f->cfg.tenant_max_idempotency_keys = 2;
+    open_store(f);
+    char id[REMATD_ID_LEN + 1], scope[64];
+    struct rematd_job_new j;
+    struct rematd_idem existing;
+    const char *keys[] = {"k1", "k2", "k3"};
+    for (int i = 0; i < 3; i++) {
+        tenant_job(&j, id, "blue", scope, keys[i]);
+        assert_int_equal(rematd_store_create_job(f->st, &j, &existing),
+                         i < 2 ? REMATD_STORE_OK : REMATD_STORE_FULL);
+    }
+    tenant_job(&j, id, "blue_x", scope, "k1");
+    assert_int_equal(rematd_store_create_job(f->st, &j, &existing), REMATD_STORE_OK);
+    for (int i = 0; i < 3; i++) {
+        new_job(&j, id, "profile", "cpu", keys[i], "{}");
+        assert_int_equal(rematd_store_create_job(f->st, &j, &existing),
+                         i < 2 ? REMATD_STORE_OK : REMATD_STORE_FULL);
+    }
+    rematd_store_close(f->st);
+    f->st = NULL;
+    assert_int_equal(db_int(f, "SELECT count(*) FROM jobs WHERE tenant = 'blue'"), 2);
+    assert_int_equal(db_int(f, "SELECT count(*) FROM idempotency"), 5);
+    open_store(f);
+    tenant_job(&j, id, "blue", scope, "k3");
+    assert_int_equal(rematd_store_create_job(f->st, &j, &existing), REMATD_STORE_FULL);
+    tenant_job(&j, id, "blue_x", scope, "k2");
+    assert_int_equal(rematd_store_create_job(f->st, &j, &existing), REMATD_STORE_OK);
+    tenant_job(&j, id, "green", scope, "k1");
+    assert_int_equal(rematd_store_create_job(f->st, &j, &existing), REMATD_STORE_FULL);
+    rematd_store_close(f->st);
+    f->st = NULL;
+    assert_int_equal(db_int(f, "SELECT count(*) FROM idempotency"), 6);
+}
+
 static int setup_ttl_1(void **state)
 {
     return setup_ttl(state, 1);
@@ -728,6 +781,7 @@ int main(void)
         cmocka_unit_test(test_job_status_names),
         cmocka_unit_test_setup_teardown(test_expired_key_gives_way, setup_no_ttl, teardown),
         cmocka_unit_test_setup_teardown(test_purge_frees_the_bound, setup_ttl_1, teardown),
+        cmocka_unit_test_setup_teardown(test_tenant_idem_share, setup, teardown),
         cmocka_unit_test_setup_teardown(test_leases, setup, teardown),
         cmocka_unit_test_setup_teardown(test_models, setup, teardown),
         cmocka_unit_test_setup_teardown(test_tenants, setup, teardown),

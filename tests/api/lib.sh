@@ -238,6 +238,21 @@ profile() {
     printf ']}'
 }
 
+# slow_profile: 300 stages with no repeating pattern (profile's repeat every
+# 12, which min-time's table shares; past 300 stages min-time plans on runs
+# of stages: both fast, docs/min-time.md).  min-time on it at 1,400 slots
+# is a table of about 490 MiB by remat_solve_memory_bound and about 11 s of
+# solving on a 2-core machine: the slow solve the limits tests need.
+slow_profile() {
+    awk 'BEGIN { s = 12345; printf "{\"format\":\"remat.profile/v1\",\"input_bytes\":1048576,\"stages\":[";
+        for (i = 1; i <= 300; i++) {
+            s = (s * 1103515245 + 12345) % 2147483648; o = (1 + s % 8) * 1048576;
+            s = (s * 1103515245 + 12345) % 2147483648; f = s % 7;
+            printf "%s{\"name\":\"s%d\",\"out_bytes\":%d,\"saved_bytes\":%d,\"fwd_ms\":%d.5,\"bwd_ms\":%d.25}",
+                (i > 1 ? "," : ""), i, o, 2 * o, f, f + 1 }
+        printf "]}" }'
+}
+
 # job_profile N MODEL BATCH DTYPE DEVICE: profile N with the metadata a
 # worker writes, so that it answers a profile job of that model (rematd
 # checks model, batch_size, dtype, device and the stage count against the

@@ -14,18 +14,8 @@ echo "{\"profile\":$BIG,\"algorithm\":\"min-peak\"}" >"$T/peak.json"
 start_rematd --solve-timeout-ms 400 --solve-memory-bytes 524288000 --drain-seconds 1
 req POST /v1/plans -H 'Content-Type: application/json' --data-binary @"$T/peak.json" && expect 201
 least=$(field peak_bytes)
-# The slow solve: min-time on 300 stages of no repeating pattern (profile's
-# stages repeat every 12, which the table shares, and past 300 stages
-# min-time plans on runs of stages: both fast now, docs/min-time.md), at
-# 1,400 slots: a table of about 490 MiB by remat_solve_memory_bound and
-# 11 s of solving on the 2-core build machine.
-awk 'BEGIN { s = 12345; printf "{\"format\":\"remat.profile/v1\",\"input_bytes\":1048576,\"stages\":[";
-    for (i = 1; i <= 300; i++) {
-        s = (s * 1103515245 + 12345) % 2147483648; o = (1 + s % 8) * 1048576;
-        s = (s * 1103515245 + 12345) % 2147483648; f = s % 7;
-        printf "%s{\"out_bytes\":%d,\"saved_bytes\":%d,\"fwd_ms\":%d.5,\"bwd_ms\":%d.25}",
-            (i > 1 ? "," : ""), o, 2 * o, f, f + 1 }
-    printf "]}" }' >"$T/slow-profile.json"
+# The slow solve: min-time on slow_profile (lib.sh) at 1,400 slots.
+slow_profile >"$T/slow-profile.json"
 echo "{\"profile\":$(cat "$T/slow-profile.json"),\"algorithm\":\"min-peak\"}" >"$T/slow-peak.json"
 req POST /v1/plans -H 'Content-Type: application/json' --data-binary @"$T/slow-peak.json" && expect 201
 slow_least=$(field peak_bytes)

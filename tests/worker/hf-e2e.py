@@ -94,26 +94,6 @@ def profile(label, cfg, dtype="fp32", optimizer=None):
     return job
 
 
-def validate(job, label):
-    for alg in ("min-peak", "sqrt"):
-        st, v = http("POST", "/v1/validations", {"profile_id": job["id"], "algorithm": alg,
-                                                 "repeats": 1})
-        if not check(st == 202, "%s %s validation: 202 (%s)" % (label, alg, st)):
-            continue
-        v = wait_job("/v1/validations/" + v["id"], timeout=300)
-        r = v.get("result") or {}
-        pred, meas = r.get("predicted_peak_bytes"), r.get("measured_peak_bytes")
-        gap = (meas - pred) if isinstance(pred, int) and isinstance(meas, int) else None
-        err = r.get("relative_error", 1)
-        check(v["status"] == "done" and r.get("max_grad_diff", 1) == 0
-              and isinstance(gap, int) and abs(gap) <= 0.01 * meas and abs(err) <= 0.01,
-              "%s %s: predicted %s, measured %s bytes (GAP %s bytes, relative error %.4f), "
-              "grad diff %s%s"
-              % (label, alg, pred, meas, gap, err if isinstance(err, float) else -1,
-                 r.get("max_grad_diff"),
-                 "" if v["status"] == "done" else " (" + str(v.get("error")) + ")"))
-
-
 try:
     run.start_rematd()
     run.start_worker("worker")
@@ -142,7 +122,7 @@ try:
         marks = [s.get("measured_as") for s in blocks]
         check(marks == [None, None] + ["block1"] * (n - 2) if n >= 3 else marks == [None] * n,
               "%s: measured_as %s" % (label, marks))
-        validate(job, label)
+        run.validate_plans(job, label, timeout=300)
 
     # bf16 with AdamW: parameters in bf16, libtorch's moments in the
     # parameters' dtype (two per parameter).
@@ -165,7 +145,7 @@ try:
             print("info llama, %d blocks: profiled in %.2f s" % (layers, time.time() - t0))
             check(sum(1 for s in job["profile"]["stages"] if s.get("measured_as")) == layers - 2,
                   "llama %d blocks: %d replicated" % (layers, layers - 2))
-            validate(job, "llama %d blocks" % layers)
+            run.validate_plans(job, "llama %d blocks" % layers, timeout=300)
 
     # POST /v1/fits takes the same spec: its profiles are measured by the
     # worker and the answer names a largest batch under the memory.

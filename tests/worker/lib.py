@@ -122,6 +122,30 @@ class Run:
             time.sleep(every)
         return job
 
+    def validate_plans(self, job, label, timeout=600):
+        """Runs a min-peak and a sqrt(n) plan of a done profile job on the
+        worker (POST /v1/validations) and checks each as the zoo's are
+        (tests/worker/e2e.py): done, the peak within 1% of its prediction
+        either way, the gradients store-all's exactly; the gap is printed."""
+        for alg in ("min-peak", "sqrt"):
+            st, v = self.http("POST", "/v1/validations", {"profile_id": job["id"],
+                                                          "algorithm": alg, "repeats": 1})
+            if not self.check(st == 202, "%s %s validation: 202 (%s %s)"
+                              % (label, alg, st, v if st != 202 else v["id"])):
+                continue
+            v = self.wait_job("/v1/validations/" + v["id"], timeout=timeout)
+            r = v.get("result") or {}
+            pred, meas = r.get("predicted_peak_bytes"), r.get("measured_peak_bytes")
+            gap = (meas - pred) if isinstance(pred, int) and isinstance(meas, int) else None
+            err = r.get("relative_error", 1)
+            self.check(v["status"] == "done" and r.get("max_grad_diff", 1) == 0
+                       and isinstance(gap, int) and abs(gap) <= 0.01 * meas and abs(err) <= 0.01,
+                       "%s %s: predicted %s, measured %s bytes (GAP %s bytes, relative error "
+                       "%.4f), grad diff %s%s"
+                       % (label, alg, pred, meas, gap, err if isinstance(err, float) else -1,
+                          r.get("max_grad_diff"),
+                          "" if v["status"] == "done" else " (" + str(v.get("error")) + ")"))
+
     def stop(self):
         for p in reversed(self.procs):
             if p.poll() is None:

@@ -96,30 +96,6 @@ def sizes(modules, x):
     return out
 
 
-def validate(job, label):
-    for alg in ("min-peak", "sqrt"):
-        st, v = http("POST", "/v1/validations", {"profile_id": job["id"], "algorithm": alg,
-                                                 "repeats": 1})
-        if not check(st == 202, "%s %s validation: 202 (%s %s)"
-                     % (label, alg, st, v if st != 202 else v["id"])):
-            continue
-        v = wait_job("/v1/validations/" + v["id"])
-        r = v.get("result") or {}
-        pred, meas = r.get("predicted_peak_bytes"), r.get("measured_peak_bytes")
-        gap = (meas - pred) if isinstance(pred, int) and isinstance(meas, int) else None
-        # The zoo's bound (tests/worker/e2e.py): within 1% either way, the
-        # gradients store-all's exactly; the gap is printed (0 on CPU for
-        # all three models here, docs/accuracy.md).
-        err = r.get("relative_error", 1)
-        check(v["status"] == "done" and r.get("max_grad_diff", 1) == 0
-              and isinstance(gap, int) and abs(gap) <= 0.01 * meas and abs(err) <= 0.01,
-              "%s %s: predicted %s, measured %s bytes (GAP %s bytes, relative error %.4f), "
-              "grad diff %s%s"
-              % (label, alg, pred, meas, gap, err if isinstance(err, float) else -1,
-                 r.get("max_grad_diff"),
-                 "" if v["status"] == "done" else " (" + str(v.get("error")) + ")"))
-
-
 # Models not in the zoo.
 class Embed(nn.Module):
     def __init__(self, vocab, d, seq):
@@ -267,7 +243,7 @@ try:
         check(prof["input_bytes"] == 2 * 3 * side * side * 4, "mobilenet_v2: input_bytes")
         print("     mobilenet_v2 (%d stages) batch 2 profile, submit to done: %.1f s"
               % (len(got), t_mb))
-        validate(job, "mobilenet_v2")
+        run.validate_plans(job, "mobilenet_v2")
         # The zoo's resnet18 at batch 2 for comparison: its stage count and time.
         t0 = time.time()
         st, z = http("POST", "/v1/profiles", {"model": "resnet18", "batch_size": 2,
@@ -287,7 +263,7 @@ try:
     if job and check(job["status"] == "done", "mlp profile done (%s)" % job.get("error")):
         got = [s["out_bytes"] for s in job["profile"]["stages"]]
         check(got == sizes(layers, torch.randn(16, 64)), "mlp: every out_bytes %s" % got)
-        validate(job, "mlp")
+        run.validate_plans(job, "mlp")
         # 4. A planted archive: the cached file's bytes replaced, its size
         # kept.  The next job must not load it: fetched again, and done.
         import hashlib
@@ -324,7 +300,7 @@ try:
               % (got, unique, every))
         check(got == [0, (16 * 16 + 16) * 4, 50 * 16 * 4],
               "tied model: the shared weight counts in the head, not the embedding: %s" % got)
-        validate(job, "tied model")
+        run.validate_plans(job, "tied model")
 
     # 1-2. The tiny transformer: int64 tokens, named stages.
     tt = TinyTransformer()
@@ -338,7 +314,7 @@ try:
         check(got == want, "tiny transformer: every out_bytes is the eager shape's size %s" % got)
         check([s["name"] for s in prof["stages"]] == names, "tiny transformer: stages named")
         check(prof["input_bytes"] == 2 * 32 * 8, "tiny transformer: int64 input_bytes")
-        validate(job, "tiny transformer")
+        run.validate_plans(job, "tiny transformer")
     # Its top-level children are embed, blocks, head: blocks has no forward.
     job = profile(tid, {"shape": [32], "dtype": "int64", "high": 100}, 2)
     check(job and job["status"] == "failed" and "blocks" in job.get("error", "")

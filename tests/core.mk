@@ -113,10 +113,10 @@ EXTRA_DIST += \
 	tests/data/profiles/good/t8.json \
 	tests/data/profiles/good/t9.json
 
-dist_check_SCRIPTS += tests/cli.sh tests/check-exports.sh tests/check-format.sh
+dist_check_SCRIPTS += tests/cli.sh tests/check-exports.sh tests/check-format.sh tests/check-lengths.sh
 EXTRA_DIST += tests/exports.txt tests/check-cppcheck.sh tests/check-dist.sh tests/README.md \
 	tests/no-cmocka.h
-TESTS += tests/cli.sh tests/check-exports.sh tests/check-format.sh
+TESTS += tests/cli.sh tests/check-exports.sh tests/check-format.sh tests/check-lengths.sh
 
 # The allocation-failure loop: the core's allocations are wrapped at link time.
 check_PROGRAMS += tests/test_alloc

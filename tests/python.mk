@@ -8,7 +8,8 @@ AM_TESTS_ENVIRONMENT += PYTHON3='$(PYTHON3)' PYTHON3_TORCH='$(PYTHON3_TORCH)' \
 	PYTHON3_HOW='$(PYTHON3_HOW)' MAKE='$(MAKE)'; export PYTHON3 PYTHON3_TORCH PYTHON3_HOW MAKE;
 REMAT_PY_FILES = python/remat/__init__.py python/remat/_plan.py python/remat/_apply.py \
 	python/remat/_profile.py python/remat/_exports.py python/remat/_one.py \
-	python/remat/client.py python/remat/_exceptions.py python/remat/_graph.py
+	python/remat/client.py python/remat/_exceptions.py python/remat/_graph.py \
+	python/remat/_trace.py
 EXTRA_DIST += $(REMAT_PY_FILES) python/pyproject.toml python/README.md \
 	tests/python/conftest.py tests/python/chains.py tests/python/test_apply.py \
 	tests/python/test_client.py tests/python/test_exports.py tests/python/test_profile.py \

@@ -21,6 +21,11 @@
  * same loop): remat_profile_parse, remat_solve (min-peak, the default
  * options), remat_plan_dumps and the frees.  "req-parse", "req-solve" and
  * "req-dump" time its three parts alone on the same profile.
+ * The "old beside new" rows (old_new_rows) time, at n = 1,000,000 and in
+ * turns in one process, each path that changed against its copy as it was
+ * (bench/solve_old.h): the medians and minima of both and new/old, after
+ * checking that both give the same plan.  The "floor" row there is one pass
+ * over the stage records (a sum of out_bytes): what no solver can go under.
  * Sizes a solver's complexity makes absurd are skipped: acg (O(n^4) in the
  * worst case) and paper-cubic (O(n^3)) stop where one run would pass ~2 s. */
 #include <stdio.h>
@@ -29,9 +34,10 @@
 #include <time.h>
 
 #include "bench.h"
-#include "solve_minpeak.h"
 #include "randchain.h"
 #include "remat_private.h"
+#include "solve_minpeak.h"
+#include "solve_old.h"
 
 int64_t bench_now_ns(void)
 {
@@ -261,6 +267,121 @@ static int cmp_i64(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
+/* ---- old beside new -------------------------------------------------- */
+
+enum old_new { ON_LINEAR, ON_MIN_PEAK, ON_COUNT };
+static const char *const on_names[ON_COUNT] = {"paper-linear", "min-peak"};
+
+static int on_run(enum old_new w, int old, const struct remat_profile *p, struct remat_plan *plan)
+{
+    if (w == ON_LINEAR)
+        return old ? bench_old_paper_linear(p, plan, NULL)
+                   : remat__solve_paper_linear(p, plan, NULL);
+    return old ? bench_old_min_peak_with(p, REMAT__MINPEAK_AUTO, plan, NULL)
+               : remat__solve_min_peak(p, plan, NULL);
+}
+
+static int same_plan(const struct remat_plan *a, const struct remat_plan *b)
+{
+    return a->n_checkpoints == b->n_checkpoints && a->objective_value == b->objective_value &&
+           (a->n_checkpoints == 0 ||
+            memcmp(a->checkpoints, b->checkpoints, a->n_checkpoints * sizeof *a->checkpoints) == 0);
+}
+
+/* The sum the floor row takes, kept where the compiler must form it. */
+static volatile int64_t floor_sink;
+
+static int64_t floor_once(const struct remat_profile *p)
+{
+    int64_t t0 = bench_now_ns(), sum = 0;
+    for (size_t i = 0; i < p->n_stages; i++)
+        sum += p->stages[i].out_bytes;
+    floor_sink = sum;
+    return bench_now_ns() - t0;
+}
+
+static void old_new_report(const struct bench_config *cfg, const char *what, size_t n,
+                           int64_t *t_new, int64_t *t_old, int runs)
+{
+    qsort(t_new, (size_t)runs, sizeof *t_new, cmp_i64);
+    qsort(t_old, (size_t)runs, sizeof *t_old, cmp_i64);
+    int64_t mn = t_new[runs / 2], mo = t_old[runs / 2];
+    double ratio = mo > 0 ? (double)mn / (double)mo : 0,
+           ratio_min = t_old[0] > 0 ? (double)t_new[0] / (double)t_old[0] : 0;
+    if (cfg->json) {
+        printf(
+            "{\"solver\": \"%s\", \"n\": %zu, \"median_ns\": %lld, \"min_ns\": %lld, "
+            "\"old_median_ns\": %lld, \"old_min_ns\": %lld, \"ratio\": %.3f, \"ratio_min\": %.3f, "
+            "\"runs\": %d}\n",
+            what, n, (long long)mn, (long long)t_new[0], (long long)mo, (long long)t_old[0], ratio,
+            ratio_min, runs);
+    } else {
+        printf("%-14s %9zu %10.3f ms %10.3f ms %10.3f ms %10.3f ms %7.3f %7.3f %5d\n", what, n,
+               (double)mo / 1e6, (double)mn / 1e6, (double)t_old[0] / 1e6, (double)t_new[0] / 1e6,
+               ratio, ratio_min, runs);
+    }
+    fflush(stdout);
+}
+
+/* Each changed path against its old copy at a million stages, in turns so
+ * that both see the same machine. */
+static int old_new_rows(const struct bench_config *cfg, const char *only, int dist)
+{
+    size_t n = 1000000;
+    int runs = cfg->scale < 1 ? 5 : 15;
+    struct remat_profile *p = randchain_profile(42, n, (enum randchain_dist)dist, 1);
+    int64_t *t = malloc(2 * (size_t)runs * sizeof *t);
+    if (p == NULL || t == NULL) {
+        fprintf(stderr, "solve_bench: out of memory at n = %zu\n", n);
+        remat_profile_free(p);
+        free(t);
+        return -1;
+    }
+    if (!cfg->json)
+        printf("\n%-14s %9s %13s %13s %13s %13s %7s %7s %5s\n", "old beside new", "n", "old median",
+               "new median", "old min", "new min", "new/old", "(min)", "runs");
+    int rc = 0;
+    if (only == NULL || strcmp(only, "floor") == 0) {
+        /* The floor has no old path: its row repeats the one figure. */
+        for (int r = 0; r < runs; r++)
+            t[r] = t[runs + r] = floor_once(p);
+        old_new_report(cfg, "floor", n, t, t + runs, runs);
+    }
+    for (int w = 0; w < ON_COUNT && rc == 0; w++) {
+        if (only != NULL && strcmp(only, on_names[w]) != 0)
+            continue;
+        for (int r = 0; r < runs && rc == 0; r++) {
+            for (int old = 0; old < 2; old++) {
+                struct remat_plan plan;
+                memset(&plan, 0, sizeof plan);
+                int64_t a = bench_now_ns();
+                int got = on_run((enum old_new)w, old, p, &plan);
+                t[old * runs + r] = bench_now_ns() - a;
+                if (got != REMAT_OK) {
+                    fprintf(stderr, "solve_bench: %s%s failed\n", on_names[w], old ? " (old)" : "");
+                    rc = -1;
+                }
+                /* The first turn also checks that both give the same plan. */
+                struct remat_plan other;
+                memset(&other, 0, sizeof other);
+                if (rc == 0 && r == 0 && old == 0 &&
+                    (on_run((enum old_new)w, 1, p, &other) != REMAT_OK ||
+                     !same_plan(&plan, &other))) {
+                    fprintf(stderr, "solve_bench: %s: the old and new plans differ\n", on_names[w]);
+                    rc = -1;
+                }
+                remat_plan_clear(&other);
+                remat_plan_clear(&plan);
+            }
+        }
+        if (rc == 0)
+            old_new_report(cfg, on_names[w], n, t, t + runs, runs);
+    }
+    free(t);
+    remat_profile_free(p);
+    return rc;
+}
+
 int main(int argc, char **argv)
 {
     struct bench_config cfg = {.json = 0, .scale = 1.0};
@@ -356,6 +477,8 @@ int main(int argc, char **argv)
         remat_profile_free(p);
     }
     request_clear(&req);
+    if (!mintime_only && old_new_rows(&cfg, only, dist) < 0)
+        return 1;
     if (only == NULL || mintime_only)
         bench_mintime(&cfg);
     return 0;

@@ -165,28 +165,31 @@ static void dp_ref(struct chain *c)
     size_t n = c->n;
     int64_t ul = -INF, bl = -INF;
 
+    const int64_t *u = c->u, *beta = c->beta, *x = c->x, *g = c->g, *gam = c->gam;
+    const int64_t *sb = c->sb;
+    int64_t *m = c->m;
     for (size_t i = n; i-- > 0;) {
-        ul = max64(ul, c->u[i + 1]);
-        bl = max64(bl, c->beta[i + 1]);
-        c->tl[i] = max64(max64(ul, bl), c->loss) - c->sb[i];
+        ul = max64(ul, u[i + 1]);
+        bl = max64(bl, beta[i + 1]);
+        int64_t sbi = sb[i];
+        c->tl[i] = max64(max64(ul, bl), c->loss) - sbi;
         int64_t best = c->tl[i];
-        int64_t uu = -INF, bb = -INF, hh = -INF;
+        /* hh is the running max of g[i+1] and x[j-1] + g[j] for j >= i+2:
+         * the no-grad forward terms of the segment, one max a step. */
+        int64_t uu = -INF, bb = -INF, hh = i + 1 < n ? g[i + 1] : -INF;
         for (size_t j = i + 1; j < n; j++) {
-            uu = max64(uu, c->u[j]);
-            bb = max64(bb, c->beta[j]);
+            uu = max64(uu, u[j]);
+            bb = max64(bb, beta[j]);
             /* Every later candidate costs at least B(i,j) - Sb_i, which
              * only grows with j: nothing further can be strictly better. */
-            if (bb - c->sb[i] >= best)
+            if (bb - sbi >= best)
                 break;
             if (j >= i + 2)
-                hh = max64(hh, c->x[j - 1] + c->g[j]);
-            int64_t t = max64(c->gam[j] + uu, bb) - c->sb[i];
-            t = max64(t, max64(c->g[i + 1], hh));
-            int64_t v = max64(t, c->x[j] + c->m[j]);
-            if (v < best)
-                best = v;
+                hh = max64(hh, x[j - 1] + g[j]);
+            int64_t t = max64(max64(gam[j] + uu, bb) - sbi, hh);
+            best = min64(best, max64(t, x[j] + m[j]));
         }
-        c->m[i] = best;
+        m[i] = best;
     }
 }
 

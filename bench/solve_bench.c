@@ -269,8 +269,47 @@ static int cmp_i64(const void *a, const void *b)
 
 /* ---- old beside new -------------------------------------------------- */
 
-enum old_new { ON_LINEAR, ON_MIN_PEAK, ON_COUNT };
-static const char *const on_names[ON_COUNT] = {"paper-linear", "min-peak"};
+enum old_new { ON_LINEAR, ON_MIN_PEAK, ON_PARSE, ON_COUNT };
+static const char *const on_names[ON_COUNT] = {"paper-linear", "min-peak", "parse"};
+
+/* The parse row's input and result: the profile's compact text, and the
+ * profile read back (its stages are compared, old against new). */
+struct parse_io {
+    const char *s;
+    size_t len;
+    struct remat_profile *got;
+};
+
+/* One parse and, as the parse row of the table times it, the free of its
+ * profile, but for the first turn's (keep), which is compared. */
+static int on_parse(int old, struct parse_io *io, int keep)
+{
+    struct remat_profile *q =
+        old ? bench_old_profile_parse(io->s, io->len, "", NULL, NULL, NULL, NULL)
+            : remat_profile_parse(io->s, io->len, "", NULL);
+    int rc = q != NULL ? REMAT_OK : REMAT_EINVAL;
+    if (keep)
+        io->got = q;
+    else
+        remat_profile_free(q);
+    return rc;
+}
+
+/* Whether two profiles read from one text hold the same stages. */
+static int same_profile(const struct remat_profile *a, const struct remat_profile *b)
+{
+    if (a->n_stages != b->n_stages || a->input_bytes != b->input_bytes)
+        return 0;
+    for (size_t i = 0; i < a->n_stages; i++) {
+        struct remat_stage x = a->stages[i], y = b->stages[i];
+        if (strcmp(x.name, y.name) != 0)
+            return 0;
+        x.name = y.name = NULL;
+        if (memcmp(&x, &y, sizeof x) != 0)
+            return 0;
+    }
+    return 1;
+}
 
 static int on_run(enum old_new w, int old, const struct remat_profile *p, struct remat_plan *plan)
 {
@@ -331,10 +370,20 @@ static int old_new_rows(const struct bench_config *cfg, const char *only, int di
     int runs = cfg->scale < 1 ? 5 : 15;
     struct remat_profile *p = randchain_profile(42, n, (enum randchain_dist)dist, 1);
     int64_t *t = malloc(2 * (size_t)runs * sizeof *t);
-    if (p == NULL || t == NULL) {
+    struct parse_io io = {NULL, 0, NULL}, io_old = {NULL, 0, NULL};
+    char *text = NULL;
+    if (p != NULL && (only == NULL || strcmp(only, "parse") == 0)) {
+        json_t *j = remat_profile_to_json(p);
+        text = j != NULL ? json_dumps(j, JSON_COMPACT) : NULL;
+        json_decref(j);
+        io.s = io_old.s = text;
+        io.len = io_old.len = text != NULL ? strlen(text) : 0;
+    }
+    if (p == NULL || t == NULL || ((only == NULL || strcmp(only, "parse") == 0) && text == NULL)) {
         fprintf(stderr, "solve_bench: out of memory at n = %zu\n", n);
         remat_profile_free(p);
         free(t);
+        free(text);
         return -1;
     }
     if (!cfg->json)
@@ -350,7 +399,23 @@ static int old_new_rows(const struct bench_config *cfg, const char *only, int di
     for (int w = 0; w < ON_COUNT && rc == 0; w++) {
         if (only != NULL && strcmp(only, on_names[w]) != 0)
             continue;
-        for (int r = 0; r < runs && rc == 0; r++) {
+        for (int r = 0; r < runs && rc == 0 && w == ON_PARSE; r++) {
+            for (int old = 0; old < 2; old++) {
+                struct parse_io *x = old ? &io_old : &io;
+                int64_t a = bench_now_ns();
+                int got = on_parse(old, x, r == 0);
+                t[old * runs + r] = bench_now_ns() - a;
+                if (got != REMAT_OK) {
+                    fprintf(stderr, "solve_bench: parse%s failed\n", old ? " (old)" : "");
+                    rc = -1;
+                }
+            }
+            if (rc == 0 && r == 0 && !same_profile(io.got, io_old.got)) {
+                fprintf(stderr, "solve_bench: parse: the old and new profiles differ\n");
+                rc = -1;
+            }
+        }
+        for (int r = 0; r < runs && rc == 0 && w != ON_PARSE; r++) {
             for (int old = 0; old < 2; old++) {
                 struct remat_plan plan;
                 memset(&plan, 0, sizeof plan);
@@ -377,6 +442,9 @@ static int old_new_rows(const struct bench_config *cfg, const char *only, int di
         if (rc == 0)
             old_new_report(cfg, on_names[w], n, t, t + runs, runs);
     }
+    remat_profile_free(io.got);
+    remat_profile_free(io_old.got);
+    free(text);
     free(t);
     remat_profile_free(p);
     return rc;

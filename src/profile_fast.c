@@ -162,7 +162,11 @@ static int read_stage_object(struct reader *r, struct remat__pstage *c)
             which = stage_key(k, klen);
         }
         if (which >= 0) {
-            r->follow[prev] = (signed char)which;
+            /* Written only when it changes: a store through a char may
+             * alias the lexer's pointers, which would then be read back
+             * from memory after every member. */
+            if (guess != which)
+                r->follow[prev] = (signed char)which;
             prev = which;
             if (seen & (1u << which))
                 return remat__lex_syntax_error(lx, "duplicate object key");

@@ -70,8 +70,8 @@ static int work_alloc(const struct remat_profile *p, struct prefix_work *w, stru
 
 /* Records the choice next(i) = j of value M(i) = val, with its tie keys,
  * and returns V(i) = d_i + M(i) (0 for i = 0, whose M(0) is kept). */
-static int64_t take(const struct remat_profile *p, struct prefix_work *w, size_t i, size_t j,
-                    int64_t val)
+static inline int64_t take(const struct remat_profile *p, struct prefix_work *w, size_t i, size_t j,
+                           int64_t val)
 {
     size_t n = p->n_stages;
     int64_t v = 0;
@@ -91,8 +91,8 @@ static int64_t take(const struct remat_profile *p, struct prefix_work *w, size_t
 }
 
 /* Is next = a (value va) before next = b (value vb) from i? */
-static int before(const struct prefix_work *w, size_t n, size_t i, size_t a, int64_t va, size_t b,
-                  int64_t vb)
+static inline int before(const struct prefix_work *w, size_t n, size_t i, size_t a, int64_t va,
+                         size_t b, int64_t vb)
 {
     if (va != vb)
         return va < vb;

@@ -27,8 +27,9 @@
  * checking that both give the same plan (the same stages for "parse").  The
  * "floor" row there is one pass over the stage records (a sum of
  * out_bytes), what no solver can go under; it has no old path, so both of
- * its columns hold the one figure.  Wall-clock times: on a shared machine
- * compare the ratio of one run, not figures of two.
+ * its columns hold the one figure.  Each row gives wall-clock times and
+ * this thread's CPU time (what a run costs without its waits for a core):
+ * on a shared machine compare the ratios of one run, not figures of two.
  * Sizes a solver's complexity makes absurd are skipped: acg (O(n^4) in the
  * worst case) and paper-cubic (O(n^3)) stop where one run would pass ~2 s. */
 #include <stdio.h>
@@ -272,6 +273,15 @@ static int cmp_i64(const void *a, const void *b)
 
 /* ---- old beside new -------------------------------------------------- */
 
+/* This thread's CPU time in nanoseconds: on a machine shared with other
+ * work, what a run costs without the time it waited for a core. */
+static int64_t cpu_now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
 enum old_new { ON_LINEAR, ON_MIN_PEAK, ON_PARSE, ON_COUNT };
 static const char *const on_names[ON_COUNT] = {"paper-linear", "min-peak", "parse"};
 
@@ -331,36 +341,44 @@ static int same_plan(const struct remat_plan *a, const struct remat_plan *b)
 }
 
 /* One pass over the stage records: the time of a sum of out_bytes. */
-static int64_t floor_once(const struct remat_profile *p)
+static void floor_once(const struct remat_profile *p, int64_t *wall, int64_t *cpu)
 {
-    int64_t t0 = bench_now_ns(), sum = 0;
+    int64_t t0 = bench_now_ns(), c0 = cpu_now_ns(), sum = 0;
     for (size_t i = 0; i < p->n_stages; i++)
         sum += p->stages[i].out_bytes;
     /* Stored where the compiler must form it, so that the loop stays. */
     volatile int64_t sink = sum;
     (void)sink;
-    return bench_now_ns() - t0;
+    *cpu = cpu_now_ns() - c0;
+    *wall = bench_now_ns() - t0;
 }
 
-static void old_new_report(const struct bench_config *cfg, const char *what, size_t n,
-                           int64_t *t_new, int64_t *t_old, int runs)
+static double ratio_of(int64_t a, int64_t b)
 {
-    qsort(t_new, (size_t)runs, sizeof *t_new, cmp_i64);
-    qsort(t_old, (size_t)runs, sizeof *t_old, cmp_i64);
-    int64_t mn = t_new[runs / 2], mo = t_old[runs / 2];
-    double ratio = mo > 0 ? (double)mn / (double)mo : 0,
-           ratio_min = t_old[0] > 0 ? (double)t_new[0] / (double)t_old[0] : 0;
+    return b > 0 ? (double)a / (double)b : 0;
+}
+
+/* t holds four series of runs: wall new, wall old, CPU new, CPU old. */
+static void old_new_report(const struct bench_config *cfg, const char *what, size_t n, int64_t *t,
+                           int runs)
+{
+    for (int k = 0; k < 4; k++)
+        qsort(t + k * runs, (size_t)runs, sizeof *t, cmp_i64);
+    int64_t *wn = t, *wo = t + runs, *cn = t + 2 * runs, *co = t + 3 * runs;
+    int h = runs / 2;
     if (cfg->json) {
-        printf(
-            "{\"solver\": \"%s\", \"n\": %zu, \"median_ns\": %lld, \"min_ns\": %lld, "
-            "\"old_median_ns\": %lld, \"old_min_ns\": %lld, \"ratio\": %.3f, \"ratio_min\": %.3f, "
-            "\"runs\": %d}\n",
-            what, n, (long long)mn, (long long)t_new[0], (long long)mo, (long long)t_old[0], ratio,
-            ratio_min, runs);
+        printf("{\"solver\": \"%s\", \"n\": %zu, \"median_ns\": %lld, \"min_ns\": %lld, "
+               "\"old_median_ns\": %lld, \"old_min_ns\": %lld, \"ratio\": %.3f, "
+               "\"ratio_min\": %.3f, \"cpu_median_ns\": %lld, \"old_cpu_median_ns\": %lld, "
+               "\"cpu_ratio\": %.3f, \"runs\": %d}\n",
+               what, n, (long long)wn[h], (long long)wn[0], (long long)wo[h], (long long)wo[0],
+               ratio_of(wn[h], wo[h]), ratio_of(wn[0], wo[0]), (long long)cn[h], (long long)co[h],
+               ratio_of(cn[h], co[h]), runs);
     } else {
-        printf("%-14s %9zu %10.3f ms %10.3f ms %10.3f ms %10.3f ms %7.3f %7.3f %5d\n", what, n,
-               (double)mo / 1e6, (double)mn / 1e6, (double)t_old[0] / 1e6, (double)t_new[0] / 1e6,
-               ratio, ratio_min, runs);
+        printf("%-14s %9zu %9.1f %9.1f %9.1f %9.1f %7.3f %7.3f %9.1f %9.1f %7.3f %5d\n", what, n,
+               (double)wo[h] / 1e6, (double)wn[h] / 1e6, (double)wo[0] / 1e6, (double)wn[0] / 1e6,
+               ratio_of(wn[h], wo[h]), ratio_of(wn[0], wo[0]), (double)co[h] / 1e6,
+               (double)cn[h] / 1e6, ratio_of(cn[h], co[h]), runs);
     }
     fflush(stdout);
 }
@@ -372,7 +390,7 @@ static int old_new_rows(const struct bench_config *cfg, const char *only, int di
     size_t n = 1000000;
     int runs = cfg->scale < 1 ? 5 : 15;
     struct remat_profile *p = randchain_profile(42, n, (enum randchain_dist)dist, 1);
-    int64_t *t = malloc(2 * (size_t)runs * sizeof *t);
+    int64_t *t = malloc(4 * (size_t)runs * sizeof *t);
     struct parse_io io = {NULL, 0, NULL}, io_old = {NULL, 0, NULL};
     char *text = NULL;
     if (p != NULL && (only == NULL || strcmp(only, "parse") == 0)) {
@@ -390,14 +408,20 @@ static int old_new_rows(const struct bench_config *cfg, const char *only, int di
         return -1;
     }
     if (!cfg->json)
-        printf("\n%-14s %9s %13s %13s %13s %13s %7s %7s %5s\n", "old beside new", "n", "old median",
-               "new median", "old min", "new min", "new/old", "(min)", "runs");
+        printf("\n%-14s %9s %9s %9s %9s %9s %7s %7s %9s %9s %7s %5s\n"
+               "%-14s %9s %9s %9s %9s %9s %7s %7s %9s %9s %7s %5s\n",
+               "old beside new", "n", "old", "new", "old", "new", "new/old", "new/old", "old",
+               "new", "new/old", "runs", "(ms)", "", "median", "median", "min", "min", "median",
+               "min", "cpu med", "cpu med", "cpu", "");
     int rc = 0;
     if (only == NULL || strcmp(only, "floor") == 0) {
         /* The floor has no old path: its row repeats the one figure. */
-        for (int r = 0; r < runs; r++)
-            t[r] = t[runs + r] = floor_once(p);
-        old_new_report(cfg, "floor", n, t, t + runs, runs);
+        for (int r = 0; r < runs; r++) {
+            floor_once(p, &t[r], &t[2 * runs + r]);
+            t[runs + r] = t[r];
+            t[3 * runs + r] = t[2 * runs + r];
+        }
+        old_new_report(cfg, "floor", n, t, runs);
     }
     for (int w = 0; w < ON_COUNT && rc == 0; w++) {
         if (only != NULL && strcmp(only, on_names[w]) != 0)
@@ -405,8 +429,9 @@ static int old_new_rows(const struct bench_config *cfg, const char *only, int di
         for (int r = 0; r < runs && rc == 0 && w == ON_PARSE; r++) {
             for (int old = 0; old < 2; old++) {
                 struct parse_io *x = old ? &io_old : &io;
-                int64_t a = bench_now_ns();
+                int64_t a = bench_now_ns(), c = cpu_now_ns();
                 int got = on_parse(old, x, r == 0);
+                t[(2 + old) * runs + r] = cpu_now_ns() - c;
                 t[old * runs + r] = bench_now_ns() - a;
                 if (got != REMAT_OK) {
                     fprintf(stderr, "solve_bench: parse%s failed\n", old ? " (old)" : "");
@@ -435,8 +460,9 @@ static int old_new_rows(const struct bench_config *cfg, const char *only, int di
             for (int old = 0; old < 2; old++) {
                 struct remat_plan plan;
                 memset(&plan, 0, sizeof plan);
-                int64_t a = bench_now_ns();
+                int64_t a = bench_now_ns(), c = cpu_now_ns();
                 int got = on_run((enum old_new)w, old, p, &plan);
+                t[(2 + old) * runs + r] = cpu_now_ns() - c;
                 t[old * runs + r] = bench_now_ns() - a;
                 if (got != REMAT_OK) {
                     fprintf(stderr, "solve_bench: %s%s failed\n", on_names[w], old ? " (old)" : "");
@@ -446,7 +472,7 @@ static int old_new_rows(const struct bench_config *cfg, const char *only, int di
             }
         }
         if (rc == 0)
-            old_new_report(cfg, on_names[w], n, t, t + runs, runs);
+            old_new_report(cfg, on_names[w], n, t, runs);
     }
     remat_profile_free(io.got);
     remat_profile_free(io_old.got);

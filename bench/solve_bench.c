@@ -1,7 +1,7 @@
 /* solve_bench.c - times every solver on seeded random chains of 10 to
  * 1,000,000 stages and prints the median of repeated runs (make bench).
  *
- *   bench/solve_bench [--json] [--quick] [--only SOLVER|min-time] [--dist D]
+ *   bench/solve_bench [--json] [--quick] [--only SOLVER|min-time|floor] [--dist D]
  *   bench/solve_bench --print-request
  *
  * D is the size distribution of the random chains (tests/randchain.h):
@@ -21,6 +21,15 @@
  * same loop): remat_profile_parse, remat_solve (min-peak, the default
  * options), remat_plan_dumps and the frees.  "req-parse", "req-solve" and
  * "req-dump" time its three parts alone on the same profile.
+ * The "old beside new" rows (old_new_rows) time, at n = 1,000,000 and in
+ * turns in one process, each path that changed against its copy as it was
+ * (bench/solve_old.h): the medians and minima of both and new/old, after
+ * checking that both give the same plan (the same stages for "parse").  The
+ * "floor" row there is one pass over the stage records (a sum of
+ * out_bytes), what no solver can go under; it has no old path, so both of
+ * its columns hold the one figure.  Each row gives wall-clock times and
+ * this thread's CPU time (what a run costs without its waits for a core):
+ * on a shared machine compare the ratios of one run, not figures of two.
  * Sizes a solver's complexity makes absurd are skipped: acg (O(n^4) in the
  * worst case) and paper-cubic (O(n^3)) stop where one run would pass ~2 s. */
 #include <stdio.h>
@@ -29,9 +38,10 @@
 #include <time.h>
 
 #include "bench.h"
-#include "solve_minpeak.h"
 #include "randchain.h"
 #include "remat_private.h"
+#include "solve_minpeak.h"
+#include "solve_old.h"
 
 int64_t bench_now_ns(void)
 {
@@ -261,6 +271,217 @@ static int cmp_i64(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
+/* ---- old beside new -------------------------------------------------- */
+
+/* This thread's CPU time in nanoseconds: on a machine shared with other
+ * work, what a run costs without the time it waited for a core. */
+static int64_t cpu_now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+enum old_new { ON_LINEAR, ON_MIN_PEAK, ON_PARSE, ON_COUNT };
+static const char *const on_names[ON_COUNT] = {"paper-linear", "min-peak", "parse"};
+
+/* The parse row's input and result: the profile's compact text, and the
+ * profile read back (its stages are compared, old against new). */
+struct parse_io {
+    const char *s;
+    size_t len;
+    struct remat_profile *got;
+};
+
+/* One parse and, as the parse row of the table times it, the free of its
+ * profile, but for the first turn's (keep), which is compared. */
+static int on_parse(int old, struct parse_io *io, int keep)
+{
+    struct remat_profile *q =
+        old ? bench_old_profile_parse(io->s, io->len, "", NULL, NULL, NULL, NULL)
+            : remat_profile_parse(io->s, io->len, "", NULL);
+    int rc = q != NULL ? REMAT_OK : REMAT_EINVAL;
+    if (keep)
+        io->got = q;
+    else
+        remat_profile_free(q);
+    return rc;
+}
+
+/* Whether two profiles read from one text hold the same stages. */
+static int same_profile(const struct remat_profile *a, const struct remat_profile *b)
+{
+    if (a->n_stages != b->n_stages || a->input_bytes != b->input_bytes)
+        return 0;
+    for (size_t i = 0; i < a->n_stages; i++) {
+        struct remat_stage x = a->stages[i], y = b->stages[i];
+        if (strcmp(x.name, y.name) != 0)
+            return 0;
+        x.name = y.name = NULL;
+        if (memcmp(&x, &y, sizeof x) != 0)
+            return 0;
+    }
+    return 1;
+}
+
+static int on_run(enum old_new w, int old, const struct remat_profile *p, struct remat_plan *plan)
+{
+    if (w == ON_LINEAR)
+        return old ? bench_old_paper_linear(p, plan, NULL)
+                   : remat__solve_paper_linear(p, plan, NULL);
+    return old ? bench_old_min_peak_with(p, REMAT__MINPEAK_AUTO, plan, NULL)
+               : remat__solve_min_peak(p, plan, NULL);
+}
+
+static int same_plan(const struct remat_plan *a, const struct remat_plan *b)
+{
+    return a->n_checkpoints == b->n_checkpoints && a->objective_value == b->objective_value &&
+           (a->n_checkpoints == 0 ||
+            memcmp(a->checkpoints, b->checkpoints, a->n_checkpoints * sizeof *a->checkpoints) == 0);
+}
+
+/* One pass over the stage records: the time of a sum of out_bytes. */
+static void floor_once(const struct remat_profile *p, int64_t *wall, int64_t *cpu)
+{
+    int64_t t0 = bench_now_ns(), c0 = cpu_now_ns(), sum = 0;
+    for (size_t i = 0; i < p->n_stages; i++)
+        sum += p->stages[i].out_bytes;
+    /* Stored where the compiler must form it, so that the loop stays. */
+    volatile int64_t sink = sum;
+    (void)sink;
+    *cpu = cpu_now_ns() - c0;
+    *wall = bench_now_ns() - t0;
+}
+
+static double ratio_of(int64_t a, int64_t b)
+{
+    return b > 0 ? (double)a / (double)b : 0;
+}
+
+/* t holds four series of runs: wall new, wall old, CPU new, CPU old. */
+static void old_new_report(const struct bench_config *cfg, const char *what, size_t n, int64_t *t,
+                           int runs)
+{
+    for (int k = 0; k < 4; k++)
+        qsort(t + k * runs, (size_t)runs, sizeof *t, cmp_i64);
+    int64_t *wn = t, *wo = t + runs, *cn = t + 2 * runs, *co = t + 3 * runs;
+    int h = runs / 2;
+    if (cfg->json) {
+        printf("{\"solver\": \"%s\", \"n\": %zu, \"median_ns\": %lld, \"min_ns\": %lld, "
+               "\"old_median_ns\": %lld, \"old_min_ns\": %lld, \"ratio\": %.3f, "
+               "\"ratio_min\": %.3f, \"cpu_median_ns\": %lld, \"old_cpu_median_ns\": %lld, "
+               "\"cpu_ratio\": %.3f, \"runs\": %d}\n",
+               what, n, (long long)wn[h], (long long)wn[0], (long long)wo[h], (long long)wo[0],
+               ratio_of(wn[h], wo[h]), ratio_of(wn[0], wo[0]), (long long)cn[h], (long long)co[h],
+               ratio_of(cn[h], co[h]), runs);
+    } else {
+        printf("%-14s %9zu %9.1f %9.1f %9.1f %9.1f %7.3f %7.3f %9.1f %9.1f %7.3f %5d\n", what, n,
+               (double)wo[h] / 1e6, (double)wn[h] / 1e6, (double)wo[0] / 1e6, (double)wn[0] / 1e6,
+               ratio_of(wn[h], wo[h]), ratio_of(wn[0], wo[0]), (double)co[h] / 1e6,
+               (double)cn[h] / 1e6, ratio_of(cn[h], co[h]), runs);
+    }
+    fflush(stdout);
+}
+
+/* Each changed path against its old copy at a million stages, in turns so
+ * that both see the same machine. */
+static int old_new_rows(const struct bench_config *cfg, const char *only, int dist)
+{
+    size_t n = 1000000;
+    int runs = cfg->scale < 1 ? 5 : 15;
+    struct remat_profile *p = randchain_profile(42, n, (enum randchain_dist)dist, 1);
+    int64_t *t = malloc(4 * (size_t)runs * sizeof *t);
+    struct parse_io io = {NULL, 0, NULL}, io_old = {NULL, 0, NULL};
+    char *text = NULL;
+    if (p != NULL && (only == NULL || strcmp(only, "parse") == 0)) {
+        json_t *j = remat_profile_to_json(p);
+        text = j != NULL ? json_dumps(j, JSON_COMPACT) : NULL;
+        json_decref(j);
+        io.s = io_old.s = text;
+        io.len = io_old.len = text != NULL ? strlen(text) : 0;
+    }
+    if (p == NULL || t == NULL || ((only == NULL || strcmp(only, "parse") == 0) && text == NULL)) {
+        fprintf(stderr, "solve_bench: out of memory at n = %zu\n", n);
+        remat_profile_free(p);
+        free(t);
+        free(text);
+        return -1;
+    }
+    if (!cfg->json)
+        printf("\n%-14s %9s %9s %9s %9s %9s %7s %7s %9s %9s %7s %5s\n"
+               "%-14s %9s %9s %9s %9s %9s %7s %7s %9s %9s %7s %5s\n",
+               "old beside new", "n", "old", "new", "old", "new", "new/old", "new/old", "old",
+               "new", "new/old", "runs", "(ms)", "", "median", "median", "min", "min", "median",
+               "min", "cpu med", "cpu med", "cpu", "");
+    int rc = 0;
+    if (only == NULL || strcmp(only, "floor") == 0) {
+        /* The floor has no old path: its row repeats the one figure. */
+        for (int r = 0; r < runs; r++) {
+            floor_once(p, &t[r], &t[2 * runs + r]);
+            t[runs + r] = t[r];
+            t[3 * runs + r] = t[2 * runs + r];
+        }
+        old_new_report(cfg, "floor", n, t, runs);
+    }
+    for (int w = 0; w < ON_COUNT && rc == 0; w++) {
+        if (only != NULL && strcmp(only, on_names[w]) != 0)
+            continue;
+        for (int r = 0; r < runs && rc == 0 && w == ON_PARSE; r++) {
+            for (int old = 0; old < 2; old++) {
+                struct parse_io *x = old ? &io_old : &io;
+                int64_t a = bench_now_ns(), c = cpu_now_ns();
+                int got = on_parse(old, x, r == 0);
+                t[(2 + old) * runs + r] = cpu_now_ns() - c;
+                t[old * runs + r] = bench_now_ns() - a;
+                if (got != REMAT_OK) {
+                    fprintf(stderr, "solve_bench: parse%s failed\n", old ? " (old)" : "");
+                    rc = -1;
+                }
+            }
+            if (rc == 0 && r == 0 && !same_profile(io.got, io_old.got)) {
+                fprintf(stderr, "solve_bench: parse: the old and new profiles differ\n");
+                rc = -1;
+            }
+        }
+        if (w != ON_PARSE) {
+            /* Both once, untimed: the same plan, or no figures. */
+            struct remat_plan a, b;
+            memset(&a, 0, sizeof a);
+            memset(&b, 0, sizeof b);
+            if (on_run((enum old_new)w, 0, p, &a) != REMAT_OK ||
+                on_run((enum old_new)w, 1, p, &b) != REMAT_OK || !same_plan(&a, &b)) {
+                fprintf(stderr, "solve_bench: %s: the old and new plans differ\n", on_names[w]);
+                rc = -1;
+            }
+            remat_plan_clear(&a);
+            remat_plan_clear(&b);
+        }
+        for (int r = 0; r < runs && rc == 0 && w != ON_PARSE; r++) {
+            for (int old = 0; old < 2; old++) {
+                struct remat_plan plan;
+                memset(&plan, 0, sizeof plan);
+                int64_t a = bench_now_ns(), c = cpu_now_ns();
+                int got = on_run((enum old_new)w, old, p, &plan);
+                t[(2 + old) * runs + r] = cpu_now_ns() - c;
+                t[old * runs + r] = bench_now_ns() - a;
+                if (got != REMAT_OK) {
+                    fprintf(stderr, "solve_bench: %s%s failed\n", on_names[w], old ? " (old)" : "");
+                    rc = -1;
+                }
+                remat_plan_clear(&plan);
+            }
+        }
+        if (rc == 0)
+            old_new_report(cfg, on_names[w], n, t, runs);
+    }
+    remat_profile_free(io.got);
+    remat_profile_free(io_old.got);
+    free(text);
+    free(t);
+    remat_profile_free(p);
+    return rc;
+}
+
 int main(int argc, char **argv)
 {
     struct bench_config cfg = {.json = 0, .scale = 1.0};
@@ -356,6 +577,8 @@ int main(int argc, char **argv)
         remat_profile_free(p);
     }
     request_clear(&req);
+    if (!mintime_only && old_new_rows(&cfg, only, dist) < 0)
+        return 1;
     if (only == NULL || mintime_only)
         bench_mintime(&cfg);
     return 0;

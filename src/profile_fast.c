@@ -162,7 +162,11 @@ static int read_stage_object(struct reader *r, struct remat__pstage *c)
             which = stage_key(k, klen);
         }
         if (which >= 0) {
-            r->follow[prev] = (signed char)which;
+            /* Written only when it changes: a store through a char may
+             * alias the lexer's pointers, which would then be read back
+             * from memory after every member. */
+            if (guess != which)
+                r->follow[prev] = (signed char)which;
             prev = which;
             if (seen & (1u << which))
                 return remat__lex_syntax_error(lx, "duplicate object key");
@@ -187,11 +191,26 @@ static int read_stage_object(struct reader *r, struct remat__pstage *c)
     return lx->failed ? -1 : 0;
 }
 
+/* From this much text on, the stage array is sized once for the most
+ * stages the rest of the text could hold. */
+#define RESERVE_TEXT ((size_t)1 << 20)
+
 static int read_stages(struct reader *r)
 {
     struct remat__lex *lx = &r->lx;
     if (remat__lex_open(lx, ']'))
         return 0;
+    /* A stage takes at least 3 bytes ("{}," or any other value and a
+     * comma), so the rest of the text holds at most (rest + 1) / 3 of them
+     * (remat__pb_reserve caps that at REMAT_MAX_STAGES).  Doubling from 64
+     * would copy a million stages' 88 MB about once over and fault in
+     * every copy; one block of the bound, of which the kernel only backs
+     * the pages the stages reach, does neither.  Small texts, a service's
+     * usual request, keep the doubling: a bound there would be a large
+     * block for a few stages. */
+    size_t rest = (size_t)(lx->end - lx->p);
+    if (rest >= RESERVE_TEXT && remat__pb_reserve(&r->pb, rest / 3 + 1) < 0)
+        return nomem(r);
     do {
         remat__lex_skip_ws(lx);
         if (lx->p < lx->end && *lx->p == '{') {

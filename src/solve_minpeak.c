@@ -60,39 +60,37 @@ static void chain_free(struct chain *c)
     c->mem = NULL;
 }
 
-static int add_checked(int64_t *acc, int64_t v)
+/* Whether v, one of a stage's byte counts, is refused on its own: negative,
+ * or past TOTAL_LIMIT, which the total would then pass too. */
+static inline int out_of_range(int64_t v)
 {
-    if (v < 0 || __builtin_add_overflow(*acc, v, acc) || *acc > TOTAL_LIMIT)
-        return -1;
-    return 0;
+    return v < 0 || v > TOTAL_LIMIT;
 }
 
+/* The arrays in one walk over the stages, which at a million stages is the
+ * cost that matters (88 MB of records): the byte counts are checked, the
+ * prefix sums and every per-stage term are written in the same pass.  The
+ * terms that need G_{>=l}, a suffix sum of the weights, are written as the
+ * prefix part alone and completed by one walk over those two arrays once
+ * the weights' total is known: G_{>=l} = G - (p_1 + ... + p_{l-1}) exactly,
+ * in integers, so the values are the ones a walk down would give.  The
+ * checks refuse exactly what adding the counts one by one, each checked
+ * for a negative value and the running total for passing TOTAL_LIMIT,
+ * would refuse: the counts are not negative, so the total only grows, and
+ * each count is at most TOTAL_LIMIT, so no sum of one stage's counts onto a
+ * total within the limit overflows. */
 static int chain_build(const struct remat_profile *p, struct chain *c, struct remat_error *err)
 {
     size_t n = p->n_stages;
-    int64_t total = 0;
 
     memset(c, 0, sizeof(*c));
     if (n == 0)
         return remat__error(err, REMAT_EINVAL, "/stages", "a chain needs at least one stage");
-    /* Checked first, so every sum below is known to fit. */
-    if (add_checked(&total, p->input_bytes))
+    if (out_of_range(p->input_bytes) || out_of_range(p->optimizer.state_bytes) ||
+        out_of_range(p->optimizer.step_tmp_bytes))
         goto too_big;
-    for (size_t i = 0; i < n; i++) {
-        const struct remat_stage *s = &p->stages[i];
-        /* bwd_freed_bytes only takes away, but it must not take away more
-         * than x̄_i + x_i (remat_profile_validate), so no value below falls
-         * under minus a total. */
-        if (add_checked(&total, s->out_bytes) || add_checked(&total, s->saved_bytes) ||
-            add_checked(&total, s->fwd_tmp_bytes) ||
-            add_checked(&total, remat_stage_fwd_grad_tmp_bytes(s)) ||
-            add_checked(&total, s->bwd_tmp_bytes) || add_checked(&total, s->param_bytes) ||
-            add_checked(&total, s->param_bytes) || s->bwd_freed_bytes < 0 ||
-            s->bwd_freed_bytes > s->saved_bytes + s->out_bytes)
-            goto too_big;
-    }
-    if (add_checked(&total, p->optimizer.state_bytes) ||
-        add_checked(&total, p->optimizer.step_tmp_bytes))
+    int64_t total = p->input_bytes + p->optimizer.state_bytes + p->optimizer.step_tmp_bytes;
+    if (total > TOTAL_LIMIT)
         goto too_big;
 
     size_t len = n + 1;
@@ -109,37 +107,50 @@ static int chain_build(const struct remat_profile *p, struct chain *c, struct re
     c->m = c->g + len;
     c->tl = c->m + len;
 
-    c->x[0] = p->input_bytes;
-    c->sb[0] = 0;
-    c->saved_ge_out = 1;
-    c->w = 0;
-    for (size_t i = 1; i <= n; i++) {
-        const struct remat_stage *s = &p->stages[i - 1];
-        c->x[i] = s->out_bytes;
-        c->sb[i] = c->sb[i - 1] + s->saved_bytes;
-        c->w += s->param_bytes;
+    int64_t *x = c->x, *sb = c->sb, *u = c->u, *beta = c->beta, *gam = c->gam, *g = c->g;
+    x[0] = p->input_bytes;
+    sb[0] = 0;
+    int ge_out = 1;
+    int64_t gpre = 0; /* p_1 + ... + p_{l-1} */
+    for (size_t l = 1; l <= n; l++) {
+        const struct remat_stage *s = &p->stages[l - 1];
+        int64_t out = s->out_bytes, saved = s->saved_bytes, ft = s->fwd_tmp_bytes;
+        int64_t fg = remat_stage_fwd_grad_tmp_bytes(s), bt = s->bwd_tmp_bytes;
+        int64_t freed = s->bwd_freed_bytes, pb = s->param_bytes;
+        /* bwd_freed_bytes only takes away, but it must not take away more
+         * than x̄_i + x_i (remat_profile_validate), so no value below falls
+         * under minus a total. */
+        if (out_of_range(out) | out_of_range(saved) | out_of_range(ft) | out_of_range(fg) |
+            out_of_range(bt) | out_of_range(pb) | (freed < 0) | (freed > saved + out))
+            goto too_big_free;
+        total += out + saved + ft + fg + bt + 2 * pb;
+        if (total > TOTAL_LIMIT)
+            goto too_big_free;
+        x[l] = out;
+        sb[l] = sb[l - 1] + saved;
         /* Lemma 2 of docs/min-peak.md: x̄_l >= x_l, and the forward with
          * grad holds at least what the one without does. */
-        if (s->saved_bytes < s->out_bytes ||
-            s->saved_bytes + remat_stage_fwd_grad_tmp_bytes(s) < s->out_bytes + s->fwd_tmp_bytes)
-            c->saved_ge_out = 0;
+        ge_out &= (saved >= out) & (saved + fg >= out + ft);
+        u[l] = sb[l] + fg;
+        gpre += pb;
+        /* Less G_{>=l} for now: gam_l = x_l + G_{>l}, beta_l holds G_{>=l}. */
+        gam[l] = x[l] - gpre;
+        beta[l] = sb[l] + x[l] + (l > 1 ? x[l - 1] : 0) + bt - freed - (gpre - pb);
+        g[l] = x[l] + ft;
     }
+    /* gpre is now G, every weight. */
+    for (size_t l = 1; l <= n; l++) {
+        gam[l] += gpre;
+        beta[l] += gpre;
+    }
+    c->saved_ge_out = ge_out;
     /* The optimizer's state is live throughout, like the weights. */
-    c->w += p->optimizer.state_bytes;
-    /* G_{>=l} is a suffix sum: walk down, gsuf = G_{>l} before adding p_l. */
-    int64_t gsuf = 0;
-    for (size_t l = n; l >= 1; l--) {
-        const struct remat_stage *s = &p->stages[l - 1];
-        c->gam[l] = c->x[l] + gsuf;
-        gsuf += s->param_bytes;
-        c->u[l] = c->sb[l] + remat_stage_fwd_grad_tmp_bytes(s);
-        c->beta[l] = c->sb[l] + c->x[l] + gsuf + (l > 1 ? c->x[l - 1] : 0) + s->bwd_tmp_bytes -
-                     s->bwd_freed_bytes;
-        c->g[l] = c->x[l] + s->fwd_tmp_bytes;
-    }
-    c->loss = c->sb[n] + c->x[n];
+    c->w = gpre + p->optimizer.state_bytes;
+    c->loss = sb[n] + x[n];
     return REMAT_OK;
 
+too_big_free:
+    chain_free(c);
 too_big:
     return remat__error(err, REMAT_ELIMIT, "",
                         "the profile's byte counts add up to more than 2^58 bytes");
@@ -154,28 +165,31 @@ static void dp_ref(struct chain *c)
     size_t n = c->n;
     int64_t ul = -INF, bl = -INF;
 
+    const int64_t *u = c->u, *beta = c->beta, *x = c->x, *g = c->g, *gam = c->gam;
+    const int64_t *sb = c->sb;
+    int64_t *m = c->m;
     for (size_t i = n; i-- > 0;) {
-        ul = max64(ul, c->u[i + 1]);
-        bl = max64(bl, c->beta[i + 1]);
-        c->tl[i] = max64(max64(ul, bl), c->loss) - c->sb[i];
+        ul = max64(ul, u[i + 1]);
+        bl = max64(bl, beta[i + 1]);
+        int64_t sbi = sb[i];
+        c->tl[i] = max64(max64(ul, bl), c->loss) - sbi;
         int64_t best = c->tl[i];
-        int64_t uu = -INF, bb = -INF, hh = -INF;
+        /* hh is the running max of g[i+1] and x[j-1] + g[j] for j >= i+2:
+         * the no-grad forward terms of the segment, one max a step. */
+        int64_t uu = -INF, bb = -INF, hh = i + 1 < n ? g[i + 1] : -INF;
         for (size_t j = i + 1; j < n; j++) {
-            uu = max64(uu, c->u[j]);
-            bb = max64(bb, c->beta[j]);
+            uu = max64(uu, u[j]);
+            bb = max64(bb, beta[j]);
             /* Every later candidate costs at least B(i,j) - Sb_i, which
              * only grows with j: nothing further can be strictly better. */
-            if (bb - c->sb[i] >= best)
+            if (bb - sbi >= best)
                 break;
             if (j >= i + 2)
-                hh = max64(hh, c->x[j - 1] + c->g[j]);
-            int64_t t = max64(c->gam[j] + uu, bb) - c->sb[i];
-            t = max64(t, max64(c->g[i + 1], hh));
-            int64_t v = max64(t, c->x[j] + c->m[j]);
-            if (v < best)
-                best = v;
+                hh = max64(hh, x[j - 1] + g[j]);
+            int64_t t = max64(max64(gam[j] + uu, bb) - sbi, hh);
+            best = min64(best, max64(t, x[j] + m[j]));
         }
-        c->m[i] = best;
+        m[i] = best;
     }
 }
 

@@ -204,6 +204,21 @@ static int recompute_pass_gives_up(const struct chain *c, size_t budget, size_t 
     return over;
 }
 
+/* remat__recompute_ms(p, a) == remat__recompute_ms(p, b) for a <= b, in one
+ * walk over stages 1..b: the sum to a is the same floats added in the same
+ * order, so the same value, and a million stages are not read twice. */
+static int same_recompute(const struct remat_profile *p, size_t a, size_t b)
+{
+    double t = 0;
+    size_t j = 1;
+    for (; j <= a; j++)
+        t += p->stages[j - 1].fwd_ms;
+    double ta = t;
+    for (; j <= b; j++)
+        t += p->stages[j - 1].fwd_ms;
+    return ta == t;
+}
+
 /* The set: the greedy scan's, or the least-recompute pass's when that one
  * finishes and comes first in the tie order (remat__tie_cmp). */
 int remat__mp_choose_set(const struct chain *c, const struct remat_profile *p, size_t budget,
@@ -220,7 +235,7 @@ int remat__mp_choose_set(const struct chain *c, const struct remat_profile *p, s
     int64_t k = c->x[0] + c->m[0];
     while (first < cm && c->x[0] + (first > 0 ? c->x[first] : 0) + c->tl[first] > k)
         first++;
-    if (remat__recompute_ms(p, first) == remat__recompute_ms(p, cm))
+    if (same_recompute(p, first, cm))
         return REMAT_OK;
     int over = spend ? 0 : recompute_pass_gives_up(c, budget, cm);
     if (over > 0)

@@ -22,11 +22,13 @@
 struct prefix_work {
     int64_t *S;      /* S[j] = d_0 + ... + d_j */
     double *F;       /* F[i] = fwd_ms of stages 1..i in stage order */
-    int64_t *V;      /* V(j) = d_j + M(j) for 0 < j < n */
+    int64_t *V;      /* V(j) = d_j + M(j) for 0 < j < n: the reference's (paper-linear
+                      * keeps those of its queue's entries only, in qv) */
     uint32_t *last;  /* the last checkpoint of the path chosen from i (i itself if none) */
     uint32_t *cnt;   /* checkpoints on the path chosen from i, after i */
     uint32_t *next;  /* the next checkpoint chosen from i (n: none) */
     uint32_t *queue; /* paper-linear's queue, then the forward pass's deque */
+    int64_t *qv;     /* beside queue: V of each entry, then the deque's P */
     int64_t m0;      /* M(0) */
     void *mem;       /* one allocation behind the arrays: a million stages fault in once */
 };
@@ -38,7 +40,10 @@ static int work_alloc(const struct remat_profile *p, struct prefix_work *w, stru
     if (n > UINT32_MAX - 2)
         return remat__error(err, REMAT_ELIMIT, "/stages", "too many stages");
     size_t wide = (n + 1) * sizeof(int64_t), narrow = (n + 2) * sizeof(uint32_t);
-    char *mem = remat__big_alloc(3 * wide + 4 * narrow);
+    /* V and qv are carved out whole but paper-linear writes only the few
+     * pages of qv its queue and deque reach, and the reference only V: a
+     * page never written is never faulted in. */
+    char *mem = remat__big_alloc(4 * wide + 4 * narrow);
     if (mem == NULL)
         return remat__error(err, REMAT_ENOMEM, "", "out of memory for %zu stages", n);
     w->mem = mem;
@@ -49,10 +54,11 @@ static int work_alloc(const struct remat_profile *p, struct prefix_work *w, stru
     /* cppcheck-suppress invalidPointerCast */
     w->F = (double *)(mem + wide);
     w->V = (int64_t *)(mem + 2 * wide);
-    w->last = (uint32_t *)(mem + 3 * wide);
-    w->cnt = (uint32_t *)(mem + 3 * wide + narrow);
-    w->next = (uint32_t *)(mem + 3 * wide + 2 * narrow);
-    w->queue = (uint32_t *)(mem + 3 * wide + 3 * narrow);
+    w->qv = (int64_t *)(mem + 3 * wide);
+    w->last = (uint32_t *)(mem + 4 * wide);
+    w->cnt = (uint32_t *)(mem + 4 * wide + narrow);
+    w->next = (uint32_t *)(mem + 4 * wide + 2 * narrow);
+    w->queue = (uint32_t *)(mem + 4 * wide + 3 * narrow);
     w->S[0] = p->input_bytes;
     w->F[0] = 0;
     for (size_t j = 1; j <= n; j++) {
@@ -62,13 +68,15 @@ static int work_alloc(const struct remat_profile *p, struct prefix_work *w, stru
     return REMAT_OK;
 }
 
-/* Records the choice next(i) = j of value M(i) = val, with its tie keys. */
-static void take(const struct remat_profile *p, struct prefix_work *w, size_t i, size_t j,
-                 int64_t val)
+/* Records the choice next(i) = j of value M(i) = val, with its tie keys,
+ * and returns V(i) = d_i + M(i) (0 for i = 0, whose M(0) is kept). */
+static inline int64_t take(const struct remat_profile *p, struct prefix_work *w, size_t i, size_t j,
+                           int64_t val)
 {
     size_t n = p->n_stages;
+    int64_t v = 0;
     if (i > 0)
-        w->V[i] = (w->S[i] - w->S[i - 1]) + val; /* d_i, without a read of the stage */
+        v = (w->S[i] - w->S[i - 1]) + val; /* d_i, without a read of the stage */
     else
         w->m0 = val;
     w->next[i] = (uint32_t)j;
@@ -79,11 +87,12 @@ static void take(const struct remat_profile *p, struct prefix_work *w, size_t i,
         w->last[i] = w->last[j];
         w->cnt[i] = w->cnt[j] + 1;
     }
+    return v;
 }
 
 /* Is next = a (value va) before next = b (value vb) from i? */
-static int before(const struct prefix_work *w, size_t n, size_t i, size_t a, int64_t va, size_t b,
-                  int64_t vb)
+static inline int before(const struct prefix_work *w, size_t n, size_t i, size_t a, int64_t va,
+                         size_t b, int64_t vb)
 {
     if (va != vb)
         return va < vb;
@@ -106,38 +115,45 @@ static int before(const struct prefix_work *w, size_t n, size_t i, size_t a, int
  * falls as c grows, so a candidate that fails once fails for good, and a
  * later candidate with a key (P, count) no larger dominates an earlier one.
  * A deque sorted by key from the front therefore gives each P(c) in
- * amortised O(1): O(n) in all.  Writes the set into out (n entries of room)
- * and returns its size. */
+ * amortised O(1): O(n) in all.  Each deque entry carries its P beside its
+ * index (in qv), so that the comparisons read the deque alone.  Returns the
+ * last checkpoint of the set; its path is in next (as predecessors) and its
+ * size in cnt. */
 static size_t least_recompute_last(const struct remat_profile *p, struct prefix_work *w,
                                    int64_t pstar)
 {
     size_t n = p->n_stages;
     const int64_t *S = w->S;
-    int64_t *P = w->V;      /* P(c); the DP's V is no longer needed */
+    const double *F = w->F;
     uint32_t *cnt = w->cnt; /* checkpoints on the path to c, c included */
     uint32_t *pred = w->next;
-    uint32_t *dq = w->queue;
+    uint32_t *dq = w->queue; /* the deque: dq[head..tail), P(dq[t]) in P[t] */
+    int64_t *P = w->qv;
     size_t head = 0, tail = 0;
-    P[0] = p->input_bytes;
     cnt[0] = 0;
-    dq[tail++] = 0;
+    dq[tail] = 0;
+    P[tail] = p->input_bytes;
+    tail++;
     size_t last = 0;
     int have = S[n] <= pstar; /* the empty set: one segment, B = S_n */
     for (size_t c = 1; c < n; c++) {
-        while (head < tail && P[dq[head]] - S[dq[head]] > pstar - S[c])
+        int64_t sc = S[c];
+        while (head < tail && P[head] - S[dq[head]] > pstar - sc)
             head++;
         if (head == tail)
             break; /* no later stage is reachable either */
         size_t i = dq[head];
-        P[c] = P[i] + (S[c] - S[c - 1]); /* d_c */
-        cnt[c] = cnt[i] + 1;
+        int64_t pc = P[head] + (sc - S[c - 1]); /* d_c */
+        uint32_t cc = cnt[i] + 1;
+        cnt[c] = cc;
         pred[c] = (uint32_t)i;
-        while (head < tail &&
-               (P[dq[tail - 1]] > P[c] || (P[dq[tail - 1]] == P[c] && cnt[dq[tail - 1]] >= cnt[c])))
+        while (head < tail && (P[tail - 1] > pc || (P[tail - 1] == pc && cnt[dq[tail - 1]] >= cc)))
             tail--;
-        dq[tail++] = (uint32_t)c;
-        if (P[c] + S[n] - S[c] <= pstar &&
-            (!have || w->F[c] < w->F[last] || (w->F[c] == w->F[last] && cnt[c] < cnt[last]))) {
+        dq[tail] = (uint32_t)c;
+        P[tail] = pc;
+        tail++;
+        if (pc + S[n] - sc <= pstar &&
+            (!have || F[c] < F[last] || (F[c] == F[last] && cc < cnt[last]))) {
             last = c;
             have = 1;
         }
@@ -218,7 +234,7 @@ int remat__prefix_ref(const struct remat_profile *p, struct remat_plan *plan,
                 best_val = val;
             }
         }
-        take(p, &w, i, best, best_val);
+        w.V[i] = take(p, &w, i, best, best_val);
     }
     rc = finish(p, &w, plan, err);
     free(w.mem);
@@ -234,43 +250,47 @@ int remat__solve_paper_linear(const struct remat_profile *p, struct remat_plan *
         return rc;
     size_t n = p->n_stages;
     const int64_t *S = w.S;
-    const int64_t *V = w.V;
     /* The queue Q lives in queue[head..n+1): Q[t] = queue[head + t], pushed
-     * at the front.  j = n sits at the back for good (V(n) = -inf). */
+     * at the front, with V(Q[t]) beside it in qv[head + t].  j = n sits at
+     * the back for good (V(n) = -inf).  V(i + 1), the one to push next, is
+     * the last value taken. */
     uint32_t *Q = w.queue;
-    size_t head = n, len = 1;
+    int64_t *QV = w.qv;
+    size_t head = n;
     Q[n] = (uint32_t)n;
-    w.V[n] = INT64_MIN;
+    QV[n] = INT64_MIN;
+    int64_t vj = 0;
     size_t k = 0; /* Q[0..k) are uncrossed: A(i, j) < V(j) */
     for (size_t i = n; i-- > 0;) {
         if (i + 1 < n) {
             size_t j = i + 1;
-            size_t popped = 0;
-            while (len > 0 && V[Q[head]] >= V[j]) {
+            size_t h0 = head;
+            while (head < n && QV[head] >= vj)
                 head++;
-                len--;
-                popped++;
-            }
+            size_t popped = head - h0;
             k = k > popped ? k - popped : 0;
-            Q[--head] = (uint32_t)j;
-            len++;
+            head--;
+            Q[head] = (uint32_t)j;
+            QV[head] = vj;
             k++;
         }
-        while (k > 0 && S[Q[head + k - 1]] - S[i] >= V[Q[head + k - 1]])
+        int64_t si = S[i];
+        while (k > 0 && S[Q[head + k - 1]] - si >= QV[head + k - 1])
             k--;
         /* j*(i) = Q[k], the first crossed candidate (it exists: n is always
          * crossed), against the last uncrossed one, Q[k-1]. */
         size_t js = Q[head + k];
-        int64_t val = S[js] - S[i];
+        int64_t val = S[js] - si;
         size_t best = js;
         if (k > 0) {
             size_t jp = Q[head + k - 1];
-            if (before(&w, n, i, jp, V[jp], best, val)) {
+            int64_t vp = QV[head + k - 1];
+            if (before(&w, n, i, jp, vp, best, val)) {
                 best = jp;
-                val = V[jp];
+                val = vp;
             }
         }
-        take(p, &w, i, best, val);
+        vj = take(p, &w, i, best, val);
     }
     rc = finish(p, &w, plan, err);
     free(w.mem);

@@ -504,6 +504,65 @@ static void test_one_stage(void **state)
     remat_profile_free(p);
 }
 
+/* The 2^58 refusal (solve_minpeak_chain.h: no sum can overflow below it),
+ * for every method: a total of exactly 2^58 is solved, one byte more is
+ * REMAT_ELIMIT, and so is any negative count, one count past the limit on
+ * its own, a total that passes it over several stages or through the
+ * optimizer, and a bwd_freed_bytes outside 0..saved + out. */
+static int limit_rc(int64_t input, int64_t saved2, int64_t btmp1, int64_t freed1, int64_t state)
+{
+    struct remat_profile *p = remat_profile_new(2, NULL);
+    assert_non_null(p);
+    p->input_bytes = input;
+    for (size_t i = 0; i < 2; i++) {
+        p->stages[i].out_bytes = 1;
+        p->stages[i].saved_bytes = 1;
+    }
+    p->stages[1].saved_bytes = saved2;
+    p->stages[0].bwd_tmp_bytes = btmp1;
+    p->stages[0].bwd_freed_bytes = freed1;
+    p->optimizer.state_bytes = state;
+    int rc = 0;
+    for (size_t k = 0; k < sizeof methods / sizeof methods[0]; k++) {
+        struct remat_plan plan;
+        memset(&plan, 0, sizeof plan);
+        struct remat_error err;
+        int got = remat__min_peak_with(p, methods[k], &plan, &err);
+        if (k == 0)
+            rc = got;
+        assert_int_equal(got, rc); /* every method refuses the same */
+        if (got == REMAT_ELIMIT)
+            assert_string_equal(err.message,
+                                "the profile's byte counts add up to more than 2^58 bytes");
+        remat_plan_clear(&plan);
+    }
+    remat_profile_free(p);
+    return rc;
+}
+
+static void test_byte_limit(void **state)
+{
+    (void)state;
+    const int64_t lim = INT64_C(1) << 58;
+    /* Stage bytes: 1 + 1 and 1 + saved2, so the total is input + 3 + saved2. */
+    assert_int_equal(limit_rc(lim - 4, 1, 0, 0, 0), REMAT_OK);
+    assert_int_equal(limit_rc(lim - 3, 1, 0, 0, 0), REMAT_ELIMIT);
+    assert_int_equal(limit_rc(5, lim - 8, 0, 0, 0), REMAT_OK);
+    assert_int_equal(limit_rc(5, lim - 7, 0, 0, 0), REMAT_ELIMIT);
+    assert_int_equal(limit_rc(5, 1, lim + 1, 0, 0), REMAT_ELIMIT);
+    assert_int_equal(limit_rc(5, 1, INT64_MAX, 0, 0), REMAT_ELIMIT);
+    assert_int_equal(limit_rc(INT64_MAX, 1, 0, 0, 0), REMAT_ELIMIT);
+    assert_int_equal(limit_rc(lim / 2, lim / 2, 0, 0, 0), REMAT_ELIMIT);
+    assert_int_equal(limit_rc(-1, 1, 0, 0, 0), REMAT_ELIMIT);
+    assert_int_equal(limit_rc(5, 1, -1, 0, 0), REMAT_ELIMIT);
+    assert_int_equal(limit_rc(5, 1, 0, 2, 0), REMAT_OK);
+    assert_int_equal(limit_rc(5, 1, 0, 3, 0), REMAT_ELIMIT);
+    assert_int_equal(limit_rc(5, 1, 0, -1, 0), REMAT_ELIMIT);
+    assert_int_equal(limit_rc(lim - 4 - 9, 1, 0, 0, 9), REMAT_OK);
+    assert_int_equal(limit_rc(lim - 4 - 9, 1, 0, 0, 10), REMAT_ELIMIT);
+    assert_int_equal(limit_rc(5, 1, 0, 0, -1), REMAT_ELIMIT);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -515,6 +574,7 @@ int main(void)
         cmocka_unit_test(test_switch_to_tree),
         cmocka_unit_test(test_skipped_pass_same_set),
         cmocka_unit_test(test_beats_paper_linear),
+        cmocka_unit_test(test_byte_limit),
         /* One per line, so that adding a test touches one line. */
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

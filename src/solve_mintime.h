@@ -58,7 +58,9 @@ struct remat__mt; /* one filled table; opaque */
  * is the solver's fill; on a chain with a periodic stretch (repeated blocks
  * of stages) it computes each cell that is another one period before over
  * again once (remat__mt_period); prune = 3 is the same fill without that,
- * the tests' reference.  For the bench and the tests that compare them:
+ * the tests' reference; prune = 4 is the sharing fill without the bound on
+ * the leaves' room (src/solve_mintime_table.c, fill_pruned), as it was, for
+ * the bench.  For the bench and the tests that compare them:
  * prune = 0 fills the whole table as Rotor does (every m of every cell, every
  * option checked per m); prune = 2 runs the solver's loops over every m of
  * every cell (no floors, no saturation).  On success *out is new (free with

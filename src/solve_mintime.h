@@ -21,6 +21,15 @@ int remat__solve_min_time(const struct remat_profile *p, const struct remat_opti
  * both. */
 int remat__solve_min_time_share(const struct remat_profile *p, const struct remat_options *opts,
                                 int share, struct remat_plan *plan, struct remat_error *err);
+/* The solve on the plain table whatever the chain's length (where the
+ * solver would take runs of stages past REMAT_MT_EXACT_STAGES, or refuse
+ * the table past REMAT_MT_TABLE_MAX_STAGES), filled with prune 1 (shared
+ * cells), 3 (none) or 4 (shared, as the fill was before the bound on the
+ * leaves' room; remat__mt_fill): for the bench, which times a stack of
+ * 160 layers each way.  A stack's table is limited by its cells
+ * (remat__mt_fill). */
+int remat__solve_min_time_exact(const struct remat_profile *p, const struct remat_options *opts,
+                                int prune, struct remat_plan *plan, struct remat_error *err);
 /* The long-chain solve (docs/min-time.md) on `groups` runs of stages
  * (remat__mt_runs), whatever the chain's length (1 <= groups <= n): for
  * the tests, which hold it to the plain solve where that can run. */

@@ -78,21 +78,24 @@ static int min_peak(const struct remat_profile *p, const size_t *ends, size_t g,
                     int64_t *peak_bytes, struct remat_schedule *sched,
                     const struct remat__cancel *cancel, struct remat_error *err)
 {
-    if ((ends != NULL ? g : p->n_stages) > REMAT_MT_TABLE_MAX_STAGES)
-        return remat__error(err, REMAT_ELIMIT, "/stages", "one table takes at most %d stages",
-                            REMAT_MT_TABLE_MAX_STAGES);
+    if (ends != NULL)
+        share = 0;
+    int rc = remat__mt_check_stages(share ? 0 : ends != NULL ? g : p->n_stages, p->n_stages, err);
+    if (rc != REMAT_OK)
+        return rc;
     struct need_dp d;
     memset(&d, 0, sizeof d);
     struct remat__mt *t = &d.t;
     t->cancel = cancel;
-    int rc =
+    rc =
         ends != NULL ? remat__mt_load_groups(t, p, ends, g, err) : remat__mt_load_stages(t, p, err);
     size_t n = ends != NULL ? g : p->n_stages, ncell = 0;
     if (rc == REMAT_OK) {
-        if (share && ends == NULL)
+        if (share)
             remat__mt_find_period(t);
         else
             remat__mt_no_period(t);
+        rc = remat__mt_check_cells(t, err);
         ncell = t->ncell;
     }
     if (rc == REMAT_OK) {

@@ -71,6 +71,25 @@ void remat__mt_find_period(struct remat__mt *t)
     t->ncell = (t->per_r + 1) * (n + 1) + (n - t->per_l0) * (n + 2);
 }
 
+int remat__mt_check_stages(size_t table_stages, size_t n, struct remat_error *err)
+{
+    if (table_stages > REMAT_MT_TABLE_MAX_STAGES || n > REMAT_MT_MAX_STAGES)
+        return remat__error(err, REMAT_ELIMIT, "/stages", "one table takes at most %d stages",
+                            REMAT_MT_TABLE_MAX_STAGES);
+    return REMAT_OK;
+}
+
+int remat__mt_check_cells(const struct remat__mt *t, struct remat_error *err)
+{
+    size_t most = (size_t)(REMAT_MT_TABLE_MAX_STAGES + 2) * (REMAT_MT_TABLE_MAX_STAGES + 1);
+    if (t->ncell > most)
+        return remat__error(err, REMAT_ELIMIT, "/stages",
+                            "one table takes at most %d stages (a stack of repeated blocks: as "
+                            "many cells)",
+                            REMAT_MT_TABLE_MAX_STAGES);
+    return REMAT_OK;
+}
+
 int remat__mt_profile_shares(const struct remat_profile *p, struct remat_error *err)
 {
     struct remat__mt t;

@@ -595,19 +595,20 @@ static int fill_impl(const struct remat_profile *p, const size_t *ends, size_t g
     if (slots > REMAT_MT_MAX_SLOTS)
         return remat__error(err, REMAT_ELIMIT, "/mem_slots", "mem_slots is over %d",
                             REMAT_MT_MAX_SLOTS);
-    if ((ends != NULL ? g : p->n_stages) > REMAT_MT_TABLE_MAX_STAGES)
-        return remat__error(err, REMAT_ELIMIT, "/stages", "one table takes at most %d stages",
-                            REMAT_MT_TABLE_MAX_STAGES);
+    if (ends != NULL)
+        share = 0;
+    /* A shared table is checked on its cells once its period is known. */
+    int rc = remat__mt_check_stages(share ? 0 : ends != NULL ? g : p->n_stages, p->n_stages, err);
+    if (rc != REMAT_OK)
+        return rc;
     struct remat__mt *t = calloc(1, sizeof *t);
     if (t == NULL)
         return remat__error(err, REMAT_ENOMEM, "", "out of memory");
     t->cancel = cancel;
     t->cap = cap_ms;
     t->old_cut = old_cut;
-    int rc =
+    rc =
         ends != NULL ? remat__mt_load_groups(t, p, ends, g, err) : remat__mt_load_stages(t, p, err);
-    if (ends != NULL)
-        share = 0;
     if (rc == REMAT_OK && cap_ms != HUGE_VAL) {
         t->tt = malloc((t->n + 1) * sizeof(double));
         if (t->tt == NULL)
@@ -641,6 +642,11 @@ static int fill_impl(const struct remat_profile *p, const size_t *ends, size_t g
         remat__mt_find_period(t);
     else
         remat__mt_no_period(t);
+    rc = remat__mt_check_cells(t, err);
+    if (rc != REMAT_OK) {
+        remat__mt_free(t);
+        return rc;
+    }
     size_t n = t->n, ncell = t->ncell;
     if (unit_tables(t) != REMAT_OK) {
         remat__mt_free(t);

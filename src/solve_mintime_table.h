@@ -114,6 +114,15 @@ void remat__mt_find_period(struct remat__mt *t);
  * them. */
 void remat__mt_no_period(struct remat__mt *t);
 
+/* The limits on one table: REMAT_ELIMIT past REMAT_MT_TABLE_MAX_STAGES
+ * stages of a table without a period (table_stages; 0 for a table whose
+ * period is not known yet) or past REMAT_MT_MAX_STAGES stages of the
+ * profile (n); remat__mt_check_cells, once the layout is known, past a
+ * 1000-stage table's cells, which a stack of repeated blocks can stay
+ * under with more stages.  REMAT_OK otherwise. */
+int remat__mt_check_stages(size_t table_stages, size_t n, struct remat_error *err);
+int remat__mt_check_cells(const struct remat__mt *t, struct remat_error *err);
+
 /* Whether the fill is to stop (once told, it stays stopped). */
 static inline int stop(struct remat__mt *t)
 {

@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "solve_mintime.h"
 #include "bench.h"
@@ -328,6 +329,95 @@ static void bench_stack(const struct bench_config *cfg, size_t layers, size_t bl
     remat_profile_free(p);
 }
 
+/* CPU time of this process in ns: the machine the bench runs on is
+ * shared, and the wall clock counts the other jobs too. */
+static int64_t cpu_now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+/* One solve of a stack on the plain table with the fill `prune`
+ * (remat__solve_min_time_exact); its wall and CPU ns in ns[0], ns[1], or
+ * -1 both. */
+static void time_exact_solve(const struct remat_profile *p, const struct remat_options *o,
+                             int prune, struct remat_plan *plan, int64_t ns[2])
+{
+    struct remat_error err;
+    int64_t t0 = bench_now_ns(), c0 = cpu_now_ns();
+    int rc = remat__solve_min_time_exact(p, o, prune, plan, &err);
+    ns[0] = bench_now_ns() - t0;
+    ns[1] = cpu_now_ns() - c0;
+    if (rc != REMAT_OK) {
+        fprintf(stderr, "bench_mintime: %s\n", err.message);
+        ns[0] = ns[1] = -1;
+    }
+}
+
+/* The same block of 10 stages stacked k = 10, 20, 40, 80 and 160 times
+ * between a first and a last stage of their own (as min-time-stack), the
+ * budget halfway between the least peak and store-all: one row per k with
+ * the solve on the shared table now (new) and as it was filled before the
+ * bound on the leaves' room (old, prune 4), in the same process, one after
+ * the other, and the plain table without the sharing up to k = 20 (it
+ * takes seconds from k = 40 on).  same_plan: the plans agree op for op and
+ * in time.  Past 1000 stages the solver itself takes runs of stages; this
+ * row times the exact table there too. */
+static void bench_stack_scaling(const struct bench_config *cfg)
+{
+    static const size_t ks[] = {10, 20, 40, 80, 160};
+    for (size_t c = 0; c < sizeof ks / sizeof ks[0]; c++) {
+        size_t k = ks[c];
+        struct remat_profile *p = randchain_stack(87, 1, 10, k, 1, RANDCHAIN_UNIFORM);
+        if (p == NULL)
+            return;
+        struct remat_options o;
+        remat_options_init(&o);
+        o.algorithm = REMAT_ALG_MIN_TIME;
+        int64_t least = 0;
+        struct remat_plan plan, ref;
+        struct remat_error err;
+        if (remat__mt_min_peak(p, &least, NULL, NULL) != REMAT_OK ||
+            remat_solve(p, &o, &plan, &err) != REMAT_OK) {
+            remat_profile_free(p);
+            return;
+        }
+        o.budget_bytes = least + (plan.peak_bytes - least) / 2;
+        remat_plan_clear(&plan);
+        int64_t now[2], old[2], plain[2] = {-1, -1};
+        time_exact_solve(p, &o, 4, &ref, old);
+        time_exact_solve(p, &o, 1, &plan, now);
+        int same = now[0] >= 0 && old[0] >= 0 && plan.total_ms == ref.total_ms &&
+                   plan.schedule.n_ops == ref.schedule.n_ops;
+        for (size_t i = 0; same && i < plan.schedule.n_ops; i++)
+            same = plan.schedule.ops[i].kind == ref.schedule.ops[i].kind &&
+                   plan.schedule.ops[i].stage == ref.schedule.ops[i].stage;
+        double total_ms = plan.total_ms;
+        int64_t peak = plan.peak_bytes;
+        if (old[0] >= 0)
+            remat_plan_clear(&ref);
+        if (k <= 20) {
+            time_exact_solve(p, &o, 3, &ref, plain);
+            same = same && plain[0] >= 0 && ref.total_ms == plan.total_ms;
+            if (plain[0] >= 0)
+                remat_plan_clear(&ref);
+        }
+        if (now[0] >= 0)
+            remat_plan_clear(&plan);
+        char extra[400];
+        snprintf(extra, sizeof extra,
+                 "\"layers\": %zu, \"block\": 10, \"budget_bytes\": %" PRId64
+                 ", \"peak_bytes\": %" PRId64 ", \"total_ms\": %.3f, \"cpu_ns\": %" PRId64
+                 ", \"old_ns\": %" PRId64 ", \"old_cpu_ns\": %" PRId64 ", \"plain_ns\": %" PRId64
+                 ", \"plain_cpu_ns\": %" PRId64 ", \"same_plan\": %d",
+                 k, o.budget_bytes, peak, total_ms, now[1], old[0], old[1], plain[0], plain[1],
+                 same);
+        bench_report(cfg, "min-time-stack-k", p->n_stages, now[0], 1, extra);
+        remat_profile_free(p);
+    }
+}
+
 /* The budget halfway between the solver's least and store-all's peak,
  * or -1. */
 static int64_t halfway_budget(const struct remat_profile *p)
@@ -488,6 +578,7 @@ void bench_mintime(const struct bench_config *cfg)
     bench_long(cfg, 1000, runs_for(cfg, 3), 0);
     bench_long(cfg, 5000, runs_for(cfg, 3), 0);
     bench_stack(cfg, 80, 10, 40, runs_for(cfg, 3));
+    bench_stack_scaling(cfg);
     bench_solve(cfg, 39, 500, runs_for(cfg, 51), runs_for(cfg, 5));
     bench_solve(cfg, 200, 500, runs_for(cfg, 11), runs_for(cfg, 3));
     bench_frontier(cfg, 39, 500, runs_for(cfg, 21));

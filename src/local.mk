@@ -23,7 +23,8 @@ src_libremat_core_la_SOURCES = \
 	src/big_alloc.c src/error.c src/fits.c src/optimizer.c src/sharded.c src/profile.c src/profile_fast.c src/schedule.c src/simulate.c src/plan.c src/plan_dump.c src/exports.c \
 	src/solve.c src/solve_baselines.c src/solve_sum.c src/solve_prefix.c \
 	src/solve_minpeak.h src/solve_minpeak_chain.h src/solve_minpeak.c src/solve_minpeak_set.c \
-	src/solve_mintime.h src/solve_mintime_table.h src/solve_mintime_table.c \
+	src/solve_mintime.h src/solve_mintime_table.h src/solve_mintime_table.c src/solve_mintime_load.c \
+	src/solve_mintime_period.c \
 	src/solve_mintime_least.c src/solve_mintime_bound.c src/solve_mintime.c src/solve_mintime_nested.c src/frontier.c
 src_libremat_core_la_CFLAGS = $(AM_CFLAGS) $(JANSSON_CFLAGS)
 src_libremat_core_la_LIBADD = src/rematx/librematx.la $(JANSSON_LIBS) -lm

@@ -270,13 +270,25 @@ size_t *remat__mt_runs(const struct remat_profile *p, size_t g)
     return ends;
 }
 
-static int solve(const struct remat_profile *p, const struct remat_options *opts, int share,
+/* The table a solve fills when groups is 0: the solver's own choice, or
+ * (EXACT) the plain table whatever the chain's length. */
+#define EXACT ((size_t)-1)
+
+static int solve(const struct remat_profile *p, const struct remat_options *opts, int prune,
                  size_t groups, struct remat_plan *plan, struct remat_error *err);
 
 int remat__solve_min_time_share(const struct remat_profile *p, const struct remat_options *opts,
                                 int share, struct remat_plan *plan, struct remat_error *err)
 {
-    return solve(p, opts, share, 0, plan, err);
+    return solve(p, opts, share ? 1 : 3, 0, plan, err);
+}
+
+int remat__solve_min_time_exact(const struct remat_profile *p, const struct remat_options *opts,
+                                int prune, struct remat_plan *plan, struct remat_error *err)
+{
+    if (prune != 1 && prune != 3 && prune != 4)
+        return remat__error(err, REMAT_EINVAL, "", "no such fill");
+    return solve(p, opts, prune, EXACT, plan, err);
 }
 
 int remat__solve_min_time_groups(const struct remat_profile *p, const struct remat_options *opts,
@@ -287,9 +299,10 @@ int remat__solve_min_time_groups(const struct remat_profile *p, const struct rem
     return solve(p, opts, 1, groups, plan, err);
 }
 
-/* groups = 0: the solver's own choice of table; else the table over that
+/* groups = 0: the solver's own choice of table; EXACT: the plain table
+ * filled with prune (1, 3 or 4: remat__mt_fill); else the table over that
  * many runs (remat__mt_runs). */
-static int solve(const struct remat_profile *p, const struct remat_options *opts, int share,
+static int solve(const struct remat_profile *p, const struct remat_options *opts, int prune,
                  size_t groups, struct remat_plan *plan, struct remat_error *err)
 {
     memset(plan, 0, sizeof *plan);
@@ -306,7 +319,8 @@ static int solve(const struct remat_profile *p, const struct remat_options *opts
     /* The table's fill with (1) or without (3) the periodic sharing, over
      * the stages or, past REMAT_MT_EXACT_STAGES on a chain that shares too
      * little, over runs of them. */
-    struct which w = {share ? 1 : 3, NULL, 0};
+    struct which w = {prune, NULL, 0};
+    int share = prune != 3;
     size_t *ends = NULL;
     int exact = 1;
     if (groups == 0 && n > REMAT_MT_EXACT_STAGES) {
@@ -316,7 +330,9 @@ static int solve(const struct remat_profile *p, const struct remat_options *opts
         if (!shares)
             groups = REMAT_MT_GROUPS;
     }
-    if (groups != 0) {
+    if (groups == EXACT) {
+        groups = 0;
+    } else if (groups != 0) {
         ends = remat__mt_runs(p, groups);
         if (ends == NULL)
             return remat__error(err, REMAT_ENOMEM, "", "out of memory");

@@ -21,6 +21,15 @@ int remat__solve_min_time(const struct remat_profile *p, const struct remat_opti
  * both. */
 int remat__solve_min_time_share(const struct remat_profile *p, const struct remat_options *opts,
                                 int share, struct remat_plan *plan, struct remat_error *err);
+/* The solve on the plain table whatever the chain's length (where the
+ * solver would take runs of stages past REMAT_MT_EXACT_STAGES, or refuse
+ * the table past REMAT_MT_TABLE_MAX_STAGES), filled with prune 1 (shared
+ * cells), 3 (none) or 4 (shared, as the fill was before the bound on the
+ * leaves' room; remat__mt_fill): for the bench, which times a stack of
+ * 160 layers each way.  A stack's table is limited by its cells
+ * (remat__mt_fill). */
+int remat__solve_min_time_exact(const struct remat_profile *p, const struct remat_options *opts,
+                                int prune, struct remat_plan *plan, struct remat_error *err);
 /* The long-chain solve (docs/min-time.md) on `groups` runs of stages
  * (remat__mt_runs), whatever the chain's length (1 <= groups <= n): for
  * the tests, which hold it to the plain solve where that can run. */
@@ -58,7 +67,9 @@ struct remat__mt; /* one filled table; opaque */
  * is the solver's fill; on a chain with a periodic stretch (repeated blocks
  * of stages) it computes each cell that is another one period before over
  * again once (remat__mt_period); prune = 3 is the same fill without that,
- * the tests' reference.  For the bench and the tests that compare them:
+ * the tests' reference; prune = 4 is the sharing fill without the bound on
+ * the leaves' room (src/solve_mintime_table.c, fill_pruned), as it was, for
+ * the bench.  For the bench and the tests that compare them:
  * prune = 0 fills the whole table as Rotor does (every m of every cell, every
  * option checked per m); prune = 2 runs the solver's loops over every m of
  * every cell (no floors, no saturation).  On success *out is new (free with

@@ -19,7 +19,11 @@ static int need_rebuild(const struct need_dp *d, size_t i, size_t l, struct rema
     const struct remat__mt *t = &d->t;
     if (i == l + 1)
         return l == t->n ? remat_schedule_push(s, REMAT_OP_LOSS, (uint32_t)l) : REMAT_OK;
+    /* A shared cell's choice is its first copy's, whose leaf is that many
+     * periods earlier. */
     size_t j = (size_t)d->choice[cell(t, i, l)];
+    if (j != 0)
+        j += cell_shift(t, i, l);
     int rc;
     if (j == 0) {
         rc = remat_schedule_push(s, REMAT_OP_F_ALL, (uint32_t)i);
@@ -74,18 +78,26 @@ static int min_peak(const struct remat_profile *p, const size_t *ends, size_t g,
                     int64_t *peak_bytes, struct remat_schedule *sched,
                     const struct remat__cancel *cancel, struct remat_error *err)
 {
-    if ((ends != NULL ? g : p->n_stages) > REMAT_MT_TABLE_MAX_STAGES)
-        return remat__error(err, REMAT_ELIMIT, "/stages", "one table takes at most %d stages",
-                            REMAT_MT_TABLE_MAX_STAGES);
+    if (ends != NULL)
+        share = 0;
+    int rc = remat__mt_check_stages(share ? 0 : ends != NULL ? g : p->n_stages, p->n_stages, err);
+    if (rc != REMAT_OK)
+        return rc;
     struct need_dp d;
     memset(&d, 0, sizeof d);
     struct remat__mt *t = &d.t;
     t->cancel = cancel;
-    int rc =
+    rc =
         ends != NULL ? remat__mt_load_groups(t, p, ends, g, err) : remat__mt_load_stages(t, p, err);
-    size_t n = ends != NULL ? g : p->n_stages, ncell = (n + 2) * (n + 1);
-    if (rc == REMAT_OK && share && ends == NULL)
-        remat__mt_find_period(t);
+    size_t n = ends != NULL ? g : p->n_stages, ncell = 0;
+    if (rc == REMAT_OK) {
+        if (share)
+            remat__mt_find_period(t);
+        else
+            remat__mt_no_period(t);
+        rc = remat__mt_check_cells(t, err);
+        ncell = t->ncell;
+    }
     if (rc == REMAT_OK) {
         d.need = malloc(ncell * sizeof(int64_t));
         d.time = malloc(ncell * sizeof(double));
@@ -100,18 +112,11 @@ static int min_peak(const struct remat_profile *p, const size_t *ends, size_t g,
             d.time[pc] = 0;
             if (stop(t))
                 break;
-            for (size_t i = l; i >= 1; i--) {
+            /* A shared cell has the same options over the same records as
+             * its first copy: the same need, time and choice, stored once
+             * (remat__mt_find_period). */
+            for (size_t i = top_own_row(t, l); i >= 1; i--) {
                 size_t c = cell(t, i, l), q = cell(t, i + 1, l);
-                if (shared_cell(t, i, l)) {
-                    /* The same options over the same records: the same
-                     * need, time and choice (remat__mt_find_period). */
-                    size_t src = cell(t, i - t->per_p, l - t->per_p);
-                    d.need[c] = d.need[src];
-                    d.time[c] = d.time[src];
-                    /* A leaf's j is absolute: the source's, p later. */
-                    d.choice[c] = d.choice[src] ? d.choice[src] + (int32_t)t->per_p : 0;
-                    continue;
-                }
                 int64_t best = t->xb[i] + t->fg[i];
                 if (t->xb[i] + d.need[q] > best)
                     best = t->xb[i] + d.need[q];

@@ -92,183 +92,6 @@ void remat__mt_free(struct remat__mt *t)
     free(t);
 }
 
-int remat__mt_load_stages(struct remat__mt *t, const struct remat_profile *p,
-                          struct remat_error *err)
-{
-    size_t n = p->n_stages;
-    t->n = n;
-    t->buf_i64 = malloc(8 * (n + 2) * sizeof(int64_t));
-    t->buf_f64 = malloc(2 * (n + 2) * sizeof(double));
-    if (t->buf_i64 == NULL || t->buf_f64 == NULL)
-        return remat__error(err, REMAT_ENOMEM, "", "out of memory");
-    int64_t *x = t->buf_i64, *xb = x + (n + 2), *ft = xb + (n + 2), *fg = ft + (n + 2);
-    int64_t *bt = fg + (n + 2), *pp = bt + (n + 2);
-    double *tf = t->buf_f64, *tb = tf + (n + 2);
-    /* 2^61 bounds the sum of everything: every amount the program adds
-     * is a sum of distinct fields, so int64 never overflows. */
-    const int64_t cap = INT64_C(1) << 61;
-    int64_t total = p->input_bytes;
-    x[0] = p->input_bytes;
-    xb[0] = ft[0] = fg[0] = bt[0] = pp[0] = 0;
-    tf[0] = tb[0] = 0;
-    for (size_t k = 1; k <= n; k++) {
-        const struct remat_stage *s = &p->stages[k - 1];
-        x[k] = s->out_bytes;
-        xb[k] = s->saved_bytes;
-        ft[k] = s->fwd_tmp_bytes;
-        fg[k] = remat_stage_fwd_grad_tmp_bytes(s);
-        bt[k] = s->bwd_tmp_bytes - s->bwd_freed_bytes;
-        pp[k] = pp[k - 1] + s->param_bytes;
-        tf[k] = s->fwd_ms;
-        tb[k] = s->bwd_ms;
-        /* What bt takes away is at most x̄_k + x_k (remat_profile_validate),
-         * so no amount below falls under minus the total either. */
-        if (s->bwd_freed_bytes < 0 || s->bwd_freed_bytes > s->saved_bytes + s->out_bytes)
-            return remat__error(err, REMAT_EINVAL, "", "stage %zu frees more than it holds", k);
-        int64_t add[6] = {x[k], xb[k], ft[k], fg[k], s->bwd_tmp_bytes, 2 * s->param_bytes};
-        for (int a = 0; a < 6; a++) {
-            if (add[a] < 0 || add[a] > cap || total > cap - add[a])
-                return remat__error(err, REMAT_ELIMIT, "", "byte sizes add up past 2^61");
-            total += add[a];
-        }
-    }
-    int64_t opt[2] = {p->optimizer.state_bytes, p->optimizer.step_tmp_bytes};
-    for (int a = 0; a < 2; a++) {
-        if (opt[a] < 0 || opt[a] > cap || total > cap - opt[a])
-            return remat__error(err, REMAT_ELIMIT, "", "byte sizes add up past 2^61");
-        total += opt[a];
-    }
-    x[n + 1] = xb[n + 1] = ft[n + 1] = fg[n + 1] = bt[n + 1] = 0;
-    pp[n + 1] = pp[n];
-    tf[n + 1] = tb[n + 1] = 0;
-    t->x = x;
-    t->xb = xb;
-    t->ft = ft;
-    t->fg = fg;
-    t->bt = bt;
-    t->pp = pp;
-    t->tf = tf;
-    t->tb = tb;
-    int64_t *f0 = pp + (n + 2), *f1 = f0 + (n + 2);
-    for (size_t k = 0; k <= n + 1; k++) {
-        f0[k] = x[k] + ft[k];
-        f1[k] = (k == 0 ? 0 : x[k - 1]) + x[k] + ft[k];
-    }
-    t->f0 = f0;
-    t->f1 = f1;
-    return REMAT_OK;
-}
-
-int remat__mt_load_groups(struct remat__mt *t, const struct remat_profile *p, const size_t *ends,
-                          size_t g, struct remat_error *err)
-{
-    size_t n = p->n_stages;
-    if (g == 0 || ends[0] != 0 || ends[g] != n)
-        return remat__error(err, REMAT_EINVAL, "", "the runs do not cover the chain");
-    for (size_t k = 1; k <= g; k++)
-        if (ends[k] <= ends[k - 1])
-            return remat__error(err, REMAT_EINVAL, "", "the runs do not cover the chain");
-    /* The profile's own stages first (the overflow checks), then the runs'
-     * amounts over them. */
-    struct remat__mt s;
-    memset(&s, 0, sizeof s);
-    int rc = remat__mt_load_stages(&s, p, err);
-    if (rc == REMAT_OK) {
-        t->n = g;
-        t->buf_i64 = malloc(8 * (g + 2) * sizeof(int64_t));
-        t->buf_f64 = malloc(2 * (g + 2) * sizeof(double));
-        t->gend = malloc((g + 1) * sizeof(size_t));
-        if (t->buf_i64 == NULL || t->buf_f64 == NULL || t->gend == NULL)
-            rc = remat__error(err, REMAT_ENOMEM, "", "out of memory");
-    }
-    if (rc != REMAT_OK) {
-        free(s.buf_i64);
-        free(s.buf_f64);
-        return rc;
-    }
-    memcpy(t->gend, ends, (g + 1) * sizeof(size_t));
-    int64_t *x = t->buf_i64, *xb = x + (g + 2), *ft = xb + (g + 2), *fg = ft + (g + 2);
-    int64_t *bt = fg + (g + 2), *pp = bt + (g + 2), *f0 = pp + (g + 2), *f1 = f0 + (g + 2);
-    double *tf = t->buf_f64, *tb = tf + (g + 2);
-    memset(t->buf_i64, 0, 8 * (g + 2) * sizeof(int64_t));
-    memset(t->buf_f64, 0, 2 * (g + 2) * sizeof(double));
-    x[0] = s.x[0];
-    for (size_t k = 1; k <= g; k++) {
-        size_t a = ends[k - 1] + 1, e = ends[k];
-        x[k] = s.x[e];
-        pp[k] = s.pp[e];
-        /* The run's F_all keeps every x̄ of it; F_all(c)'s peak lies P_c
-         * (the x̄ of the run's stages before c) above the run's entry, and
-         * so does B(c)'s, which runs with the same x̄ live. */
-        int64_t sum = 0, own = 0, bwd = 0, fk = s.f0[a], fn = 0;
-        for (size_t c = a; c <= e; c++) {
-            int64_t o = sum + s.xb[c] + s.fg[c];
-            int64_t b = sum + s.xb[c] + s.x[c] - s.pp[c - 1] + s.bt[c] + (c > 1 ? s.x[c - 1] : 0);
-            own = c == a || o > own ? o : own;
-            bwd = c == a || b > bwd ? b : bwd;
-            sum += s.xb[c];
-            tf[k] += s.tf[c];
-            tb[k] += s.tb[c];
-            if (c > a && s.f1[c] > fk)
-                fk = s.f1[c];
-            if (c == a || s.f1[c] > fn)
-                fn = s.f1[c];
-        }
-        xb[k] = sum;
-        fg[k] = own - sum;
-        /* chain_bwd_bytes(k, l) is then bwd + pp[l] - [l < g] x[l]. */
-        bt[k] = bwd - (sum + x[k] - pp[k - 1] + (k > 1 ? x[k - 1] : 0));
-        f0[k] = fk; /* F_ck(a), then F_∅ over the rest of the run */
-        f1[k] = fn; /* F_∅ over the whole run */
-        ft[k] = 0;  /* read through f0 and f1 only */
-    }
-    pp[g + 1] = pp[g];
-    free(s.buf_i64);
-    free(s.buf_f64);
-    t->x = x;
-    t->xb = xb;
-    t->ft = ft;
-    t->fg = fg;
-    t->bt = bt;
-    t->pp = pp;
-    t->tf = tf;
-    t->tb = tb;
-    t->f0 = f0;
-    t->f1 = f1;
-    return REMAT_OK;
-}
-
-int remat__mt_expand(const size_t *ends, size_t g, size_t n, const struct remat_schedule *s,
-                     struct remat_schedule *out)
-{
-    int rc = REMAT_OK;
-    for (size_t o = 0; o < s->n_ops && rc == REMAT_OK; o++) {
-        size_t k = s->ops[o].stage;
-        if (k < 1 || k > g)
-            return REMAT_EINVAL;
-        size_t a = ends[k - 1] + 1, e = ends[k];
-        switch (s->ops[o].kind) {
-        case REMAT_OP_LOSS:
-            rc = remat_schedule_push(out, REMAT_OP_LOSS, (uint32_t)n);
-            break;
-        case REMAT_OP_B:
-            for (size_t c = e; c >= a && rc == REMAT_OK; c--)
-                rc = remat_schedule_push(out, REMAT_OP_B, (uint32_t)c);
-            break;
-        case REMAT_OP_F_CK:
-            rc = remat_schedule_push(out, REMAT_OP_F_CK, (uint32_t)a);
-            for (size_t c = a + 1; c <= e && rc == REMAT_OK; c++)
-                rc = remat_schedule_push(out, REMAT_OP_F_NONE, (uint32_t)c);
-            break;
-        default: /* F_all, F_∅: the run's stages one after the other */
-            for (size_t c = a; c <= e && rc == REMAT_OK; c++)
-                rc = remat_schedule_push(out, s->ops[o].kind, (uint32_t)c);
-            break;
-        }
-    }
-    return rc;
-}
-
 /* First pass: the floor and the saturation point of every cell, in units,
  * by the same recurrence the fill uses (so they are exactly where its values
  * stop being infinite and start being the plain chain's time). */
@@ -282,15 +105,8 @@ static void floors(struct remat__mt *t)
         t->ca[pc] = 0;
         if (stop(t))
             return;
-        for (size_t i = l; i >= 1; i--) {
+        for (size_t i = top_own_row(t, l); i >= 1; i--) {
             size_t c = cell(t, i, l), q = cell(t, i + 1, l);
-            if (shared_cell(t, i, l)) {
-                size_t src = cell(t, i - t->per_p, l - t->per_p);
-                t->lo[c] = t->lo[src];
-                t->sat[c] = t->sat[src];
-                t->ca[c] = t->ca[src];
-                continue;
-            }
             int32_t a = t->uxb[i];
             int32_t own = max32(t->uown[i], up(t, chain_bwd_bytes(t, i, l)));
             int32_t lo = max32(own, min32(a + t->lo[q], S1));
@@ -318,7 +134,9 @@ static void floors(struct remat__mt *t)
 /* Relaxes T[m] for m in [ms, me) with (c + A(m - ka)) + B(m + kb), where A
  * reads array A[m - ka] below bA and the constant cva from bA on, and B
  * likewise with bB.  The four loops are the four combinations, each a plain
- * loop the compiler can vectorise (T, A and B are distinct cells). */
+ * loop over pairs (T, A and B are distinct cells), which GCC's -O2 turns
+ * into two-wide vector code (its default cost model does not vectorise the
+ * plain loop) with the same results: minpd is the compare below. */
 static void relax(double *restrict T, int32_t ms, int32_t me, double c, const double *restrict A,
                   int32_t ka, int32_t bA, double cva, const double *restrict B, int32_t kb,
                   int32_t bB, double cvb)
@@ -326,29 +144,48 @@ static void relax(double *restrict T, int32_t ms, int32_t me, double c, const do
     int32_t m = ms;
     while (m < me) {
         int inA = m < bA, inB = m < bB;
-        int32_t end = me;
+        int32_t end = me, k = m;
         if (inA && bA < end)
             end = bA;
         if (inB && bB < end)
             end = bB;
         if (inA && inB) {
-            for (int32_t k = m; k < end; k++) {
+            for (; k + 2 <= end; k += 2) {
+                double v0 = (c + A[k - ka]) + B[k + kb];
+                double v1 = (c + A[k + 1 - ka]) + B[k + 1 + kb];
+                T[k] = v0 < T[k] ? v0 : T[k];
+                T[k + 1] = v1 < T[k + 1] ? v1 : T[k + 1];
+            }
+            for (; k < end; k++) {
                 double v = (c + A[k - ka]) + B[k + kb];
                 T[k] = v < T[k] ? v : T[k];
             }
         } else if (inA) {
-            for (int32_t k = m; k < end; k++) {
+            for (; k + 2 <= end; k += 2) {
+                double v0 = (c + A[k - ka]) + cvb;
+                double v1 = (c + A[k + 1 - ka]) + cvb;
+                T[k] = v0 < T[k] ? v0 : T[k];
+                T[k + 1] = v1 < T[k + 1] ? v1 : T[k + 1];
+            }
+            for (; k < end; k++) {
                 double v = (c + A[k - ka]) + cvb;
                 T[k] = v < T[k] ? v : T[k];
             }
         } else if (inB) {
-            for (int32_t k = m; k < end; k++) {
-                double v = (c + cva) + B[k + kb];
+            double ca = c + cva;
+            for (; k + 2 <= end; k += 2) {
+                double v0 = ca + B[k + kb];
+                double v1 = ca + B[k + 1 + kb];
+                T[k] = v0 < T[k] ? v0 : T[k];
+                T[k + 1] = v1 < T[k + 1] ? v1 : T[k + 1];
+            }
+            for (; k < end; k++) {
+                double v = ca + B[k + kb];
                 T[k] = v < T[k] ? v : T[k];
             }
         } else {
             double v = (c + cva) + cvb;
-            for (int32_t k = m; k < end; k++)
+            for (; k < end; k++)
                 T[k] = v < T[k] ? v : T[k];
         }
         m = end;
@@ -369,6 +206,61 @@ static void chain_values(double *restrict T, int32_t ks, int32_t ke, double c,
         T[k] = v;
 }
 
+/* A leaf option of a cell in T's indices: its value at k is (c + A(k -
+ * ka)) + B(k + kb), A reading array A below bA and cva from bA on, B
+ * likewise with bB and cvb (relax's arguments). */
+struct opt {
+    double c;
+    const double *A;
+    int32_t ka, bA;
+    double cva;
+    const double *B;
+    int32_t kb, bB;
+    double cvb;
+};
+
+static double opt_at(const struct opt *o, int32_t k)
+{
+    return (o->c + (k < o->bA ? o->A[k - o->ka] : o->cva)) + (k < o->bB ? o->B[k + o->kb] : o->cvb);
+}
+
+static void relax_opt(double *T, int32_t ks, int32_t ke, const struct opt *o)
+{
+    relax(T, ks, ke, o->c, o->A, o->ka, o->bA, o->cva, o->B, o->kb, o->bB, o->cvb);
+}
+
+/* The option's value only falls with m, so its value at the top of the
+ * range bounds it below everywhere; T only falls with m too, so where T is
+ * already at or under that bound the option cannot win: from the first
+ * such k on, found by bisection after a look at both ends (most options are
+ * cut whole or not at all).  Once was measured best: a second round with
+ * the value at the new top cut too little to pay for itself, and cutting
+ * the range into halves, each looked at so, cost more looks (each a read
+ * of two other cells) than the values it spared.  The margin keeps
+ * rounding from cutting a real improvement (a cell's values fall with m up
+ * to the last bits of the sums, where its array meets its saturation
+ * value). */
+static void relax_cut(double *T, int32_t k0, int32_t end, const struct opt *o)
+{
+    int32_t k = end - 1;
+    double v = opt_at(o, k);
+    double thr = v - 1e-12 * fabs(v);
+    if (T[k0] <= thr)
+        return;
+    if (T[k] <= thr) {
+        int32_t a0 = k0 + 1, b0 = k;
+        while (a0 < b0) {
+            int32_t mid = a0 + (b0 - a0) / 2;
+            if (T[mid] <= thr)
+                b0 = mid;
+            else
+                a0 = mid + 1;
+        }
+        end = a0;
+    }
+    relax_opt(T, k0, end, o);
+}
+
 /* Base pointer of a cell's stored values such that P[m] is the value at m
  * for lo <= m < hi.  Formed as an index offset to stay inside the array. */
 static const double *cell_vals(const struct remat__mt *t, size_t c)
@@ -386,11 +278,16 @@ static const double *cell_vals(const struct remat__mt *t, size_t c)
  * behind it; a value this lifts stays at or over its threshold, so the
  * parents' values it feeds stay over theirs.  The margin (1e-9 of H) keeps
  * the rounding of the sums from cutting a value that is in fact under. */
+static double cap_threshold(const struct remat__mt *t, size_t i, size_t l)
+{
+    double outside = t->tt[t->n] - (t->tt[l] - t->tt[i - 1]);
+    return (t->cap - outside) + 1e-9 * fabs(t->cap);
+}
+
 static void cut_over_cap(struct remat__mt *t, size_t i, size_t l)
 {
     size_t c = cell(t, i, l);
-    double outside = t->tt[t->n] - (t->tt[l] - t->tt[i - 1]);
-    double thr = (t->cap - outside) + 1e-9 * fabs(t->cap);
+    double thr = cap_threshold(t, i, l);
     const double *T = t->tab + t->off[c];
     int32_t k = t->hi[c] - t->lo[c];
     while (k > 0 && T[k - 1] < thr)
@@ -410,7 +307,7 @@ static void cut_over_cap(struct remat__mt *t, size_t i, size_t l)
  * or over the cell's lo.  A cell no parent reads stores nothing. */
 static int raise_to_needs(struct remat__mt *t, int32_t r)
 {
-    size_t n = t->n, ncell = (n + 2) * (n + 1);
+    size_t n = t->n, ncell = t->ncell;
     int32_t S = t->S, none = S + 1;
     int32_t *need = malloc(ncell * sizeof(int32_t));
     if (need == NULL)
@@ -419,16 +316,12 @@ static int raise_to_needs(struct remat__mt *t, int32_t r)
         need[c] = none;
     need[cell(t, 1, n)] = r;
     for (size_t l = n; l >= 1; l--) {
-        for (size_t i = 1; i <= l; i++) {
+        /* A shared cell's need is its first copy's (cell() gives the same
+         * index), which comes later in this order (its l is smaller) and
+         * passes it on to the cells it reads, which the copy's own cells
+         * share. */
+        for (size_t i = 1, top = top_own_row(t, l); i <= top; i++) {
             size_t c = cell(t, i, l);
-            if (shared_cell(t, i, l)) {
-                /* Its values are its source's: the source is wanted from
-                 * the least m either is read at, and passes that on to the
-                 * cells it reads, which the copy's own cells share. */
-                size_t src = cell(t, i - t->per_p, l - t->per_p);
-                need[src] = min32(need[src], need[c]);
-                continue;
-            }
             int32_t lo = max32(t->lo[c], need[c]);
             if (need[c] > S || lo >= t->hi[c]) {
                 /* Nothing read here: the value at hi and over is the plain
@@ -463,7 +356,7 @@ static int unit_tables(struct remat__mt *t)
 {
     size_t n = t->n;
     t->ubuf = malloc(5 * (n + 1) * sizeof(int32_t));
-    t->dg = malloc((n + 2) * (n + 1) * sizeof(int32_t));
+    t->dg = malloc(t->ncell * sizeof(int32_t));
     if (t->ubuf == NULL || t->dg == NULL)
         return REMAT_ENOMEM;
     int32_t *ux = t->ubuf, *uxb = ux + (n + 1), *uown = uxb + (n + 1), *uf0 = uown + (n + 1);
@@ -476,7 +369,7 @@ static int unit_tables(struct remat__mt *t)
         uf[k] = k == 0 ? 0 : up(t, fwd_bytes(t, 0, k));
     }
     for (size_t l = 1; l <= n; l++)
-        for (size_t j = 2; j <= l; j++)
+        for (size_t j = 2, top = top_own_row(t, l); j <= top; j++)
             t->dg[cell(t, j, l)] = down(t, leaf_gain_bytes(t, 0, j, l));
     t->ux = ux;
     t->uxb = uxb;
@@ -484,45 +377,6 @@ static int unit_tables(struct remat__mt *t)
     t->uf0 = uf0;
     t->uf = uf;
     return REMAT_OK;
-}
-
-/* Whether stages s and s + p have the same record, as the table reads it. */
-static int same_stage(const struct remat__mt *t, size_t s, size_t p)
-{
-    size_t r = s + p;
-    return t->x[s] == t->x[r] && t->xb[s] == t->xb[r] && t->ft[s] == t->ft[r] &&
-           t->fg[s] == t->fg[r] && t->bt[s] == t->bt[r] &&
-           t->pp[s] - t->pp[s - 1] == t->pp[r] - t->pp[r - 1] && t->tf[s] == t->tf[r] &&
-           t->tb[s] == t->tb[r];
-}
-
-void remat__mt_find_period(struct remat__mt *t)
-{
-    size_t n = t->n, best = 0;
-    t->per_p = t->per_a = t->per_e = 0;
-    /* With the stretch [a, e], the cells (i, l) with a + p < i <= l <=
-     * min(e + p, n - 1) are shared: K(K + 1)/2 of them, K = min(e + p, n -
-     * 1) - a - p.  K is at most n - 2 - p, which bounds the search. */
-    for (size_t p = 1; p + 2 < n && n - 2 - p > best; p++) {
-        size_t s = 1;
-        while (s + p <= n) {
-            if (!same_stage(t, s, p)) {
-                s++;
-                continue;
-            }
-            size_t a = s;
-            while (s + p <= n && same_stage(t, s, p))
-                s++;
-            size_t e = s - 1, top = e + p < n - 1 ? e + p : n - 1;
-            size_t k = top > a + p ? top - a - p : 0;
-            if (k > best) {
-                best = k;
-                t->per_p = p;
-                t->per_a = a;
-                t->per_e = e;
-            }
-        }
-    }
 }
 
 static void fill_pruned(struct remat__mt *t)
@@ -533,19 +387,11 @@ static void fill_pruned(struct remat__mt *t)
         size_t pc = cell(t, l + 1, l);
         t->hi[pc] = t->lo[pc];
         t->cv[pc] = t->lo[pc] > S ? HUGE_VAL : 0.0;
-        for (size_t i = l; i >= 1; i--) {
+        /* A shared cell is its first copy, filled (and cut) already. */
+        for (size_t i = top_own_row(t, l); i >= 1; i--) {
             if (stop(t))
                 return;
             size_t c = cell(t, i, l), q = cell(t, i + 1, l);
-            if (shared_cell(t, i, l)) {
-                /* The source is filled (and cut) already: l - p < l. */
-                size_t src = cell(t, i - t->per_p, l - t->per_p);
-                t->cv[c] = t->cv[src];
-                t->lo[c] = t->lo[src];
-                t->hi[c] = t->hi[src];
-                t->off[c] = t->off[src];
-                continue;
-            }
             int32_t lo = t->lo[c], hi = t->hi[c];
             double *T = t->tab + t->off[c];
             int32_t me = hi - lo; /* T is indexed from lo */
@@ -563,6 +409,19 @@ static void fill_pruned(struct remat__mt *t)
                                  t->hi[q] + a - lo, t->cv[q], t->tb[i]);
                 double cf = t->tf[i];
                 int32_t fd = t->uf0[i];
+                /* Leaf j costs at least the plain chain's time and its own
+                 * forward run: its cells' values are never under their
+                 * plain chains' (every stage forwards and backwards once,
+                 * and no time is negative), which with the forwards of
+                 * i..j-1 add up to ca + cf.  At the m where T is already at
+                 * or under that (a prefix [0, room) of T's indices,
+                 * shrinking as cf grows) or where a value would be cut over
+                 * the cap anyway, it cannot count; once nothing is left, no
+                 * later leaf can either.  The margin covers the sums'
+                 * different order.  prune = 4 leaves this out (the fill as
+                 * it was, for the bench). */
+                int32_t room = me;
+                double over = t->cap == HUGE_VAL ? HUGE_VAL : cap_threshold(t, i, l);
                 for (size_t j = i + 1; j <= l; j++) {
                     if (j > i + 1) {
                         fd = max32(fd, t->uf[j - 1]);
@@ -570,6 +429,16 @@ static void fill_pruned(struct remat__mt *t)
                     }
                     if (fd > S)
                         break;
+                    if (!t->old_cut && t->prune == 1) {
+                        double least = cf + t->ca[c];
+                        least -= 1e-9 * fabs(least);
+                        if (over <= least)
+                            break;
+                        while (room > 0 && T[room - 1] <= least)
+                            room--;
+                        if (room == 0)
+                            break;
+                    }
                     size_t ca = cell(t, j, l), cb = cell(t, i, j - 1);
                     int32_t aj = t->ux[j - 1];
                     int32_t dj = t->dg[ca];
@@ -584,37 +453,14 @@ static void fill_pruned(struct remat__mt *t)
                     const double *A = cell_vals(t, ca), *B = cell_vals(t, cb);
                     int32_t ka = aj + t->lo[ca] - lo, bA = t->hi[ca] + aj - lo;
                     int32_t kb = dj - t->lo[cb] + lo, bB = min32(t->hi[cb], S) - dj - lo;
-                    int32_t k0 = s0 - lo, end = me;
-                    if (t->prune == 1) {
-                        /* The option's value only falls with m, so its value
-                         * at the top of the range bounds it below everywhere;
-                         * T only falls with m too, so where T is already at
-                         * or under that bound the option cannot win: from
-                         * the first such k on, found by bisection after a
-                         * look at both ends (most options are cut whole or
-                         * not at all).  Once was measured best: a second
-                         * round with the value at the new top cut too little
-                         * to pay for itself.  The margin keeps rounding from
-                         * cutting a real improvement. */
-                        int32_t k = end - 1;
-                        double v = (cf + (k < bA ? A[k - ka] : t->cv[ca])) +
-                                   (k < bB ? B[k + kb] : t->cv[cb]);
-                        double thr = v - 1e-12 * fabs(v);
-                        if (T[k0] <= thr)
-                            continue;
-                        if (T[k] <= thr) {
-                            int32_t a0 = k0 + 1, b0 = k;
-                            while (a0 < b0) {
-                                int32_t mid = a0 + (b0 - a0) / 2;
-                                if (T[mid] <= thr)
-                                    b0 = mid;
-                                else
-                                    a0 = mid + 1;
-                            }
-                            end = a0;
-                        }
-                    }
-                    relax(T, k0, end, cf, A, ka, bA, t->cv[ca], B, kb, bB, t->cv[cb]);
+                    int32_t k0 = s0 - lo, end = min32(me, room);
+                    if (k0 >= end)
+                        continue;
+                    const struct opt o = {cf, A, ka, bA, t->cv[ca], B, kb, bB, t->cv[cb]};
+                    if (t->prune == 1)
+                        relax_cut(T, k0, end, &o);
+                    else
+                        relax(T, k0, end, cf, A, ka, bA, t->cv[ca], B, kb, bB, t->cv[cb]);
                 }
             }
             if (lo > S)
@@ -679,7 +525,7 @@ static void fill_full(struct remat__mt *t)
         size_t pc = cell(t, l + 1, l);
         t->hi[pc] = t->lo[pc];
         t->cv[pc] = t->lo[pc] > S ? HUGE_VAL : 0.0;
-        for (size_t i = l; i >= 1; i--) {
+        for (size_t i = top_own_row(t, l); i >= 1; i--) {
             if (stop(t))
                 return;
             size_t c = cell(t, i, l);
@@ -739,8 +585,8 @@ static int fill_impl(const struct remat_profile *p, const size_t *ends, size_t g
     *out = NULL;
     /* prune = 3 is the solver's fill without the periodic sharing: the
      * tests' reference for it. */
-    int share = prune == 1;
-    if (prune == 3)
+    int share = prune == 1 || prune == 4, old_cut = prune == 4;
+    if (prune == 3 || prune == 4)
         prune = 1;
     if (prune != 1)
         cap_ms = HUGE_VAL; /* the cut needs the pruned fill's layout */
@@ -749,18 +595,20 @@ static int fill_impl(const struct remat_profile *p, const size_t *ends, size_t g
     if (slots > REMAT_MT_MAX_SLOTS)
         return remat__error(err, REMAT_ELIMIT, "/mem_slots", "mem_slots is over %d",
                             REMAT_MT_MAX_SLOTS);
-    if ((ends != NULL ? g : p->n_stages) > REMAT_MT_TABLE_MAX_STAGES)
-        return remat__error(err, REMAT_ELIMIT, "/stages", "one table takes at most %d stages",
-                            REMAT_MT_TABLE_MAX_STAGES);
+    if (ends != NULL)
+        share = 0;
+    /* A shared table is checked on its cells once its period is known. */
+    int rc = remat__mt_check_stages(share ? 0 : ends != NULL ? g : p->n_stages, p->n_stages, err);
+    if (rc != REMAT_OK)
+        return rc;
     struct remat__mt *t = calloc(1, sizeof *t);
     if (t == NULL)
         return remat__error(err, REMAT_ENOMEM, "", "out of memory");
     t->cancel = cancel;
     t->cap = cap_ms;
-    int rc =
+    t->old_cut = old_cut;
+    rc =
         ends != NULL ? remat__mt_load_groups(t, p, ends, g, err) : remat__mt_load_stages(t, p, err);
-    if (ends != NULL)
-        share = 0;
     if (rc == REMAT_OK && cap_ms != HUGE_VAL) {
         t->tt = malloc((t->n + 1) * sizeof(double));
         if (t->tt == NULL)
@@ -786,17 +634,24 @@ static int fill_impl(const struct remat_profile *p, const size_t *ends, size_t g
     if (t->unit < 1)
         t->unit = 1;
     t->S = (int32_t)(avail / t->unit);
-    size_t n = t->n, ncell = (n + 2) * (n + 1);
-    if (unit_tables(t) != REMAT_OK) {
-        remat__mt_free(t);
-        return remat__error(err, REMAT_ENOMEM, "", "out of memory");
-    }
     /* The two limits hold for shared cells too: a source is wanted from the
      * least m any of its copies is read at (raise_to_needs), and the cap's
      * cut (cut_over_cap) reads only the time of the stages inside a cell,
      * the same for every copy. */
     if (share)
         remat__mt_find_period(t);
+    else
+        remat__mt_no_period(t);
+    rc = remat__mt_check_cells(t, err);
+    if (rc != REMAT_OK) {
+        remat__mt_free(t);
+        return rc;
+    }
+    size_t n = t->n, ncell = t->ncell;
+    if (unit_tables(t) != REMAT_OK) {
+        remat__mt_free(t);
+        return remat__error(err, REMAT_ENOMEM, "", "out of memory");
+    }
     t->lo = malloc(ncell * sizeof(int32_t));
     t->hi = malloc(ncell * sizeof(int32_t));
     t->sat = malloc(ncell * sizeof(int32_t));
@@ -816,7 +671,7 @@ static int fill_impl(const struct remat_profile *p, const size_t *ends, size_t g
      * whether a fill is refused does not depend on root_lo. */
     size_t len = 0;
     for (size_t l = 1; l <= n; l++) {
-        for (size_t i = 1; i <= l; i++) {
+        for (size_t i = 1, top = top_own_row(t, l); i <= top; i++) {
             size_t c = cell(t, i, l);
             if (prune != 1) {
                 t->lo[c] = 0;
@@ -826,8 +681,7 @@ static int fill_impl(const struct remat_profile *p, const size_t *ends, size_t g
                 if (t->hi[c] < t->lo[c])
                     t->hi[c] = t->lo[c];
             }
-            if (!shared_cell(t, i, l))
-                len += (size_t)(t->hi[c] - t->lo[c]);
+            len += (size_t)(t->hi[c] - t->lo[c]);
         }
     }
     if (len > (size_t)(REMAT_MT_MAX_TABLE_BYTES / (int64_t)sizeof(double))) {
@@ -843,17 +697,13 @@ static int fill_impl(const struct remat_profile *p, const size_t *ends, size_t g
             return remat__error(err, REMAT_ENOMEM, "", "out of memory");
         }
     }
+    /* Row by row: the leaves of a cell (i, l) read the row's cells (i, j)
+     * for every j < l, one after the other. */
     len = 0;
-    for (size_t l = 1; l <= n; l++) {
-        for (size_t i = 1; i <= l; i++) {
+    for (size_t i = 1; i <= n; i++) {
+        size_t l0 = shared_cell(t, i, i) ? t->per_l0 + 1 : i;
+        for (size_t l = l0; l <= n; l++) {
             size_t c = cell(t, i, l);
-            if (shared_cell(t, i, l)) {
-                size_t src = cell(t, i - t->per_p, l - t->per_p);
-                t->off[c] = t->off[src];
-                t->lo[c] = t->lo[src];
-                t->hi[c] = t->hi[src];
-                continue;
-            }
             t->off[c] = len;
             len += (size_t)(t->hi[c] - t->lo[c]);
         }
@@ -876,34 +726,6 @@ static int fill_impl(const struct remat_profile *p, const size_t *ends, size_t g
     return REMAT_OK;
 }
 
-int remat__mt_profile_shares(const struct remat_profile *p, struct remat_error *err)
-{
-    struct remat__mt t;
-    memset(&t, 0, sizeof t);
-    int rc = remat__mt_load_stages(&t, p, err);
-    if (rc == REMAT_OK) {
-        remat__mt_find_period(&t);
-        /* Worth the plain table when what is left to fill, its cells
-         * weighted by their O(n) options, is no more than a 300-stage
-         * chain's whole table: a stack of many copies of a block, not a
-         * long chain with a short repeat in it. */
-        size_t n = t.n, top = t.per_e + t.per_p < n - 1 ? t.per_e + t.per_p : n - 1;
-        size_t k = t.per_p != 0 && top > t.per_a + t.per_p ? top - t.per_a - t.per_p : 0;
-        double left = ((double)n * (double)(n + 1) - (double)k * (double)(k + 1)) / 2 * (double)n;
-        double room = (double)REMAT_MT_EXACT_STAGES * (REMAT_MT_EXACT_STAGES + 1) / 2 *
-                      (double)REMAT_MT_EXACT_STAGES;
-        rc = t.per_p != 0 && left <= room;
-    }
-    free(t.buf_i64);
-    free(t.buf_f64);
-    return rc;
-}
-
-size_t remat__mt_period(const struct remat__mt *t)
-{
-    return t->per_p;
-}
-
 size_t remat__mt_top(const struct remat__mt *t)
 {
     return (size_t)t->S;
@@ -921,7 +743,7 @@ int64_t remat__mt_budget_at(const struct remat__mt *t, size_t m)
 
 size_t remat__mt_table_bytes(const struct remat__mt *t)
 {
-    size_t ncell = (t->n + 2) * (t->n + 1);
+    size_t ncell = t->ncell;
     return t->tab_len * sizeof(double) +
            ncell * (3 * sizeof(int32_t) + 2 * sizeof(double) + sizeof(size_t));
 }

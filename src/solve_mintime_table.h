@@ -12,6 +12,7 @@ struct remat__mt {
     int64_t unit; /* bytes per unit */
     int64_t base; /* W + x_0: live before the first op */
     int prune;
+    int old_cut; /* prune 4: no bound on the leaves' room (the bench) */
     /* Stage data, 1-based; x[0] is the input. */
     /* ft: the forward's transient without grad (F_ck, F_∅), fg: with grad
      * (F_all), bt: the backward's, signed (bwd_tmp_bytes - bwd_freed_bytes). */
@@ -51,8 +52,14 @@ struct remat__mt {
     int32_t exact_from; /* the root's values are the whole table's from here */
     /* A periodic stretch (remat__mt_find_period): stage s and stage s + per_p
      * have the same record for every s in [per_a, per_e]; per_p = 0 when
-     * none is used. */
-    size_t per_p, per_a, per_e;
+     * none is used.  The cells that are another one a period before
+     * (shared_cell) have no storage of their own: cell() maps them onto
+     * their first copy, so the per-cell arrays hold ncell entries, the
+     * rows i <= per_r = per_a + per_p and the columns l > per_l0 =
+     * min(per_e + per_p, n - 1), O(per_r * n) instead of O(n^2).  Without
+     * a period per_r = n + 1 and per_l0 = 0: every cell its own. */
+    size_t per_p, per_a, per_e, per_r, per_l0;
+    size_t ncell;
 };
 
 /* Whether cell (i, l) is cell (i - p, l - p) over again.  A cell reads the
@@ -63,14 +70,58 @@ struct remat__mt {
  * by the same expressions, so it shares the other's storage. */
 static inline int shared_cell(const struct remat__mt *t, size_t i, size_t l)
 {
-    return t->per_p != 0 && i >= t->per_a + t->per_p + 1 && l <= t->per_e + t->per_p && l < t->n;
+    return i > t->per_r && l <= t->per_l0;
+}
+
+/* How far cell (i, l) lies after the cell it shares the storage of: a
+ * multiple of the period, 0 when it has its own. */
+static inline size_t cell_shift(const struct remat__mt *t, size_t i, size_t l)
+{
+    if (!shared_cell(t, i, l))
+        return 0;
+    return ((i - t->per_r - 1) / t->per_p + 1) * t->per_p;
+}
+
+/* The index of cell (i, l), 1 <= i <= l + 1, in the per-cell arrays: row
+ * by row (i <= per_r, every row without a period), then the columns past
+ * per_l0; a shared cell is its first copy's.  Without a period per_r is
+ * n + 1 and this is i * (n + 1) + l. */
+static inline size_t cell(const struct remat__mt *t, size_t i, size_t l)
+{
+    if (i <= t->per_r)
+        return i * (t->n + 1) + l;
+    if (l > t->per_l0)
+        return (t->per_r + 1) * (t->n + 1) + (l - t->per_l0 - 1) * (t->n + 2) + i;
+    size_t s = ((i - t->per_r - 1) / t->per_p + 1) * t->per_p;
+    return (i - s) * (t->n + 1) + (l - s);
+}
+
+/* The highest i <= l whose cell (i, l) has storage of its own: the loops
+ * over a column's cells go from it down to 1 and skip the shared ones. */
+static inline size_t top_own_row(const struct remat__mt *t, size_t l)
+{
+    return l <= t->per_l0 && l > t->per_r ? t->per_r : l;
 }
 
 /* Looks for the period p and the stretch [a, e] over which stage s and
  * stage s + p have the same record (every field the table reads, times
  * compared as doubles) that lets the most cells be shared; sets per_p (0
- * when none helps), per_a and per_e.  O(n^2) comparisons at most. */
+ * when none helps), per_a, per_e and the layout (per_r, per_l0, ncell).
+ * O(n^2) comparisons at most. */
 void remat__mt_find_period(struct remat__mt *t);
+
+/* The layout without a period: every cell its own, (n + 2)(n + 1) of
+ * them. */
+void remat__mt_no_period(struct remat__mt *t);
+
+/* The limits on one table: REMAT_ELIMIT past REMAT_MT_TABLE_MAX_STAGES
+ * stages of a table without a period (table_stages; 0 for a table whose
+ * period is not known yet) or past REMAT_MT_MAX_STAGES stages of the
+ * profile (n); remat__mt_check_cells, once the layout is known, past a
+ * 1000-stage table's cells, which a stack of repeated blocks can stay
+ * under with more stages.  REMAT_OK otherwise. */
+int remat__mt_check_stages(size_t table_stages, size_t n, struct remat_error *err);
+int remat__mt_check_cells(const struct remat__mt *t, struct remat_error *err);
 
 /* Whether the fill is to stop (once told, it stays stopped). */
 static inline int stop(struct remat__mt *t)
@@ -78,11 +129,6 @@ static inline int stop(struct remat__mt *t)
     if (!t->canceled && remat__cancelled(t->cancel))
         t->canceled = 1;
     return t->canceled;
-}
-
-static inline size_t cell(const struct remat__mt *t, size_t i, size_t l)
-{
-    return i * (t->n + 1) + l;
 }
 
 /* Bytes live at B(i)'s peak above the entry of the chain option of (i, l):

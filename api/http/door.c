@@ -1,0 +1,886 @@
+/*
+ * door.c - the front door: rematd accepts on its TCP listeners itself and
+ * reads the head of each connection's first request before libmicrohttpd
+ * sees any of it (docs/api.md, "Framing").
+ *
+ * libmicrohttpd 0.9 answers a request line or head it cannot read with
+ * short HTML pages of its own (400, 414, 431, 505) that no option
+ * replaces, and a request line of one word with nothing at all.  So the
+ * daemons run without a listening socket (MHD_USE_NO_LISTEN_SOCKET) and
+ * this file's one thread accepts, waits until the head has arrived
+ * (peeked with MSG_PEEK: the bytes stay in the kernel's buffer), and
+ * judges it: a head libmicrohttpd would refuse is answered here as
+ * problem+json, with Connection: close, and the socket closed; any other
+ * goes to libmicrohttpd untouched (MHD_add_connection), which reads it as
+ * if it had accepted the connection itself.
+ *
+ * The limits are checked against what libmicrohttpd would take, a little
+ * below, so that a head that passes here never meets its own answers:
+ * libmicrohttpd keeps the head in its 16 KiB per connection together with
+ * a record of about 64 bytes for every header, query argument and cookie
+ * (and a copy of the cookies), measured with 0.9.75 (tests/api/framing.sh).
+ *
+ * Only the first request of a connection comes through here: libmicrohttpd
+ * reads the next ones of a kept-alive connection itself, where its own
+ * pages remain (said in docs/api.md and openapi.yaml).  So a kept-alive
+ * connection costs nothing more than it did.
+ *
+ * The door holds a connection until its head is in, and bounds what it
+ * holds: the whole request deadline counts from the accept (408 past it,
+ * as the reaper of conn.c answers one inside libmicrohttpd, which takes
+ * over the deadline left), --connection-timeout from the last byte read
+ * (closed unanswered, as libmicrohttpd would), and the connection limits
+ * count every connection from its accept to its close, held here or in
+ * libmicrohttpd: a listener at its limit is not accepted from (clients
+ * wait in the backlog, as libmicrohttpd's own accept left them), and an
+ * address at --max-connections-per-ip has its connection closed at once.
+ * SO_RCVLOWAT makes a partial head wake the thread only when more bytes
+ * come, so a head trickled a byte at a time costs one peek per byte, not
+ * a spin.
+ */
+/* accept4: the accepted socket non-blocking and close-on-exec in one call. */
+#define _GNU_SOURCE
+#include "config.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <sys/socket.h>
+#include <unistd.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
+
+#include "http_private.h"
+
+/* The head's budget in libmicrohttpd's measure (the bytes, the cookies
+ * again, FIELD_COST per field): 15.5 KiB of its 16 KiB per connection, the
+ * rest left for its read buffer's growth and the answer's headers. */
+#define HEAD_BUDGET 15872
+#define FIELD_COST 72
+/* The request line alone: longer is 414 (no route reads a query, and no
+ * path of rematd's is longer than 256 bytes). */
+#define REQUEST_LINE_MAX 8192
+/* The most peeked: past the budget, whatever the shape of the head. */
+#define PEEK_BYTES 16384
+/* How often the held connections' deadlines are looked at. */
+#define TICK_MS 100
+
+enum { LISTEN_MAIN, LISTEN_HEALTH, N_LISTEN };
+
+struct held {
+    int fd;
+    int listener;
+    int reserved; /* accepted past --max-connections: a health slot */
+    int lowat;    /* SO_RCVLOWAT was raised (a partial head) */
+    double deadline, idle_deadline;
+    size_t seen; /* bytes of the head peeked so far */
+    struct sockaddr_storage addr;
+    socklen_t addrlen;
+    struct held *prev, *next;
+};
+
+struct listener {
+    int fd; /* -1: none, or closed by quiesce */
+    struct MHD_Daemon *daemon;
+    unsigned limit;         /* connections, held here and in libmicrohttpd */
+    unsigned long live;     /* under mu */
+    int paused;             /* not in the epoll set: at its limit, or accept failing */
+    double resume_at;       /* accept failing (EMFILE): when to try again */
+    double request_timeout; /* seconds from the accept */
+    double idle_timeout;    /* seconds from the last byte; 0: none */
+};
+
+/* An address's connections (--max-connections-per-ip), main listener only. */
+struct ip_count {
+    unsigned char key[17];
+    unsigned n;
+};
+
+struct rematd__door {
+    struct rematd_server *srv;
+    pthread_mutex_t mu; /* live, ips, pending: the MHD threads close and start */
+    pthread_t thread;
+    int started;
+    atomic_int stop, quiesced; /* set by main.c's thread, read by the door's */
+    int ep, wake;
+    struct listener l[N_LISTEN];
+    struct held *held;    /* the door thread's own */
+    struct held *pending; /* handed to libmicrohttpd, not yet started there */
+    struct ip_count *ips; /* capacity n_ips: never more addresses than connections */
+    size_t n_ips;
+    /* The limits reached are logged at most once a second each. */
+    double ip_log, full_log;
+    long full_unlogged;
+    char buf[PEEK_BYTES];
+};
+
+static void wake(struct rematd__door *d)
+{
+    uint64_t one = 1;
+    ssize_t w = write(d->wake, &one, sizeof one);
+    (void)w;
+}
+
+/* The per-address key: the family and the address, nothing of the port. */
+static int ip_key(const struct sockaddr *sa, unsigned char key[17])
+{
+    memset(key, 0, 17);
+    if (sa->sa_family == AF_INET) {
+        key[0] = 4;
+        memcpy(key + 1, &((const struct sockaddr_in *)(const void *)sa)->sin_addr, 4);
+        return 0;
+    }
+    if (sa->sa_family == AF_INET6) {
+        key[0] = 6;
+        memcpy(key + 1, &((const struct sockaddr_in6 *)(const void *)sa)->sin6_addr, 16);
+        return 0;
+    }
+    return -1;
+}
+
+/* Adds one to the address's count (delta 1) or takes one (delta -1);
+ * returns 0, or -1 when adding would pass limit (0: no limit).  Under mu.
+ * A linear scan: at most --max-connections addresses, once per accept and
+ * per close, never on a request. */
+static int ip_move(struct rematd__door *d, const struct sockaddr *sa, int delta, unsigned limit)
+{
+    unsigned char key[17];
+    if (!d->ips || ip_key(sa, key) < 0)
+        return 0;
+    struct ip_count *free_slot = NULL;
+    for (size_t i = 0; i < d->n_ips; i++) {
+        struct ip_count *e = &d->ips[i];
+        if (e->n == 0) {
+            if (!free_slot)
+                free_slot = e;
+            continue;
+        }
+        if (memcmp(e->key, key, sizeof key) != 0)
+            continue;
+        if (delta < 0) {
+            e->n--;
+            return 0;
+        }
+        if (limit && e->n >= limit)
+            return -1;
+        e->n++;
+        return 0;
+    }
+    if (delta > 0 && free_slot) {
+        memcpy(free_slot->key, key, sizeof key);
+        free_slot->n = 1;
+    }
+    return 0;
+}
+
+struct rematd__door *rematd__door_new(struct rematd_server *srv)
+{
+    struct rematd__door *d = calloc(1, sizeof *d);
+    if (!d)
+        return NULL;
+    d->srv = srv;
+    d->ep = d->wake = -1;
+    pthread_mutex_init(&d->mu, NULL);
+    for (int i = 0; i < N_LISTEN; i++)
+        d->l[i].fd = -1;
+    /* One address per connection at most: the main listener's limit. */
+    d->n_ips = (size_t)srv->cfg.max_connections + srv->cfg.health_connections;
+    d->ips = srv->cfg.max_connections_per_ip ? calloc(d->n_ips, sizeof *d->ips) : NULL;
+    d->ep = epoll_create1(EPOLL_CLOEXEC);
+    d->wake = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+    if ((srv->cfg.max_connections_per_ip && !d->ips) || d->ep < 0 || d->wake < 0) {
+        rematd__door_free(d);
+        return NULL;
+    }
+    struct epoll_event ev = {.events = EPOLLIN, .data.ptr = NULL};
+    epoll_ctl(d->ep, EPOLL_CTL_ADD, d->wake, &ev);
+    return d;
+}
+
+static void close_held(struct rematd__door *d, struct held *c, int counted);
+
+void rematd__door_free(struct rematd__door *d)
+{
+    if (!d)
+        return;
+    rematd__door_stop(d);
+    while (d->pending) {
+        struct held *c = d->pending;
+        d->pending = c->next;
+        free(c);
+    }
+    for (int i = 0; i < N_LISTEN; i++)
+        if (d->l[i].fd >= 0)
+            close(d->l[i].fd);
+    if (d->ep >= 0)
+        close(d->ep);
+    if (d->wake >= 0)
+        close(d->wake);
+    pthread_mutex_destroy(&d->mu);
+    free(d->ips);
+    free(d);
+}
+
+int rematd__door_listen(struct rematd__door *d, int fd, struct MHD_Daemon *daemon, int health)
+{
+    const struct rematd_config *cfg = &d->srv->cfg;
+    struct listener *l = &d->l[health ? LISTEN_HEALTH : LISTEN_MAIN];
+    if (fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK) < 0)
+        return -1;
+    l->fd = fd;
+    l->daemon = daemon;
+    if (health) {
+        l->limit = cfg->health_connections;
+        l->request_timeout = REMATD_HEALTH_DEADLINE;
+        l->idle_timeout = REMATD_HEALTH_IDLE_TIMEOUT;
+    } else {
+        l->limit = cfg->max_connections + cfg->health_connections;
+        l->request_timeout = cfg->request_timeout ? cfg->request_timeout : 30;
+        l->idle_timeout = cfg->connection_timeout;
+    }
+    struct epoll_event ev = {.events = EPOLLIN, .data.ptr = l};
+    return epoll_ctl(d->ep, EPOLL_CTL_ADD, fd, &ev);
+}
+
+int rematd__door_bind(const struct sockaddr *addr, socklen_t len, int backlog)
+{
+    int fd = socket(addr->sa_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd < 0)
+        return -1;
+    int one = 1;
+    if (setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one) < 0 ||
+        (addr->sa_family == AF_INET6 &&
+         setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof one) < 0) ||
+        bind(fd, addr, len) < 0 || listen(fd, backlog) < 0) {
+        int eno = errno;
+        close(fd);
+        errno = eno;
+        return -1;
+    }
+    return fd;
+}
+
+int rematd__door_port(struct rematd__door *d, int health)
+{
+    struct sockaddr_storage ss;
+    socklen_t len = sizeof ss;
+    int fd = d->l[health ? LISTEN_HEALTH : LISTEN_MAIN].fd;
+    if (fd < 0 || getsockname(fd, (struct sockaddr *)&ss, &len) < 0)
+        return 0;
+    if (ss.ss_family == AF_INET6)
+        return ntohs(((struct sockaddr_in6 *)&ss)->sin6_port);
+    return ntohs(((struct sockaddr_in *)&ss)->sin_port);
+}
+
+/* ---------------------------------------------------------------- the head */
+
+struct verdict {
+    int status; /* 0: hand over; -1: wait for more */
+    const char *slug;
+    char detail[200];
+};
+
+static int verdict(struct verdict *v, int status, const char *slug, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+
+static int verdict(struct verdict *v, int status, const char *slug, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(v->detail, sizeof v->detail, fmt, ap);
+    va_end(ap);
+    v->status = status;
+    v->slug = slug;
+    return status;
+}
+
+static int is_ctl(unsigned char c)
+{
+    return c < 0x20 || c == 0x7f;
+}
+
+/* The request line b[0..n) (without its line end). */
+static int judge_request_line(const char *b, size_t n, struct verdict *v, size_t *args)
+{
+    /* METHOD SP request-target SP HTTP-version; runs of SP are taken as
+     * one (RFC 9112 3: a server may parse on whitespace), as libmicrohttpd
+     * does.  What a method or a path may hold is request.c's to say. */
+    size_t i = 0, m_end, t_start, t_end;
+    while (i < n && b[i] != ' ')
+        i++;
+    m_end = i;
+    while (i < n && b[i] == ' ')
+        i++;
+    t_start = i;
+    while (i < n && b[i] != ' ')
+        i++;
+    t_end = i;
+    while (i < n && b[i] == ' ')
+        i++;
+    if (m_end == 0 || t_start == t_end || i == n || t_end == n)
+        return verdict(v, 400, "bad-request",
+                       "the request line is not METHOD SP request-target SP HTTP-version "
+                       "(RFC 9112 3)");
+    for (size_t k = 0; k < n; k++)
+        if (is_ctl((unsigned char)b[k]) && !(b[k] == '\r' && k + 1 == n))
+            return verdict(v, 400, "bad-request",
+                           "the request line holds a control character (byte %zu)", k + 1);
+    const char *ver = b + i;
+    size_t vn = n - i;
+    if (vn && ver[vn - 1] == '\r')
+        vn--;
+    if (vn != 8 || memcmp(ver, "HTTP/", 5) != 0 || ver[5] < '0' || ver[5] > '9' || ver[6] != '.' ||
+        ver[7] < '0' || ver[7] > '9')
+        return verdict(v, 400, "bad-request",
+                       "the request line does not end in an HTTP version HTTP/<digit>.<digit> "
+                       "after one request-target (RFC 9112 2.3)");
+    if (ver[5] != '1')
+        return verdict(v, 505, "http-version-not-supported",
+                       "HTTP/%c.%c is not served: rematd speaks HTTP/1.1 (and 1.0)", ver[5],
+                       ver[7]);
+    /* libmicrohttpd keeps a record for every query argument. */
+    const char *q = memchr(b + t_start, '?', t_end - t_start);
+    if (q) {
+        *args = 1;
+        for (const char *p = q; p < b + t_end; p++)
+            *args += *p == '&';
+    }
+    return 0;
+}
+
+static int name_is(const char *b, size_t n, const char *name)
+{
+    size_t k = strlen(name);
+    return n == k && strncasecmp(b, name, k) == 0;
+}
+
+/* Judges the head peeked into b[0..n): -1 while it may still come whole,
+ * 0 when it is one libmicrohttpd reads, else the status of its answer,
+ * with v filled.  full: nothing more will be peeked (the buffer is full or
+ * the client has stopped sending). */
+static int judge(const char *b, size_t n, struct verdict *v)
+{
+    size_t i = 0, cost_fields = 0, cookie_bytes = 0, args = 0;
+    /* Empty lines before the request line are skipped (RFC 9112 2.2). */
+    while (i < n && (b[i] == '\n' || (b[i] == '\r' && i + 1 < n && b[i + 1] == '\n')))
+        i += b[i] == '\r' ? 2 : 1;
+    const char *lf = memchr(b + i, '\n', n - i);
+    if (!lf)
+        return n - i > REQUEST_LINE_MAX
+                   ? verdict(v, 414, "uri-too-long", "the request line is over %d bytes",
+                             REQUEST_LINE_MAX)
+                   : -1;
+    size_t line = (size_t)(lf - (b + i));
+    if (line > REQUEST_LINE_MAX)
+        return verdict(v, 414, "uri-too-long", "the request line is over %d bytes",
+                       REQUEST_LINE_MAX);
+    int st = judge_request_line(b + i, line, v, &args);
+    if (st)
+        return st;
+    i += line + 1;
+    for (size_t k = 1;; k++) {
+        lf = memchr(b + i, '\n', n - i);
+        if (!lf)
+            break;
+        size_t len = (size_t)(lf - (b + i));
+        const char *h = b + i;
+        size_t hl = len && h[len - 1] == '\r' ? len - 1 : len;
+        if (hl == 0) {
+            /* The end of the head. */
+            size_t cost = i + len + 1 + cookie_bytes + FIELD_COST * (cost_fields + args);
+            if (cost > HEAD_BUDGET)
+                return verdict(v, 431, "headers-too-large",
+                               "the request line and headers take %zu bytes of the %d a "
+                               "connection has (each header, query argument and cookie "
+                               "counting %d more)",
+                               cost, HEAD_BUDGET, FIELD_COST);
+            return 0;
+        }
+        if (h[0] == ' ' || h[0] == '\t')
+            return verdict(v, 400, "bad-request",
+                           "header line %zu begins with whitespace: obsolete line folding is "
+                           "not accepted (RFC 9112 5.2)",
+                           k);
+        const char *colon = memchr(h, ':', hl);
+        if (!colon)
+            return verdict(v, 400, "bad-request",
+                           "header line %zu has no colon: not a field-name \":\" field-value "
+                           "(RFC 9112 5)",
+                           k);
+        for (size_t j = 0; j < hl; j++)
+            if (h[j] == '\r' || h[j] == '\0')
+                return verdict(v, 400, "bad-request",
+                               "header line %zu holds a bare CR or a NUL byte", k);
+        cost_fields++;
+        if (name_is(h, (size_t)(colon - h), "Cookie")) {
+            /* libmicrohttpd copies the cookies and keeps a record for each. */
+            cookie_bytes += hl;
+            for (const char *p = colon; p < h + hl; p++)
+                cost_fields += *p == ';';
+            cost_fields++;
+        }
+        i += len + 1;
+        if (i + cookie_bytes + FIELD_COST * (cost_fields + args) > HEAD_BUDGET)
+            break;
+    }
+    if (i + cookie_bytes + FIELD_COST * (cost_fields + args) > HEAD_BUDGET || n >= PEEK_BYTES)
+        return verdict(v, 431, "headers-too-large",
+                       "the request line and headers take more than the %d bytes a connection "
+                       "has (each header, query argument and cookie counting %d more)",
+                       HEAD_BUDGET, FIELD_COST);
+    return -1;
+}
+
+/* ------------------------------------------------------------ the answers */
+
+static const char *reason(int status)
+{
+    switch (status) {
+    case 400:
+        return "Bad Request";
+    case 408:
+        return "Request Timeout";
+    case 414:
+        return "URI Too Long";
+    case 431:
+        return "Request Header Fields Too Large";
+    case 505:
+        return "HTTP Version Not Supported";
+    default:
+        return "Error";
+    }
+}
+
+static void address_text(const struct sockaddr_storage *ss, char *out, size_t cap)
+{
+    snprintf(out, cap, "?");
+    if (ss->ss_family == AF_INET)
+        inet_ntop(AF_INET, &((const struct sockaddr_in *)ss)->sin_addr, out, (socklen_t)cap);
+    else if (ss->ss_family == AF_INET6)
+        inet_ntop(AF_INET6, &((const struct sockaddr_in6 *)ss)->sin6_addr, out, (socklen_t)cap);
+}
+
+/* Reads what the client sent: bytes left unread make the close a reset,
+ * which can destroy an answer in flight and reads as an error where
+ * libmicrohttpd, which had read them, closed cleanly.  Bounded: a client
+ * that keeps sending is reset after all. */
+static void drain(struct rematd__door *d, int fd)
+{
+    for (int k = 0; k < 4 && recv(fd, d->buf, sizeof d->buf, MSG_DONTWAIT) > 0; k++)
+        ;
+}
+
+/* The whole answer, problem+json as every other error of rematd's, though
+ * written before any route is known (so no instance); the detail names
+ * what is wrong and holds nothing the client sent.  request_id: the id of
+ * the answer (X-Request-Id and the problem's request_id), NULL for none
+ * (the 408, as the reaper's).  Returns its length. */
+int rematd__door_answer(char *out, size_t cap, int status, const char *slug, const char *detail,
+                        const char *request_id)
+{
+    json_t *p = json_pack("{s:s+, s:s, s:i, s:s}", "type", "/problems/", slug, "title",
+                          rematd__problem_title(slug), "status", status, "detail", detail);
+    if (p && request_id)
+        json_object_set_new(p, "request_id", json_string(request_id));
+    char *body = p ? json_dumps(p, JSON_COMPACT) : NULL;
+    json_decref(p);
+    char id_header[64] = "";
+    if (request_id)
+        snprintf(id_header, sizeof id_header, "X-Request-Id: %s\r\n", request_id);
+    int n =
+        snprintf(out, cap,
+                 "HTTP/1.1 %d %s\r\nConnection: close\r\nContent-Type: "
+                 "application/problem+json\r\n%sContent-Length: %zu\r\n\r\n%s",
+                 status, reason(status), id_header, body ? strlen(body) : 2, body ? body : "{}");
+    free(body);
+    return n < 0 ? 0 : n >= (int)cap ? (int)cap - 1 : n;
+}
+
+static void refuse(struct rematd__door *d, struct held *c, int status, const char *slug,
+                   const char *detail)
+{
+    char out[1024], id[REMATD_ID_LEN + 1];
+    /* 16 hex digits, as request.c makes them. */
+    rematd_new_id(id);
+    id[16] = '\0';
+    int n = rematd__door_answer(out, sizeof out, status, slug, detail, id);
+    drain(d, c->fd);
+    ssize_t w = send(c->fd, out, (size_t)n, MSG_NOSIGNAL | MSG_DONTWAIT);
+    (void)w;
+    shutdown(c->fd, SHUT_WR);
+    /* Logged as every request is, though none was routed. */
+    char client[INET6_ADDRSTRLEN];
+    address_text(&c->addr, client, sizeof client);
+    rematd_log("warn", "request refused before routing",
+               json_pack("{s:s, s:i, s:s+, s:s, s:s}", "request_id", id, "status", status, "type",
+                         "/problems/", slug, "detail", detail, "client", client));
+    close_held(d, c, 1);
+}
+
+/* ------------------------------------------------------------ the thread */
+
+static void list_unlink(struct held **head, struct held *c)
+{
+    if (c->prev)
+        c->prev->next = c->next;
+    else if (*head == c)
+        *head = c->next;
+    if (c->next)
+        c->next->prev = c->prev;
+    c->prev = c->next = NULL;
+}
+
+static void list_push(struct held **head, struct held *c)
+{
+    c->prev = NULL;
+    c->next = *head;
+    if (*head)
+        (*head)->prev = c;
+    *head = c;
+}
+
+/* Gives back what a connection held: its listener's count, its address's,
+ * and (the main listener's) its place among the fresh connections.  Under
+ * mu. */
+static void release(struct rematd__door *d, int listener, const struct sockaddr *addr)
+{
+    struct listener *l = &d->l[listener];
+    if (l->live)
+        l->live--;
+    if (listener == LISTEN_MAIN) {
+        ip_move(d, addr, -1, 0);
+        atomic_fetch_sub(&d->srv->fresh, 1);
+    }
+    if (l->paused)
+        wake(d);
+}
+
+static void close_held(struct rematd__door *d, struct held *c, int counted)
+{
+    epoll_ctl(d->ep, EPOLL_CTL_DEL, c->fd, NULL);
+    close(c->fd);
+    list_unlink(&d->held, c);
+    if (counted) {
+        pthread_mutex_lock(&d->mu);
+        release(d, c->listener, (struct sockaddr *)&c->addr);
+        pthread_mutex_unlock(&d->mu);
+    }
+    free(c);
+}
+
+static void hand_over(struct rematd__door *d, struct held *c)
+{
+    struct listener *l = &d->l[c->listener];
+    epoll_ctl(d->ep, EPOLL_CTL_DEL, c->fd, NULL);
+    list_unlink(&d->held, c);
+    if (c->lowat) {
+        int one = 1;
+        setsockopt(c->fd, SOL_SOCKET, SO_RCVLOWAT, &one, sizeof one);
+    }
+    /* Pending until libmicrohttpd starts it (rematd__door_started): it
+     * stays counted here, fresh, with its deadline to hand on. */
+    pthread_mutex_lock(&d->mu);
+    list_push(&d->pending, c);
+    pthread_mutex_unlock(&d->mu);
+    int fd = c->fd;
+    if (MHD_add_connection(l->daemon, fd, (struct sockaddr *)&c->addr, c->addrlen) == MHD_YES)
+        return;
+    /* Closed by libmicrohttpd (its own limit, or no memory); started
+     * never, so nothing else gives back what it held. */
+    int eno = errno;
+    pthread_mutex_lock(&d->mu);
+    struct held *p = d->pending;
+    while (p && p->fd != fd)
+        p = p->next;
+    if (p) {
+        list_unlink(&d->pending, p);
+        release(d, p->listener, (struct sockaddr *)&p->addr);
+    }
+    pthread_mutex_unlock(&d->mu);
+    free(p);
+    rematd_log("warn", "libmicrohttpd refused a connection",
+               json_pack("{s:s}", "detail", strerror(eno)));
+}
+
+static void look(struct rematd__door *d, struct held *c, uint32_t events)
+{
+    ssize_t n = recv(c->fd, d->buf, sizeof d->buf, MSG_PEEK | MSG_DONTWAIT);
+    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR))
+        return;
+    if (n <= 0) {
+        close_held(d, c, 1);
+        return;
+    }
+    struct verdict v = {0};
+    int st = judge(d->buf, (size_t)n, &v);
+    if (st == 0) {
+        hand_over(d, c);
+        return;
+    }
+    if (st > 0) {
+        refuse(d, c, st, v.slug, v.detail);
+        return;
+    }
+    if (events & (EPOLLRDHUP | EPOLLHUP | EPOLLERR)) {
+        /* Half a head and the client has stopped sending: nothing to
+         * answer that it would read as an answer to a request. */
+        close_held(d, c, 1);
+        return;
+    }
+    if ((size_t)n > c->seen) {
+        c->seen = (size_t)n;
+        if (c->idle_deadline)
+            c->idle_deadline = rematd_mono() + d->l[c->listener].idle_timeout;
+    }
+    /* Wake again only when a byte more has come: the peeked ones stay. */
+    int want = (int)n + 1;
+    if (setsockopt(c->fd, SOL_SOCKET, SO_RCVLOWAT, &want, sizeof want) == 0)
+        c->lowat = 1;
+}
+
+static void pause_listener(struct rematd__door *d, struct listener *l, double resume_at)
+{
+    if (l->paused || l->fd < 0)
+        return;
+    epoll_ctl(d->ep, EPOLL_CTL_DEL, l->fd, NULL);
+    l->paused = 1;
+    l->resume_at = resume_at;
+}
+
+static void resume_listeners(struct rematd__door *d, double now)
+{
+    for (int i = 0; i < N_LISTEN; i++) {
+        struct listener *l = &d->l[i];
+        if (!l->paused || l->fd < 0 || now < l->resume_at)
+            continue;
+        pthread_mutex_lock(&d->mu);
+        int room = l->live < l->limit;
+        pthread_mutex_unlock(&d->mu);
+        if (!room)
+            continue;
+        struct epoll_event ev = {.events = EPOLLIN, .data.ptr = l};
+        if (epoll_ctl(d->ep, EPOLL_CTL_ADD, l->fd, &ev) == 0)
+            l->paused = 0;
+    }
+}
+
+static void accept_from(struct rematd__door *d, struct listener *l)
+{
+    const struct rematd_config *cfg = &d->srv->cfg;
+    int which = (int)(l - d->l);
+    for (int k = 0; k < 64; k++) {
+        pthread_mutex_lock(&d->mu);
+        int room = l->live < l->limit;
+        pthread_mutex_unlock(&d->mu);
+        if (!room) {
+            /* Resumed by the close that makes room (release). */
+            pause_listener(d, l, 0);
+            return;
+        }
+        struct sockaddr_storage ss;
+        socklen_t len = sizeof ss;
+        int fd = accept4(l->fd, (struct sockaddr *)&ss, &len, SOCK_NONBLOCK | SOCK_CLOEXEC);
+        if (fd < 0) {
+            if (errno == EAGAIN || errno == EWOULDBLOCK)
+                return;
+            if (errno == EINTR || errno == ECONNABORTED)
+                continue;
+            /* Out of descriptors or memory: a level-triggered listener
+             * would spin; try again in a while. */
+            rematd_log("warn", "cannot accept a connection",
+                       json_pack("{s:s}", "detail", strerror(errno)));
+            pause_listener(d, l, rematd_mono() + 0.1);
+            return;
+        }
+        struct held *c = calloc(1, sizeof *c);
+        pthread_mutex_lock(&d->mu);
+        int over_ip = c && which == LISTEN_MAIN &&
+                      ip_move(d, (struct sockaddr *)&ss, 1, cfg->max_connections_per_ip) < 0;
+        unsigned long live = 0;
+        if (c && !over_ip) {
+            live = ++l->live;
+            if (which == LISTEN_MAIN)
+                atomic_fetch_add(&d->srv->fresh, 1);
+        }
+        pthread_mutex_unlock(&d->mu);
+        if (!c || over_ip) {
+            /* As libmicrohttpd did at its accept: closed, unanswered. */
+            if (over_ip && rematd_mono() - d->ip_log >= 1.0) {
+                d->ip_log = rematd_mono();
+                rematd_log(
+                    "warn", "per-address connection limit reached: connection closed",
+                    json_pack("{s:i}", "max_connections_per_ip", (int)cfg->max_connections_per_ip));
+            }
+            close(fd);
+            free(c);
+            continue;
+        }
+        c->fd = fd;
+        c->listener = which;
+        c->addr = ss;
+        c->addrlen = len;
+        double now = rematd_mono(), t = l->request_timeout;
+        c->reserved = which == LISTEN_MAIN && live > cfg->max_connections;
+        if (c->reserved) {
+            d->full_unlogged++;
+            if (now - d->full_log >= 1.0) {
+                char client[INET6_ADDRSTRLEN];
+                address_text(&c->addr, client, sizeof client);
+                rematd_log("warn", "connection limit reached: serving health probes only",
+                           json_pack("{s:i, s:i, s:i, s:s}", "connections", (int)live,
+                                     "max_connections", (int)cfg->max_connections, "over_limit",
+                                     (int)d->full_unlogged, "client", client));
+                d->full_unlogged = 0;
+                d->full_log = now;
+            }
+        }
+        if (c->reserved && t > REMATD_HEALTH_DEADLINE)
+            t = REMATD_HEALTH_DEADLINE;
+        c->deadline = now + t;
+        c->idle_deadline = l->idle_timeout ? now + l->idle_timeout : 0;
+        list_push(&d->held, c);
+        struct epoll_event ev = {.events = EPOLLIN | EPOLLRDHUP, .data.ptr = c};
+        if (epoll_ctl(d->ep, EPOLL_CTL_ADD, fd, &ev) < 0)
+            close_held(d, c, 1);
+    }
+}
+
+static void sweep(struct rematd__door *d, double now)
+{
+    char answer[1024];
+    for (struct held *c = d->held, *next; c; c = next) {
+        next = c->next;
+        if (now >= c->deadline) {
+            int n = rematd__door_answer(answer, sizeof answer, 408, "request-timeout",
+                                        REMATD_TIMEOUT_DETAIL, NULL);
+            drain(d, c->fd);
+            ssize_t w = send(c->fd, answer, (size_t)n, MSG_NOSIGNAL | MSG_DONTWAIT);
+            (void)w;
+            shutdown(c->fd, SHUT_WR);
+            close_held(d, c, 1);
+        } else if (c->idle_deadline && now >= c->idle_deadline) {
+            drain(d, c->fd);
+            close_held(d, c, 1);
+        }
+    }
+    /* A connection libmicrohttpd took but never started (it ran out of
+     * memory before): it will not be closed there either. */
+    pthread_mutex_lock(&d->mu);
+    for (struct held *c = d->pending, *next; c; c = next) {
+        next = c->next;
+        if (now < c->deadline + 60)
+            continue;
+        list_unlink(&d->pending, c);
+        release(d, c->listener, (struct sockaddr *)&c->addr);
+        free(c);
+    }
+    pthread_mutex_unlock(&d->mu);
+}
+
+static void *door_thread(void *arg)
+{
+    struct rematd__door *d = arg;
+    struct epoll_event evs[64];
+    double next_sweep = rematd_mono() + TICK_MS / 1000.0;
+    while (!d->stop) {
+        int n = epoll_wait(d->ep, evs, 64, TICK_MS);
+        for (int i = 0; i < n && !d->stop; i++) {
+            void *p = evs[i].data.ptr;
+            if (!p) {
+                uint64_t x;
+                ssize_t r = read(d->wake, &x, sizeof x);
+                (void)r;
+            } else if (p >= (void *)d->l && p < (void *)(d->l + N_LISTEN)) {
+                accept_from(d, p);
+            } else {
+                look(d, p, evs[i].events);
+            }
+        }
+        struct listener *m = &d->l[LISTEN_MAIN];
+        if (d->quiesced && m->fd >= 0) {
+            /* Connections still in the backlog are reset, as when
+             * libmicrohttpd's listening socket was closed. */
+            if (!m->paused)
+                epoll_ctl(d->ep, EPOLL_CTL_DEL, m->fd, NULL);
+            close(m->fd);
+            m->fd = -1;
+        }
+        double now = rematd_mono();
+        resume_listeners(d, now);
+        if (now >= next_sweep) {
+            sweep(d, now);
+            next_sweep = now + TICK_MS / 1000.0;
+        }
+    }
+    return NULL;
+}
+
+int rematd__door_start(struct rematd__door *d)
+{
+    if (d->started)
+        return 0;
+    if (pthread_create(&d->thread, NULL, door_thread, d) != 0)
+        return -1;
+    d->started = 1;
+    return 0;
+}
+
+void rematd__door_quiesce(struct rematd__door *d)
+{
+    /* The thread closes the main listener (it alone touches the epoll
+     * set); the health listener serves through the drain. */
+    d->quiesced = 1;
+    wake(d);
+}
+
+void rematd__door_stop(struct rematd__door *d)
+{
+    if (d->started) {
+        d->stop = 1;
+        wake(d);
+        pthread_join(d->thread, NULL);
+        d->started = 0;
+    }
+    while (d->held)
+        close_held(d, d->held, 1);
+}
+
+double rematd__door_started(struct rematd__door *d, int fd, int *reserved)
+{
+    *reserved = 0;
+    if (!d || fd < 0)
+        return -1;
+    double deadline = -1;
+    pthread_mutex_lock(&d->mu);
+    for (struct held *c = d->pending; c; c = c->next)
+        if (c->fd == fd) {
+            deadline = c->deadline;
+            *reserved = c->reserved;
+            list_unlink(&d->pending, c);
+            free(c);
+            break;
+        }
+    pthread_mutex_unlock(&d->mu);
+    return deadline;
+}
+
+void rematd__door_closed(struct rematd__door *d, int health, const struct sockaddr *addr)
+{
+    if (!d)
+        return;
+    pthread_mutex_lock(&d->mu);
+    int which = health ? LISTEN_HEALTH : LISTEN_MAIN;
+    struct listener *l = &d->l[which];
+    if (l->live)
+        l->live--;
+    if (which == LISTEN_MAIN && addr)
+        ip_move(d, addr, -1, 0);
+    if (l->paused)
+        wake(d);
+    pthread_mutex_unlock(&d->mu);
+}

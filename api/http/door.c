@@ -110,6 +110,7 @@ struct rematd__door {
     int ep, wake;
     struct listener l[N_LISTEN];
     struct held *held;    /* the door thread's own */
+    struct held *dead;    /* closed during this batch of events: freed after it */
     struct held *pending; /* handed to libmicrohttpd, not yet started there */
     struct ip_count *ips; /* capacity n_ips: never more addresses than connections */
     size_t n_ips;
@@ -564,13 +565,25 @@ static void close_held(struct rematd__door *d, struct held *c, int counted)
 {
     epoll_ctl(d->ep, EPOLL_CTL_DEL, c->fd, NULL);
     close(c->fd);
+    c->fd = -1;
     list_unlink(&d->held, c);
     if (counted) {
         pthread_mutex_lock(&d->mu);
         release(d, c->listener, (struct sockaddr *)&c->addr);
         pthread_mutex_unlock(&d->mu);
     }
-    free(c);
+    /* An event for it may follow in the batch being handled. */
+    c->next = d->dead;
+    d->dead = c;
+}
+
+static void free_dead(struct rematd__door *d)
+{
+    while (d->dead) {
+        struct held *c = d->dead;
+        d->dead = c->next;
+        free(c);
+    }
 }
 
 static void hand_over(struct rematd__door *d, struct held *c)
@@ -609,6 +622,8 @@ static void hand_over(struct rematd__door *d, struct held *c)
 
 static void look(struct rematd__door *d, struct held *c, uint32_t events)
 {
+    if (c->fd < 0)
+        return;
     ssize_t n = recv(c->fd, d->buf, sizeof d->buf, MSG_PEEK | MSG_DONTWAIT);
     if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR))
         return;
@@ -641,6 +656,26 @@ static void look(struct rematd__door *d, struct held *c, uint32_t events)
     int want = (int)n + 1;
     if (setsockopt(c->fd, SOL_SOCKET, SO_RCVLOWAT, &want, sizeof want) == 0)
         c->lowat = 1;
+}
+
+/* Closes the connections held from addr's address whose client has gone
+ * (end of stream, nothing sent); returns how many. */
+static int close_gone(struct rematd__door *d, const struct sockaddr *addr)
+{
+    unsigned char key[17], k2[17];
+    if (ip_key(addr, key) < 0)
+        return 0;
+    int n = 0;
+    char b;
+    for (struct held *c = d->held, *next; c; c = next) {
+        next = c->next;
+        if (ip_key((struct sockaddr *)&c->addr, k2) == 0 && memcmp(key, k2, sizeof key) == 0 &&
+            recv(c->fd, &b, 1, MSG_PEEK | MSG_DONTWAIT) == 0) {
+            close_held(d, c, 1);
+            n++;
+        }
+    }
+    return n;
 }
 
 static void pause_listener(struct rematd__door *d, struct listener *l, double resume_at)
@@ -701,6 +736,16 @@ static void accept_from(struct rematd__door *d, struct listener *l)
         pthread_mutex_lock(&d->mu);
         int over_ip = c && which == LISTEN_MAIN &&
                       ip_move(d, (struct sockaddr *)&ss, 1, cfg->max_connections_per_ip) < 0;
+        if (over_ip) {
+            /* A connection its client has closed already, whose end this
+             * thread has not yet seen (a client that tests the address
+             * before it connects for real), counts no more. */
+            pthread_mutex_unlock(&d->mu);
+            over_ip = close_gone(d, (struct sockaddr *)&ss) == 0;
+            pthread_mutex_lock(&d->mu);
+            if (!over_ip)
+                over_ip = ip_move(d, (struct sockaddr *)&ss, 1, cfg->max_connections_per_ip) < 0;
+        }
         unsigned long live = 0;
         if (c && !over_ip) {
             live = ++l->live;
@@ -801,6 +846,7 @@ static void *door_thread(void *arg)
                 look(d, p, evs[i].events);
             }
         }
+        free_dead(d);
         struct listener *m = &d->l[LISTEN_MAIN];
         if (d->quiesced && m->fd >= 0) {
             /* Connections still in the backlog are reset, as when
@@ -848,6 +894,7 @@ void rematd__door_stop(struct rematd__door *d)
     }
     while (d->held)
         close_held(d, d->held, 1);
+    free_dead(d);
 }
 
 double rematd__door_started(struct rematd__door *d, int fd, int *reserved)

@@ -46,6 +46,7 @@ soak: api/rematd
 TESTS += $(API_TESTS)
 EXTRA_DIST += tests/api/lib.sh tests/api/check_schema.py tests/api/fake-worker.sh \
 	tests/api/rawhttp.py tests/api/contract.py tests/api/contract_spec.py tests/api/contract_wire.py \
+	tests/api/contract_server.py \
 	tests/api/contract-unreachable.txt \
 	docs/examples/tiny-model.pt
 

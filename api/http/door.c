@@ -678,30 +678,55 @@ static int close_gone(struct rematd__door *d, const struct sockaddr *addr)
     return n;
 }
 
-static void pause_listener(struct rematd__door *d, struct listener *l, double resume_at)
+/* Takes a listener out of the epoll set: at its limit (resume_at 0: the
+ * close that makes room wakes the thread, release), or failing to accept
+ * (tried again at resume_at).  paused is set under mu, where release reads
+ * it, so that no wake is missed. */
+static int pause_listener(struct rematd__door *d, struct listener *l, double resume_at)
 {
-    if (l->paused || l->fd < 0)
-        return;
-    epoll_ctl(d->ep, EPOLL_CTL_DEL, l->fd, NULL);
+    pthread_mutex_lock(&d->mu);
+    if (resume_at == 0 && l->live < l->limit) {
+        /* A close made room since the caller looked. */
+        pthread_mutex_unlock(&d->mu);
+        return 0;
+    }
+    int was = l->paused;
     l->paused = 1;
     l->resume_at = resume_at;
+    pthread_mutex_unlock(&d->mu);
+    if (!was && l->fd >= 0)
+        epoll_ctl(d->ep, EPOLL_CTL_DEL, l->fd, NULL);
+    return 1;
 }
 
 static void resume_listeners(struct rematd__door *d, double now)
 {
     for (int i = 0; i < N_LISTEN; i++) {
         struct listener *l = &d->l[i];
-        if (!l->paused || l->fd < 0 || now < l->resume_at)
-            continue;
         pthread_mutex_lock(&d->mu);
-        int room = l->live < l->limit;
-        pthread_mutex_unlock(&d->mu);
-        if (!room)
-            continue;
-        struct epoll_event ev = {.events = EPOLLIN, .data.ptr = l};
-        if (epoll_ctl(d->ep, EPOLL_CTL_ADD, l->fd, &ev) == 0)
+        int go = l->paused && l->fd >= 0 && now >= l->resume_at && l->live < l->limit;
+        if (go)
             l->paused = 0;
+        pthread_mutex_unlock(&d->mu);
+        struct epoll_event ev = {.events = EPOLLIN, .data.ptr = l};
+        if (go && epoll_ctl(d->ep, EPOLL_CTL_ADD, l->fd, &ev) < 0)
+            pause_listener(d, l, now + 0.1);
     }
+}
+
+/* Whether the thread has anything to look at on a tick: held connections,
+ * a listener to try again, pending ones to sweep.  Else it sleeps until an
+ * event. */
+static int ticking(struct rematd__door *d)
+{
+    if (d->held)
+        return 1;
+    pthread_mutex_lock(&d->mu);
+    int t = d->pending != NULL;
+    for (int i = 0; i < N_LISTEN; i++)
+        t |= d->l[i].paused && d->l[i].resume_at > 0;
+    pthread_mutex_unlock(&d->mu);
+    return t;
 }
 
 static void accept_from(struct rematd__door *d, struct listener *l)
@@ -713,9 +738,9 @@ static void accept_from(struct rematd__door *d, struct listener *l)
         int room = l->live < l->limit;
         pthread_mutex_unlock(&d->mu);
         if (!room) {
-            /* Resumed by the close that makes room (release). */
-            pause_listener(d, l, 0);
-            return;
+            if (pause_listener(d, l, 0))
+                return;
+            continue;
         }
         struct sockaddr_storage ss;
         socklen_t len = sizeof ss;
@@ -833,7 +858,7 @@ static void *door_thread(void *arg)
     struct epoll_event evs[64];
     double next_sweep = rematd_mono() + TICK_MS / 1000.0;
     while (!d->stop) {
-        int n = epoll_wait(d->ep, evs, 64, TICK_MS);
+        int n = epoll_wait(d->ep, evs, 64, ticking(d) ? TICK_MS : -1);
         for (int i = 0; i < n && !d->stop; i++) {
             void *p = evs[i].data.ptr;
             if (!p) {

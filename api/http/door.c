@@ -69,6 +69,10 @@
 #define PEEK_BYTES 16384
 /* How often the held connections' deadlines are looked at. */
 #define TICK_MS 100
+/* How long a connection over its address's limit waits for a slot, and
+ * how many may wait at once (beyond, refused at once). */
+#define IP_GRACE 0.3
+#define WAIT_MAX 64
 
 enum { LISTEN_MAIN, LISTEN_HEALTH, N_LISTEN };
 
@@ -77,6 +81,7 @@ struct held {
     int listener;
     int reserved; /* accepted past --max-connections: a health slot */
     int lowat;    /* SO_RCVLOWAT was raised (a partial head) */
+    int admitted; /* counted in its listener's and its address's limits */
     double deadline, idle_deadline;
     size_t seen; /* bytes of the head peeked so far */
     struct sockaddr_storage addr;
@@ -111,6 +116,8 @@ struct rematd__door {
     struct listener l[N_LISTEN];
     struct held *held;    /* the door thread's own */
     struct held *dead;    /* closed during this batch of events: freed after it */
+    struct held *waiting; /* over their address's limit for a moment (retry_waiting) */
+    atomic_int n_waiting; /* written by the door's thread, read by release */
     struct held *pending; /* handed to libmicrohttpd, not yet started there */
     struct ip_count *ips; /* capacity n_ips: never more addresses than connections */
     size_t n_ips;
@@ -557,7 +564,7 @@ static void release(struct rematd__door *d, int listener, const struct sockaddr 
         ip_move(d, addr, -1, 0);
         atomic_fetch_sub(&d->srv->fresh, 1);
     }
-    if (l->paused)
+    if (l->paused || (listener == LISTEN_MAIN && d->n_waiting))
         wake(d);
 }
 
@@ -719,7 +726,7 @@ static void resume_listeners(struct rematd__door *d, double now)
  * event. */
 static int ticking(struct rematd__door *d)
 {
-    if (d->held)
+    if (d->held || d->waiting)
         return 1;
     pthread_mutex_lock(&d->mu);
     int t = d->pending != NULL;
@@ -729,9 +736,100 @@ static int ticking(struct rematd__door *d)
     return t;
 }
 
-static void accept_from(struct rematd__door *d, struct listener *l)
+/* Counts c in and starts holding it: 1; or 0 when its address is at
+ * --max-connections-per-ip (nothing counted). */
+static int admit(struct rematd__door *d, struct held *c)
 {
     const struct rematd_config *cfg = &d->srv->cfg;
+    struct listener *l = &d->l[c->listener];
+    int main_l = c->listener == LISTEN_MAIN;
+    struct sockaddr *sa = (struct sockaddr *)&c->addr;
+    pthread_mutex_lock(&d->mu);
+    int over_ip = main_l && ip_move(d, sa, 1, cfg->max_connections_per_ip) < 0;
+    if (over_ip) {
+        /* A connection its client has closed already, whose end this
+         * thread has not yet seen (a client that tests the address before
+         * it connects for real), counts no more. */
+        pthread_mutex_unlock(&d->mu);
+        over_ip = close_gone(d, sa) == 0;
+        pthread_mutex_lock(&d->mu);
+        if (!over_ip)
+            over_ip = ip_move(d, sa, 1, cfg->max_connections_per_ip) < 0;
+    }
+    unsigned long live = 0;
+    if (!over_ip) {
+        live = ++l->live;
+        if (main_l)
+            atomic_fetch_add(&d->srv->fresh, 1);
+    }
+    pthread_mutex_unlock(&d->mu);
+    if (over_ip)
+        return 0;
+    c->admitted = 1;
+    double now = rematd_mono(), t = l->request_timeout;
+    c->reserved = main_l && live > cfg->max_connections;
+    if (c->reserved) {
+        d->full_unlogged++;
+        if (now - d->full_log >= 1.0) {
+            char client[INET6_ADDRSTRLEN];
+            address_text(&c->addr, client, sizeof client);
+            rematd_log("warn", "connection limit reached: serving health probes only",
+                       json_pack("{s:i, s:i, s:i, s:s}", "connections", (int)live,
+                                 "max_connections", (int)cfg->max_connections, "over_limit",
+                                 (int)d->full_unlogged, "client", client));
+            d->full_unlogged = 0;
+            d->full_log = now;
+        }
+    }
+    if (c->reserved && t > REMATD_HEALTH_DEADLINE)
+        t = REMATD_HEALTH_DEADLINE;
+    c->deadline = now + t;
+    c->idle_deadline = l->idle_timeout ? now + l->idle_timeout : 0;
+    list_push(&d->held, c);
+    struct epoll_event ev = {.events = EPOLLIN | EPOLLRDHUP, .data.ptr = c};
+    if (epoll_ctl(d->ep, EPOLL_CTL_ADD, c->fd, &ev) < 0)
+        close_held(d, c, 1);
+    return 1;
+}
+
+/* Closes, unanswered as libmicrohttpd did at its accept, a connection
+ * over its address's limit, not counted, and frees it. */
+static void refuse_ip(struct rematd__door *d, struct held *c)
+{
+    double now = rematd_mono();
+    if (now - d->ip_log >= 1.0) {
+        d->ip_log = now;
+        rematd_log(
+            "warn", "per-address connection limit reached: connection closed",
+            json_pack("{s:i}", "max_connections_per_ip", (int)d->srv->cfg.max_connections_per_ip));
+    }
+    close(c->fd);
+    free(c);
+}
+
+/* The connections waiting for their address's slot: admitted when one is
+ * free, refused past their grace. */
+static void retry_waiting(struct rematd__door *d, double now)
+{
+    for (struct held *c = d->waiting, *next; c; c = next) {
+        next = c->next;
+        double until = c->deadline;
+        list_unlink(&d->waiting, c);
+        d->n_waiting--;
+        if (admit(d, c))
+            continue;
+        if (now >= until) {
+            refuse_ip(d, c);
+            continue;
+        }
+        c->deadline = until;
+        list_push(&d->waiting, c);
+        d->n_waiting++;
+    }
+}
+
+static void accept_from(struct rematd__door *d, struct listener *l)
+{
     int which = (int)(l - d->l);
     for (int k = 0; k < 64; k++) {
         pthread_mutex_lock(&d->mu);
@@ -758,65 +856,25 @@ static void accept_from(struct rematd__door *d, struct listener *l)
             return;
         }
         struct held *c = calloc(1, sizeof *c);
-        pthread_mutex_lock(&d->mu);
-        int over_ip = c && which == LISTEN_MAIN &&
-                      ip_move(d, (struct sockaddr *)&ss, 1, cfg->max_connections_per_ip) < 0;
-        if (over_ip) {
-            /* A connection its client has closed already, whose end this
-             * thread has not yet seen (a client that tests the address
-             * before it connects for real), counts no more. */
-            pthread_mutex_unlock(&d->mu);
-            over_ip = close_gone(d, (struct sockaddr *)&ss) == 0;
-            pthread_mutex_lock(&d->mu);
-            if (!over_ip)
-                over_ip = ip_move(d, (struct sockaddr *)&ss, 1, cfg->max_connections_per_ip) < 0;
-        }
-        unsigned long live = 0;
-        if (c && !over_ip) {
-            live = ++l->live;
-            if (which == LISTEN_MAIN)
-                atomic_fetch_add(&d->srv->fresh, 1);
-        }
-        pthread_mutex_unlock(&d->mu);
-        if (!c || over_ip) {
-            /* As libmicrohttpd did at its accept: closed, unanswered. */
-            if (over_ip && rematd_mono() - d->ip_log >= 1.0) {
-                d->ip_log = rematd_mono();
-                rematd_log(
-                    "warn", "per-address connection limit reached: connection closed",
-                    json_pack("{s:i}", "max_connections_per_ip", (int)cfg->max_connections_per_ip));
-            }
+        if (!c) {
             close(fd);
-            free(c);
             continue;
         }
         c->fd = fd;
         c->listener = which;
         c->addr = ss;
         c->addrlen = len;
-        double now = rematd_mono(), t = l->request_timeout;
-        c->reserved = which == LISTEN_MAIN && live > cfg->max_connections;
-        if (c->reserved) {
-            d->full_unlogged++;
-            if (now - d->full_log >= 1.0) {
-                char client[INET6_ADDRSTRLEN];
-                address_text(&c->addr, client, sizeof client);
-                rematd_log("warn", "connection limit reached: serving health probes only",
-                           json_pack("{s:i, s:i, s:i, s:s}", "connections", (int)live,
-                                     "max_connections", (int)cfg->max_connections, "over_limit",
-                                     (int)d->full_unlogged, "client", client));
-                d->full_unlogged = 0;
-                d->full_log = now;
-            }
+        if (admit(d, c) == 0 && d->n_waiting < WAIT_MAX) {
+            /* Over its address's limit: libmicrohttpd may not yet have
+             * seen the end of a connection that address has closed (its
+             * threads see closes, this one accepts, at once): it waits a
+             * moment for the slot before it is refused. */
+            c->deadline = rematd_mono() + IP_GRACE;
+            list_push(&d->waiting, c);
+            d->n_waiting++;
+        } else if (c->fd >= 0 && !c->admitted) {
+            refuse_ip(d, c);
         }
-        if (c->reserved && t > REMATD_HEALTH_DEADLINE)
-            t = REMATD_HEALTH_DEADLINE;
-        c->deadline = now + t;
-        c->idle_deadline = l->idle_timeout ? now + l->idle_timeout : 0;
-        list_push(&d->held, c);
-        struct epoll_event ev = {.events = EPOLLIN | EPOLLRDHUP, .data.ptr = c};
-        if (epoll_ctl(d->ep, EPOLL_CTL_ADD, fd, &ev) < 0)
-            close_held(d, c, 1);
     }
 }
 
@@ -883,6 +941,8 @@ static void *door_thread(void *arg)
         }
         double now = rematd_mono();
         resume_listeners(d, now);
+        if (d->waiting)
+            retry_waiting(d, now);
         if (now >= next_sweep) {
             sweep(d, now);
             next_sweep = now + TICK_MS / 1000.0;
@@ -920,6 +980,13 @@ void rematd__door_stop(struct rematd__door *d)
     while (d->held)
         close_held(d, d->held, 1);
     free_dead(d);
+    while (d->waiting) {
+        struct held *c = d->waiting;
+        list_unlink(&d->waiting, c);
+        close(c->fd);
+        free(c);
+    }
+    d->n_waiting = 0;
 }
 
 double rematd__door_started(struct rematd__door *d, int fd, int *reserved)
@@ -952,7 +1019,7 @@ void rematd__door_closed(struct rematd__door *d, int health, const struct sockad
         l->live--;
     if (which == LISTEN_MAIN && addr)
         ip_move(d, addr, -1, 0);
-    if (l->paused)
+    if (l->paused || (which == LISTEN_MAIN && d->n_waiting))
         wake(d);
     pthread_mutex_unlock(&d->mu);
 }

@@ -21,7 +21,8 @@
  *   below: counted by the front door (door.c), which accepts on the TCP
  *   listeners, from the accept to the close, and holds a connection until
  *   the head of its first request is in (the request deadline counting
- *   there already).
+ *   there already).  A connection past --max-connections is marked there
+ *   (a health slot); rematd__door_started hands that on, with the deadline.
  * - --health-connections slots past --max-connections: a connection that
  *   arrives when the others are all taken is served only /healthz and
  *   /readyz (what a kubelet probes), with a short deadline, so that a full

@@ -377,16 +377,15 @@ static int judge(const char *b, size_t n, struct verdict *v)
     /* Empty lines before the request line are skipped (RFC 9112 2.2). */
     while (i < n && (b[i] == '\n' || (b[i] == '\r' && i + 1 < n && b[i + 1] == '\n')))
         i += b[i] == '\r' ? 2 : 1;
+    /* The request line's length, its line end (CR LF, or LF) aside. */
     const char *lf = memchr(b + i, '\n', n - i);
-    if (!lf)
-        return n - i > REQUEST_LINE_MAX
-                   ? verdict(v, 414, "uri-too-long", "the request line is over %d bytes",
-                             REQUEST_LINE_MAX)
-                   : -1;
-    size_t line = (size_t)(lf - (b + i));
-    if (line > REQUEST_LINE_MAX)
+    size_t line = lf ? (size_t)(lf - (b + i)) : n - i;
+    size_t text = line && b[i + line - 1] == '\r' ? line - 1 : line;
+    if (text > REQUEST_LINE_MAX)
         return verdict(v, 414, "uri-too-long", "the request line is over %d bytes",
                        REQUEST_LINE_MAX);
+    if (!lf)
+        return -1;
     int st = judge_request_line(b + i, line, v, &args);
     if (st)
         return st;
@@ -442,6 +441,14 @@ static int judge(const char *b, size_t n, struct verdict *v)
                        "has (each header, query argument and cookie counting %d more)",
                        HEAD_BUDGET, FIELD_COST);
     return -1;
+}
+
+int rematd__door_judge(const char *b, size_t n, const char **slug)
+{
+    struct verdict v = {0};
+    int st = judge(b, n, &v);
+    *slug = st > 0 ? v.slug : NULL;
+    return st;
 }
 
 /* ------------------------------------------------------------ the answers */

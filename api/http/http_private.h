@@ -136,6 +136,10 @@ double rematd__door_started(struct rematd__door *d, int fd, int *reserved);
 /* From libmicrohttpd's thread, when it closes a connection that came
  * through the door: gives back its place in the limits. */
 void rematd__door_closed(struct rematd__door *d, int health, const struct sockaddr *addr);
+/* The door's judgement of the head peeked into b[0..n): -1 while it may
+ * still come whole, 0 when libmicrohttpd may read it, else the status of
+ * the answer, *slug its problem type (tests/api/test_door.c). */
+int rematd__door_judge(const char *b, size_t n, const char **slug);
 /* The whole answer of the door: problem+json with Connection: close, the
  * detail naming what is wrong, request_id (NULL: none) in X-Request-Id and
  * the problem; its length. */

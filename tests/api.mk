@@ -89,7 +89,7 @@ tests_api_test_util_LDADD = src/libremat_core.la $(JANSSON_LIBS) $(CMOCKA_LIBS) 
 # (api/http/door.c), at the edges of the limits (cmocka).
 check_PROGRAMS += tests/api/test_door
 TESTS += tests/api/test_door
-tests_api_test_door_SOURCES = tests/api/test_door.c api/http/door.c api/http/problems.c \
+tests_api_test_door_SOURCES = tests/api/test_door.c api/http/head.c api/http/problems.c \
 	api/util.c api/rematd.h api/http/http_private.h
 tests_api_test_door_CFLAGS = $(AM_CFLAGS) $(MHD_CFLAGS) $(JANSSON_CFLAGS) $(CMOCKA_CFLAGS) -pthread
 tests_api_test_door_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/api

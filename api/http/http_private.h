@@ -136,10 +136,17 @@ double rematd__door_started(struct rematd__door *d, int fd, int *reserved);
 /* From libmicrohttpd's thread, when it closes a connection that came
  * through the door: gives back its place in the limits. */
 void rematd__door_closed(struct rematd__door *d, int health, const struct sockaddr *addr);
-/* The door's judgement of the head peeked into b[0..n): -1 while it may
- * still come whole, 0 when libmicrohttpd may read it, else the status of
- * the answer, *slug its problem type (tests/api/test_door.c). */
-int rematd__door_judge(const char *b, size_t n, const char **slug);
+/* head.c: the door's judgement of the head peeked into b[0..n): -1 while
+ * it may still come whole, 0 when libmicrohttpd may read it, else the
+ * status of the answer, with v's problem type and detail (which names
+ * what is wrong and holds nothing the client sent).  A head is judged on
+ * at most REMATD_HEAD_PEEK_BYTES: past its budget, whatever its shape. */
+#define REMATD_HEAD_PEEK_BYTES 16384
+struct rematd__verdict {
+    const char *slug;
+    char detail[200];
+};
+int rematd__door_judge(const char *b, size_t n, struct rematd__verdict *v);
 /* The whole answer of the door: problem+json with Connection: close, the
  * detail naming what is wrong, request_id (NULL: none) in X-Request-Id and
  * the problem; its length. */

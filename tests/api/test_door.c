@@ -1,5 +1,5 @@
 /* Unit tests of the front door's judgement of a request head
- * (api/http/door.c): what waits for more bytes, what goes on to
+ * (api/http/head.c): what waits for more bytes, what goes on to
  * libmicrohttpd, and what is answered with which status and problem type,
  * at the edges of the limits (tests/api/framing.sh sends the same over a
  * socket to the real rematd). */
@@ -16,19 +16,16 @@
 
 #include "http/http_private.h"
 
-static int judged(const char *head, const char **slug)
-{
-    return rematd__door_judge(head, strlen(head), slug);
-}
-
 static void expect(const char *head, int status, const char *type)
 {
-    const char *slug = NULL;
-    int st = judged(head, &slug);
+    struct rematd__verdict v;
+    int st = rematd__door_judge(head, strlen(head), &v);
     if (st != status)
         fail_msg("%.60s...: %d, want %d", head, st, status);
-    if (type)
-        assert_string_equal(slug, type);
+    if (type) {
+        assert_string_equal(v.slug, type);
+        assert_true(strlen(v.detail) > 10);
+    }
 }
 
 /* Every prefix of a good head waits; the whole passes. */
@@ -37,11 +34,11 @@ static void test_prefixes_wait(void **state)
     (void)state;
     const char *h = "POST /v1/plans?x=1 HTTP/1.1\r\nHost: t\r\nContent-Length: 2\r\n\r\n{}";
     size_t end = strstr(h, "\r\n\r\n") + 4 - h;
-    const char *slug;
+    struct rematd__verdict v;
     for (size_t n = 0; n < end; n++)
-        assert_int_equal(rematd__door_judge(h, n, &slug), -1);
+        assert_int_equal(rematd__door_judge(h, n, &v), -1);
     for (size_t n = end; n <= strlen(h); n++)
-        assert_int_equal(rematd__door_judge(h, n, &slug), 0);
+        assert_int_equal(rematd__door_judge(h, n, &v), 0);
 }
 
 static void test_request_line(void **state)

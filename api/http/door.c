@@ -28,8 +28,10 @@
  * (closed unanswered, as libmicrohttpd would), and the connection limits
  * count every connection from its accept to its close, held here or in
  * libmicrohttpd: a listener at its limit is not accepted from (clients
- * wait in the backlog, as libmicrohttpd's own accept left them), and an
- * address at --max-connections-per-ip has its connection closed at once.
+ * wait in the backlog, as libmicrohttpd's own accept left them), and a
+ * connection whose address is at --max-connections-per-ip is closed
+ * unanswered, as libmicrohttpd closed it, after waiting 0.3 s for a
+ * connection of that address that libmicrohttpd has yet to see closed.
  * SO_RCVLOWAT makes a partial head wake the thread only when more bytes
  * come, so a head trickled a byte at a time costs one peek per byte, not
  * a spin.

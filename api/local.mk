@@ -25,7 +25,8 @@ REMATD_READER_SOURCES = api/problem.h api/problem.c api/plans/request.h api/plan
 # The HTTP layer (api/http/): connections, framing, requests, answers,
 # problems, Idempotency-Key.  http.h is all a route may use of it.
 REMATD_HTTP_SOURCES = api/http/http.h api/http/http_private.h api/http/request.c \
-	api/http/response.c api/http/problems.c api/http/idempotency.c api/http/conn.c
+	api/http/response.c api/http/problems.c api/http/idempotency.c api/http/conn.c \
+	api/http/door.c api/http/head.c
 # The routes (api/routes/): one file per route, each exporting one const
 # struct rematd_route.
 REMATD_ROUTE_SOURCES = api/routes/table.c api/routes/healthz.c api/routes/readyz.c \

@@ -11,8 +11,8 @@
  * (requests in flight, plans waiting, jobs by status); SIGUSR2 is logged and
  * ignored.  None of them kills rematd unannounced.
  *
- * Shutdown (SIGTERM or SIGINT): /readyz turns 503, MHD_quiesce_daemon stops
- * accepting, local workers get SIGTERM, in-flight requests finish within
+ * Shutdown (SIGTERM or SIGINT): /readyz turns 503, the front door
+ * (http/door.c) stops accepting, local workers get SIGTERM, in-flight requests finish within
  * --drain-seconds, then every access call is refused, a solve still running
  * is cancelled (its request answered 503), the daemon stops, the writer
  * flushes and the store checkpoints.  Exit status 0.
@@ -21,7 +21,7 @@
  * and a plan's connection stays suspended until the writer has committed
  * it.  So the daemon is stopped only once no handler is running, none can
  * start, and every suspended connection has been resumed (see http/request.c).
- * "In flight" also covers a connection accepted before MHD_quiesce_daemon
+ * "In flight" also covers a connection accepted before the door closed
  * whose request MHD has not parsed yet: it is answered too.
  */
 #include "config.h"
@@ -258,7 +258,7 @@ static void status_line(struct rematd_server *srv)
                          rematd_store_ready(srv->store) == REMATD_STORE_OK));
 }
 
-static int parse_listen(const char *spec, struct sockaddr_storage *ss, socklen_t *len, int *v6)
+static int parse_listen(const char *spec, struct sockaddr_storage *ss, socklen_t *len)
 {
     char host[128], port[16];
     const char *colon;
@@ -283,7 +283,6 @@ static int parse_listen(const char *spec, struct sockaddr_storage *ss, socklen_t
         return -1;
     memcpy(ss, res->ai_addr, res->ai_addrlen);
     *len = res->ai_addrlen;
-    *v6 = res->ai_family == AF_INET6;
     freeaddrinfo(res);
     return 0;
 }
@@ -298,8 +297,7 @@ int main(int argc, char **argv)
 
     struct sockaddr_storage addr;
     socklen_t alen;
-    int v6 = 0;
-    if (parse_listen(cfg->listen, &addr, &alen, &v6) < 0) {
+    if (parse_listen(cfg->listen, &addr, &alen) < 0) {
         fprintf(stderr, "rematd: --listen %s: want host:port\n", cfg->listen);
         return 2;
     }
@@ -346,24 +344,31 @@ int main(int argc, char **argv)
         rematd_store_close(srv.store);
         return 1;
     }
+    /* No listening socket of libmicrohttpd's: rematd's front door accepts
+     * and hands it each connection whose first request's head passed
+     * (http/door.c), so that a head libmicrohttpd would answer with a page
+     * of its own is answered as problem+json. */
     unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_ALLOW_SUSPEND_RESUME |
-                     MHD_USE_ERROR_LOG | (v6 ? MHD_USE_IPv6 : 0);
+                     MHD_USE_ERROR_LOG | MHD_USE_NO_LISTEN_SOCKET;
     /* Connection limits, health slots and the request deadline: http/conn.c. */
     const struct MHD_OptionItem *http_options =
         rematd_http_setup(&srv, rematd_routes, rematd_n_routes);
-    srv.daemon =
-        !http_options
-            ? NULL
-            : MHD_start_daemon(
-                  flags, 0, NULL, NULL, rematd_access, &srv, MHD_OPTION_EXTERNAL_LOGGER, mhd_log,
-                  NULL, MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&addr, MHD_OPTION_THREAD_POOL_SIZE,
-                  cfg->threads, MHD_OPTION_CONNECTION_TIMEOUT, cfg->connection_timeout,
-                  MHD_OPTION_LISTEN_BACKLOG_SIZE, 1024u, MHD_OPTION_NOTIFY_COMPLETED,
-                  rematd_completed, &srv, MHD_OPTION_NOTIFY_CONNECTION, rematd_connection, &srv,
-                  MHD_OPTION_ARRAY, http_options, MHD_OPTION_END);
-    if (!srv.daemon) {
+    srv.daemon = !http_options
+                     ? NULL
+                     : MHD_start_daemon(flags, 0, NULL, NULL, rematd_access, &srv,
+                                        MHD_OPTION_EXTERNAL_LOGGER, mhd_log, NULL,
+                                        MHD_OPTION_THREAD_POOL_SIZE, cfg->threads,
+                                        MHD_OPTION_CONNECTION_TIMEOUT, cfg->connection_timeout,
+                                        MHD_OPTION_NOTIFY_COMPLETED, rematd_completed, &srv,
+                                        MHD_OPTION_NOTIFY_CONNECTION, rematd_connection, &srv,
+                                        MHD_OPTION_ARRAY, http_options, MHD_OPTION_END);
+    int bound = srv.daemon ? rematd_http_listen(&srv, (struct sockaddr *)&addr, alen) : -1;
+    if (bound < 0) {
         rematd_log("error", "cannot listen",
                    json_pack("{s:s, s:s}", "listen", cfg->listen, "detail", strerror(errno)));
+        if (srv.daemon)
+            MHD_stop_daemon(srv.daemon);
+        rematd_http_teardown(&srv);
         rematd_pool_stop(srv.pool);
         rematd_store_close(srv.store);
         return 1;
@@ -376,8 +381,7 @@ int main(int argc, char **argv)
         rematd_store_close(srv.store);
         return 1;
     }
-    const union MHD_DaemonInfo *di = MHD_get_daemon_info(srv.daemon, MHD_DAEMON_INFO_BIND_PORT);
-    unsigned port = di ? di->port : 0;
+    unsigned port = (unsigned)bound;
     if (cfg->port_file[0]) {
         /* Written to a temporary name and renamed, so a reader never sees
          * a half-written port. */
@@ -397,10 +401,19 @@ int main(int argc, char **argv)
                 "error", "cannot write the port file",
                 json_pack("{s:s, s:s}", "port_file", cfg->port_file, "detail", strerror(errno)));
             MHD_stop_daemon(srv.daemon);
+            rematd_http_teardown(&srv);
             rematd_pool_stop(srv.pool);
             rematd_store_close(srv.store);
             return 1;
         }
+    }
+    if (rematd_http_open(&srv) < 0) {
+        rematd_log("error", "cannot start the front door thread", NULL);
+        MHD_stop_daemon(srv.daemon);
+        rematd_http_teardown(&srv);
+        rematd_pool_stop(srv.pool);
+        rematd_store_close(srv.store);
+        return 1;
     }
     char store[1300];
     rematd_config_store_redacted(cfg, store, sizeof store);
@@ -453,9 +466,7 @@ int main(int argc, char **argv)
 
     rematd_log("info", "shutting down", json_pack("{s:i}", "signal", sig));
     atomic_store(&srv.draining, 1);
-    MHD_socket lfd = MHD_quiesce_daemon(srv.daemon);
-    if (lfd != MHD_INVALID_SOCKET)
-        close(lfd);
+    rematd_http_quiesce(&srv);
     /* The workers get SIGTERM now and the drain time to release their jobs
      * (SIGKILL after), so that the whole shutdown stays within
      * --drain-seconds. */
@@ -486,6 +497,8 @@ int main(int argc, char **argv)
     rematd_supervisor_stop(sv, 0.2);
     while (atomic_load(&srv.in_access) > 0 || atomic_load(&srv.suspended) > 0)
         nanosleep(&tick, NULL);
+    /* The door hands connections to the daemon: it goes first. */
+    rematd_http_close(&srv);
     MHD_stop_daemon(srv.daemon);
     if (wd) {
         MHD_stop_daemon(wd);

@@ -46,6 +46,7 @@ soak: api/rematd
 TESTS += $(API_TESTS)
 EXTRA_DIST += tests/api/lib.sh tests/api/check_schema.py tests/api/fake-worker.sh \
 	tests/api/rawhttp.py tests/api/contract.py tests/api/contract_spec.py tests/api/contract_wire.py \
+	tests/api/contract_server.py \
 	tests/api/contract-unreachable.txt \
 	docs/examples/tiny-model.pt
 
@@ -83,6 +84,17 @@ tests_api_test_util_SOURCES = tests/api/test_util.c api/util.c api/rematd.h
 tests_api_test_util_CFLAGS = $(AM_CFLAGS) $(MHD_CFLAGS) $(JANSSON_CFLAGS) $(CMOCKA_CFLAGS)
 tests_api_test_util_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/api
 tests_api_test_util_LDADD = src/libremat_core.la $(JANSSON_LIBS) $(CMOCKA_LIBS) -lm
+
+# The front door's judgement of a request head and its answers
+# (api/http/door.c), at the edges of the limits (cmocka).
+check_PROGRAMS += tests/api/test_door
+TESTS += tests/api/test_door
+tests_api_test_door_SOURCES = tests/api/test_door.c api/http/head.c api/http/problems.c \
+	api/util.c api/rematd.h api/http/http_private.h
+tests_api_test_door_CFLAGS = $(AM_CFLAGS) $(MHD_CFLAGS) $(JANSSON_CFLAGS) $(CMOCKA_CFLAGS) -pthread
+tests_api_test_door_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/api
+tests_api_test_door_LDADD = src/libremat_core.la $(MHD_LIBS) $(JANSSON_LIBS) $(CMOCKA_LIBS) -lm \
+	-lpthread
 
 # The plan request reader, called as rematd links it (cmocka): it does no
 # HTTP, so nothing of rematd is stubbed.

@@ -17,7 +17,12 @@
  *   (libmicrohttpd's own MHD_OPTION_CONNECTION_TIMEOUT, --connection-timeout,
  *   is such an idle timeout too, for every connection: it closes without
  *   an answer, and a byte every few seconds resets it.)
- * - --max-connections-per-ip (libmicrohttpd refuses more at accept).
+ * - --max-connections-per-ip, and --max-connections with the health slots
+ *   below: counted by the front door (door.c), which accepts on the TCP
+ *   listeners, from the accept to the close, and holds a connection until
+ *   the head of its first request is in (the request deadline counting
+ *   there already).  A connection past --max-connections is marked there
+ *   (a health slot); rematd__door_started hands that on, with the deadline.
  * - --health-connections slots past --max-connections: a connection that
  *   arrives when the others are all taken is served only /healthz and
  *   /readyz (what a kubelet probes), with a short deadline, so that a full
@@ -47,6 +52,7 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <time.h>
+#include <unistd.h>
 #include <arpa/inet.h>
 #include <netinet/in.h>
 
@@ -69,16 +75,13 @@ struct rematd_http {
     pthread_t reaper;
     int reaper_started, stop;
     struct rematd__conn *head;
-    long n_conns;
-    double last_full_log, last_cut_log;
-    long cut_unlogged, full_unlogged;
+    double last_cut_log;
+    long cut_unlogged;
     struct MHD_OptionItem options[8];
     struct MHD_OptionItem worker_options[8];
     struct MHD_Daemon *health; /* --health-listen's daemon, or NULL */
+    struct rematd__door *door; /* the TCP listeners (door.c) */
 };
-
-/* Seconds a health slot waits for its request: a probe asks at once. */
-#define HEALTH_SLOT_DEADLINE 2.0
 
 static void set_deadline(struct rematd_server *srv, struct rematd__conn *cs, double deadline)
 {
@@ -92,8 +95,8 @@ static void set_deadline(struct rematd_server *srv, struct rematd__conn *cs, dou
 static double request_deadline(struct rematd_server *srv, const struct rematd__conn *cs)
 {
     double t = srv->cfg.request_timeout ? srv->cfg.request_timeout : 30;
-    if (cs && cs->reserved && t > HEALTH_SLOT_DEADLINE)
-        t = HEALTH_SLOT_DEADLINE;
+    if (cs && cs->reserved && t > REMATD_HEALTH_DEADLINE)
+        t = REMATD_HEALTH_DEADLINE;
     return rematd_mono() + t;
 }
 
@@ -164,28 +167,16 @@ static int client_address(struct MHD_Connection *c, char *out, size_t cap)
     return 0;
 }
 
-/* The reaper's answer, whole: problem+json as every other error, though
- * written before any route is known (so no instance and no request id). */
-#define TIMEOUT_PROBLEM                                                                            \
-    "{\"type\":\"/problems/request-timeout\",\"title\":\"Request timeout\",\"status\":408,"        \
-    "\"detail\":\"the request did not arrive within --request-timeout (an upload: its next "       \
-    "byte within --upload-idle-timeout)\"}"
-#define TIMEOUT_ANSWER_HEAD                                                                        \
-    "HTTP/1.1 408 Request Timeout\r\nConnection: close\r\n"                                        \
-    "Content-Type: application/problem+json\r\nContent-Length: "
-
-static int timeout_answer_text(char *out, size_t cap)
-{
-    return snprintf(out, cap, TIMEOUT_ANSWER_HEAD "%zu\r\n\r\n" TIMEOUT_PROBLEM,
-                    sizeof TIMEOUT_PROBLEM - 1);
-}
-
 static void *reaper(void *arg)
 {
     struct rematd_server *srv = arg;
     struct rematd_http *h = srv->http;
+    /* The reaper's answer, whole: problem+json as every other error,
+     * though written before any route is known (so no instance and no
+     * request id), the same as the door's (door.c). */
     char timeout_answer[512];
-    int timeout_len = timeout_answer_text(timeout_answer, sizeof timeout_answer);
+    int timeout_len = rematd__door_answer(timeout_answer, sizeof timeout_answer, 408,
+                                          "request-timeout", REMATD_TIMEOUT_DETAIL, NULL);
     pthread_mutex_lock(&h->mu);
     while (!h->stop) {
         struct timespec ts;
@@ -252,14 +243,20 @@ const struct MHD_OptionItem *rematd_http_setup(struct rematd_server *srv,
     pthread_mutex_init(&h->mu, NULL);
     pthread_cond_init(&h->cv, NULL);
     srv->http = h;
+    h->door = rematd__door_new(srv);
+    if (!h->door) {
+        rematd_http_teardown(srv);
+        return NULL;
+    }
     if (pthread_create(&h->reaper, NULL, reaper, srv) == 0)
         h->reaper_started = 1;
     else
         rematd_log("error", "cannot start the request deadline thread", NULL);
+    /* The door counts connections from their accept, per address too
+     * (door.c); libmicrohttpd's limit stays, the same, behind it. */
     unsigned limit = srv->cfg.max_connections + srv->cfg.health_connections;
     struct MHD_OptionItem items[] = {
         {MHD_OPTION_CONNECTION_LIMIT, (intptr_t)limit, NULL},
-        {MHD_OPTION_PER_IP_CONNECTION_LIMIT, (intptr_t)srv->cfg.max_connections_per_ip, NULL},
         {MHD_OPTION_CONNECTION_MEMORY_LIMIT, (intptr_t)CONNECTION_MEMORY, NULL},
         {MHD_OPTION_UNESCAPE_CALLBACK, (intptr_t)(void *)&raw_path, NULL},
         {MHD_OPTION_END, 0, NULL},
@@ -289,10 +286,15 @@ void rematd_http_teardown(struct rematd_server *srv)
     struct rematd_http *h = srv->http;
     if (!h)
         return;
-    /* After the main daemon: /readyz said 503 on it through the drain. */
+    /* After the main daemon: /readyz said 503 on it through the drain.
+     * The door first: it hands connections to the daemons. */
+    if (h->door)
+        rematd__door_stop(h->door);
     if (h->health)
         MHD_stop_daemon(h->health);
     h->health = NULL;
+    rematd__door_free(h->door);
+    h->door = NULL;
     pthread_mutex_lock(&h->mu);
     h->stop = 1;
     pthread_cond_signal(&h->cv);
@@ -323,14 +325,19 @@ static void list_remove(struct rematd_http *h, struct rematd__conn *cs)
         cs->next->prev = cs->prev;
 }
 
+static int conn_fd(struct MHD_Connection *c)
+{
+    const union MHD_ConnectionInfo *ci =
+        MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
+    return ci ? ci->connect_fd : -1;
+}
+
 static struct rematd__conn *conn_new(struct MHD_Connection *c)
 {
     struct rematd__conn *cs = calloc(1, sizeof *cs);
     if (!cs)
         return NULL;
-    const union MHD_ConnectionInfo *ci =
-        MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
-    cs->fd = ci ? ci->connect_fd : -1;
+    cs->fd = conn_fd(c);
     cs->local = client_address(c, cs->client, sizeof cs->client);
     return cs;
 }
@@ -342,9 +349,16 @@ void rematd_connection(void *cls, struct MHD_Connection *c, void **socket_contex
     struct rematd_http *h = srv->http;
     if (toe == MHD_CONNECTION_NOTIFY_STARTED) {
         struct rematd__conn *cs = conn_new(c);
+        /* A connection of the door comes counted among the fresh ones,
+         * with the deadline it had there. */
+        int over = 0;
+        double handed = h ? rematd__door_started(h->door, conn_fd(c), &over) : -1;
         if (cs) {
             cs->fresh = 1;
-            atomic_fetch_add(&srv->fresh, 1);
+            if (handed < 0)
+                atomic_fetch_add(&srv->fresh, 1);
+        } else if (handed >= 0) {
+            atomic_fetch_sub(&srv->fresh, 1);
         }
         *socket_context = cs;
         if (!h)
@@ -359,40 +373,30 @@ void rematd_connection(void *cls, struct MHD_Connection *c, void **socket_contex
             pthread_mutex_unlock(&h->mu);
             return;
         }
-        int log_full = 0;
-        long n;
+        /* Past --max-connections when it was accepted (the door counts
+         * and logs it, door.c). */
         pthread_mutex_lock(&h->mu);
-        n = ++h->n_conns;
         if (cs) {
-            cs->reserved = n > (long)srv->cfg.max_connections;
+            cs->reserved = over;
             cs->deadline = request_deadline(srv, cs);
+            if (handed > 0 && handed < cs->deadline)
+                cs->deadline = handed;
             list_add(h, cs);
         }
-        if (n > (long)srv->cfg.max_connections) {
-            h->full_unlogged++;
-            double now = rematd_mono();
-            if (now - h->last_full_log >= 1.0) {
-                log_full = (int)h->full_unlogged;
-                h->full_unlogged = 0;
-                h->last_full_log = now;
-            }
-        }
         pthread_mutex_unlock(&h->mu);
-        if (log_full)
-            rematd_log("warn", "connection limit reached: serving health probes only",
-                       json_pack("{s:i, s:i, s:i, s:s}", "connections", (int)n, "max_connections",
-                                 (int)srv->cfg.max_connections, "over_limit", log_full, "client",
-                                 cs ? cs->client : "?"));
         return;
     }
     struct rematd__conn *cs = *socket_context;
     if (h) {
         pthread_mutex_lock(&h->mu);
-        if (!cs || !cs->local)
-            h->n_conns--;
         if (cs)
             list_remove(h, cs);
         pthread_mutex_unlock(&h->mu);
+        if (!cs || !cs->local) {
+            const union MHD_ConnectionInfo *ci =
+                MHD_get_connection_info(c, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
+            rematd__door_closed(h->door, 0, ci ? ci->client_addr : NULL);
+        }
     }
     if (cs && cs->fresh)
         atomic_fetch_sub(&srv->fresh, 1);
@@ -410,12 +414,16 @@ static void health_connection(void *cls, struct MHD_Connection *c, void **socket
     struct rematd_http *h = srv->http;
     struct rematd__conn *cs;
     if (toe == MHD_CONNECTION_NOTIFY_STARTED) {
+        int over;
+        double handed = rematd__door_started(h->door, conn_fd(c), &over);
         cs = conn_new(c);
         if (cs) {
             cs->reserved = 1;
             cs->health_port = 1;
             pthread_mutex_lock(&h->mu);
             cs->deadline = request_deadline(srv, cs);
+            if (handed > 0 && handed < cs->deadline)
+                cs->deadline = handed;
             list_add(h, cs);
             pthread_mutex_unlock(&h->mu);
         }
@@ -428,6 +436,7 @@ static void health_connection(void *cls, struct MHD_Connection *c, void **socket
         list_remove(h, cs);
         pthread_mutex_unlock(&h->mu);
     }
+    rematd__door_closed(h->door, 1, NULL);
     free(cs);
     *socket_context = NULL;
 }
@@ -443,10 +452,10 @@ static void health_log(void *cls, const char *fmt, va_list ap)
     rematd_log("warn", "libmicrohttpd (health listener)", json_pack("{s:s}", "detail", msg));
 }
 
-/* Seconds a health listener's connection may stay idle between requests
- * (libmicrohttpd's own timeout, from the last byte read or written): a
- * kept-alive load balancer probe reuses it, a silent socket gives it back. */
-#define HEALTH_IDLE_TIMEOUT 5u
+/* The health listener's connections may stay idle between requests
+ * REMATD_HEALTH_IDLE_TIMEOUT (libmicrohttpd's own timeout, from the last
+ * byte read or written): a kept-alive load balancer probe reuses it, a
+ * silent socket gives it back. */
 
 int rematd_http_health_start(struct rematd_server *srv)
 {
@@ -478,26 +487,70 @@ int rematd_http_health_start(struct rematd_server *srv)
         return -1;
     }
     struct sockaddr_storage addr;
+    socklen_t alen = res->ai_addrlen;
     memcpy(&addr, res->ai_addr, res->ai_addrlen);
-    int v6 = res->ai_family == AF_INET6;
     freeaddrinfo(res);
-    unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_USE_ERROR_LOG |
-                     (v6 ? MHD_USE_IPv6 : 0);
-    h->health = MHD_start_daemon(
-        flags, 0, NULL, NULL, rematd_access, srv, MHD_OPTION_EXTERNAL_LOGGER, health_log, NULL,
-        MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&addr, MHD_OPTION_CONNECTION_LIMIT,
-        srv->cfg.health_connections, MHD_OPTION_CONNECTION_TIMEOUT, HEALTH_IDLE_TIMEOUT,
-        MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)CONNECTION_MEMORY, MHD_OPTION_UNESCAPE_CALLBACK,
-        raw_path, NULL, MHD_OPTION_NOTIFY_COMPLETED, rematd_completed, srv,
-        MHD_OPTION_NOTIFY_CONNECTION, health_connection, srv, MHD_OPTION_END);
+    /* The door accepts (door.c); libmicrohttpd serves what it hands on. */
+    int fd = rematd__door_bind((struct sockaddr *)&addr, alen, SOMAXCONN);
+    h->health = fd < 0 ? NULL
+                       : MHD_start_daemon(
+                             MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_USE_ERROR_LOG |
+                                 MHD_USE_NO_LISTEN_SOCKET,
+                             0, NULL, NULL, rematd_access, srv, MHD_OPTION_EXTERNAL_LOGGER,
+                             health_log, NULL, MHD_OPTION_CONNECTION_LIMIT,
+                             srv->cfg.health_connections, MHD_OPTION_CONNECTION_TIMEOUT,
+                             REMATD_HEALTH_IDLE_TIMEOUT, MHD_OPTION_CONNECTION_MEMORY_LIMIT,
+                             (size_t)CONNECTION_MEMORY, MHD_OPTION_UNESCAPE_CALLBACK, raw_path,
+                             NULL, MHD_OPTION_NOTIFY_COMPLETED, rematd_completed, srv,
+                             MHD_OPTION_NOTIFY_CONNECTION, health_connection, srv, MHD_OPTION_END);
+    int eno = errno;
+    if (h->health && rematd__door_listen(h->door, fd, h->health, 1) < 0) {
+        eno = errno;
+        MHD_stop_daemon(h->health);
+        h->health = NULL;
+    }
     if (!h->health) {
+        if (fd >= 0)
+            close(fd);
         rematd_log("error", "cannot listen for health probes",
-                   json_pack("{s:s, s:s}", "health_listen", spec, "detail", strerror(errno)));
+                   json_pack("{s:s, s:s}", "health_listen", spec, "detail", strerror(eno)));
         return -1;
     }
-    const union MHD_DaemonInfo *di = MHD_get_daemon_info(h->health, MHD_DAEMON_INFO_BIND_PORT);
     rematd_log("info", "listening for health probes",
-               json_pack("{s:s, s:i, s:i}", "health_listen", spec, "port", di ? (int)di->port : 0,
-                         "connections", (int)srv->cfg.health_connections));
+               json_pack("{s:s, s:i, s:i}", "health_listen", spec, "port",
+                         rematd__door_port(h->door, 1), "connections",
+                         (int)srv->cfg.health_connections));
     return 0;
+}
+
+int rematd_http_listen(struct rematd_server *srv, const struct sockaddr *addr, socklen_t len)
+{
+    struct rematd_http *h = srv->http;
+    int fd = h ? rematd__door_bind(addr, len, 1024) : -1;
+    if (fd < 0)
+        return -1;
+    if (rematd__door_listen(h->door, fd, srv->daemon, 0) < 0) {
+        int eno = errno;
+        close(fd);
+        errno = eno;
+        return -1;
+    }
+    return rematd__door_port(h->door, 0);
+}
+
+int rematd_http_open(struct rematd_server *srv)
+{
+    return srv->http ? rematd__door_start(srv->http->door) : -1;
+}
+
+void rematd_http_quiesce(struct rematd_server *srv)
+{
+    if (srv->http)
+        rematd__door_quiesce(srv->http->door);
+}
+
+void rematd_http_close(struct rematd_server *srv)
+{
+    if (srv->http)
+        rematd__door_stop(srv->http->door);
 }

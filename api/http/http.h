@@ -125,6 +125,20 @@ const struct MHD_OptionItem *rematd_http_worker_options(struct rematd_server *sr
  * rematd_http_setup: 0, or -1 after logging why.  rematd_http_teardown
  * stops it. */
 int rematd_http_health_start(struct rematd_server *srv);
+/* The main TCP listener: binds addr for srv->daemon, started with
+ * MHD_USE_NO_LISTEN_SOCKET; rematd's front door (http/door.c) accepts on
+ * it and hands libmicrohttpd each connection once the head of its first
+ * request has come and passed.  Returns the port, or -1 with errno. */
+int rematd_http_listen(struct rematd_server *srv, const struct sockaddr *addr, socklen_t len);
+/* Starts accepting on the listeners (after rematd_http_health_start): 0 or
+ * -1. */
+int rematd_http_open(struct rematd_server *srv);
+/* Stops accepting on the main listener (shutdown); what was accepted is
+ * still served. */
+void rematd_http_quiesce(struct rematd_server *srv);
+/* Stops the front door and closes what it holds: before MHD_stop_daemon
+ * of the daemons it hands connections to. */
+void rematd_http_close(struct rematd_server *srv);
 
 /* The route table (routes/table.c). */
 extern const struct rematd_route *const rematd_routes[];

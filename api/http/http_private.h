@@ -97,4 +97,60 @@ void rematd__conn_deadline_next(struct rematd_server *srv, struct rematd__conn *
 /* Whether the connection came on the workers' Unix socket (main.c). */
 int rematd__conn_local(const struct rematd__conn *cs);
 
+/* Seconds a health slot, or a connection of the health listener, waits for
+ * its request (a probe asks at once), and how long the health listener's
+ * connections may stay idle (libmicrohttpd's own timeout there). */
+#define REMATD_HEALTH_DEADLINE 2.0
+#define REMATD_HEALTH_IDLE_TIMEOUT 5u
+/* The detail of the 408 past the request deadline (conn.c, door.c). */
+#define REMATD_TIMEOUT_DETAIL                                                                      \
+    "the request did not arrive within --request-timeout (an upload: its next byte within "        \
+    "--upload-idle-timeout)"
+
+/* door.c: the front door of the TCP listeners, which reads the head of
+ * each connection's first request before libmicrohttpd does and answers
+ * one it would refuse as problem+json. */
+struct rematd__door;
+struct rematd__door *rematd__door_new(struct rematd_server *srv);
+/* A TCP socket bound to addr and listening, as libmicrohttpd made its own
+ * (SO_REUSEADDR; IPv6 only on an IPv6 address); -1 with errno. */
+int rematd__door_bind(const struct sockaddr *addr, socklen_t len, int backlog);
+/* Stops the door (rematd__door_stop), closes the listeners, frees d. */
+void rematd__door_free(struct rematd__door *d);
+/* Takes the listening socket fd (closed with the door) for daemon, started
+ * with MHD_USE_NO_LISTEN_SOCKET: the main listener, or health's.  0, or -1
+ * with errno. */
+int rematd__door_listen(struct rematd__door *d, int fd, struct MHD_Daemon *daemon, int health);
+/* The port a listener is bound to; 0 when none. */
+int rematd__door_port(struct rematd__door *d, int health);
+int rematd__door_start(struct rematd__door *d);
+/* Stops accepting on the main listener (shutdown), keeps the rest. */
+void rematd__door_quiesce(struct rematd__door *d);
+/* Stops the thread and closes the connections it holds. */
+void rematd__door_stop(struct rematd__door *d);
+/* From libmicrohttpd's thread, when it starts the connection fd: the
+ * deadline the door gave it (monotonic seconds), -1 when it did not come
+ * through the door; the door no longer holds it.  *reserved: it was
+ * accepted past --max-connections (a health slot). */
+double rematd__door_started(struct rematd__door *d, int fd, int *reserved);
+/* From libmicrohttpd's thread, when it closes a connection that came
+ * through the door: gives back its place in the limits. */
+void rematd__door_closed(struct rematd__door *d, int health, const struct sockaddr *addr);
+/* head.c: the door's judgement of the head peeked into b[0..n): -1 while
+ * it may still come whole, 0 when libmicrohttpd may read it, else the
+ * status of the answer, with v's problem type and detail (which names
+ * what is wrong and holds nothing the client sent).  A head is judged on
+ * at most REMATD_HEAD_PEEK_BYTES: past its budget, whatever its shape. */
+#define REMATD_HEAD_PEEK_BYTES 16384
+struct rematd__verdict {
+    const char *slug;
+    char detail[200];
+};
+int rematd__door_judge(const char *b, size_t n, struct rematd__verdict *v);
+/* The whole answer of the door: problem+json with Connection: close, the
+ * detail naming what is wrong, request_id (NULL: none) in X-Request-Id and
+ * the problem; its length. */
+int rematd__door_answer(char *out, size_t cap, int status, const char *slug, const char *detail,
+                        const char *request_id);
+
 #endif

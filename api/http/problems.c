@@ -44,6 +44,9 @@ static const struct {
     {"bad-request", "Malformed request"},
     {"not-implemented", "Not implemented"},
     {"request-timeout", "Request timeout"},
+    {"uri-too-long", "Request line too long"},
+    {"headers-too-large", "Request header fields too large"},
+    {"http-version-not-supported", "HTTP version not supported"},
     {"internal", "Internal error"},
 };
 

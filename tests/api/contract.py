@@ -39,14 +39,20 @@ Idempotent-Replayed, Allow, WWW-Authenticate, X-Remat-Sha256) is declared
 on that response, and every member of a JSON answer is named by its schema
 (an object schema that names members and takes no others by
 additionalProperties).  The framing answers that can meet any operation
-(400 from rematd and from libmicrohttpd, 408, 413 for a body even on a
-GET, 414, 431, 501, 503, 505) are declared on every operation and provoked
-on each.
+(400, 408, 413 for a body even on a GET, 414, 431, 501, 503, 505) are
+declared on every operation and provoked on each, as problem+json of their
+type on a connection's first request (rematd's front door) and as
+libmicrohttpd's own page on a later request of a kept-alive connection.
 
 Every GET of a resource is also called with each id the run made (a plan,
 profile jobs done, queued and failed, validation jobs, a deleted model),
 so a route added to the spec later (a picture of a plan or a profile) is
 covered, 2xx and 409 included, as soon as it is in the spec and the server.
+
+The live rematd, the calls to it and the framing answers are
+contract_server.py's; the spec's reading and the static checks
+contract_spec.py's; the wire and the validation of answers
+contract_wire.py's.
 
 Usage: contract.py (top_srcdir, top_builddir from the environment)."""
 import copy
@@ -58,20 +64,21 @@ import signal
 import socket
 import subprocess
 import sys
-import tempfile
 import time
 import zipfile
 
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import contract_server  # noqa: E402
 import contract_spec  # noqa: E402
 import contract_wire  # noqa: E402
+from contract_server import (  # noqa: E402
+    auth_for, call, example, framing, path_example, start_rematd, tmp)
 from contract_spec import (  # noqa: E402
     CLIENT_TOKEN, METHODS, REMATD, SERVER_PROBLEMS, SPEC_BYTES, SRC, WORKER, WORKER_TOKEN, check,
     deref, doc, failures, operations, schema_errors, static_defaults, static_spec, static_yaml)
 from contract_wire import (  # noqa: E402
-    Answer, covered, coverage, known_ids, op_by_id, parse_answer, raw, raw_bytes, read_all,
-    undeclared, validate)
+    Answer, covered, coverage, known_ids, op_by_id, raw, undeclared)
 
 
 # ---------------------------------------------------------------- live
@@ -80,96 +87,6 @@ from contract_wire import (  # noqa: E402
 # A tiny Llama's config.json (docs/models.md, "From a Hugging Face config").
 HF_TINY = {"architectures": ["LlamaForCausalLM"], "hidden_size": 64, "intermediate_size": 128,
            "num_attention_heads": 4, "num_hidden_layers": 2, "vocab_size": 1000}
-
-def auth_for(op):
-    sec = op.get("security", doc.get("security", []))
-    if not sec:
-        return None
-    return WORKER_TOKEN if "workerBearer" in sec[0] else CLIENT_TOKEN
-
-
-def call(op_id, ids=None, body=None, ctype=None, headers=None, token="default", method=None,
-         expect=None, what="", content_length=None, path_suffix=""):
-    """Calls an operation (path parameters from ids); body: a JSON value
-    (sent as application/json unless ctype), or bytes.  Validates the
-    answer and, with expect, checks its status."""
-    path, m, op = op_by_id[op_id]
-    url = path
-    for k, v in (ids or {}).items():
-        url = url.replace("{%s}" % k, v)
-    h = dict(headers or {})
-    tok = auth_for(op) if token == "default" else token
-    if tok:
-        h["Authorization"] = "Bearer " + tok
-    data = b""
-    if body is not None:
-        if isinstance(body, bytes):
-            data = body
-        else:
-            data = json.dumps(body).encode()
-            ctype = ctype or "application/json"
-    if ctype:
-        h["Content-Type"] = ctype
-    a = raw((method or m).upper(), url + path_suffix, data, h, content_length)
-    validate(op_id, a, what or "call")
-    if expect is not None:
-        check(a.status == expect, "%s %s: want %d, got %r" % (op_id, what, expect, a))
-    return a
-
-
-def example(op_id, ct="application/json"):
-    path, m, op = op_by_id[op_id]
-    media = op["requestBody"]["content"][ct]
-    if "example" in media:
-        return copy.deepcopy(media["example"])
-    for e in media["examples"].values():
-        if "value" in e:
-            return copy.deepcopy(e["value"])
-        with open(os.path.join(SRC, e["externalValue"]), "rb") as f:
-            return f.read()
-    raise KeyError(op_id)
-
-
-def path_example():
-    return deref(doc["components"]["parameters"]["Id"])["example"]
-
-
-tmp = tempfile.mkdtemp(prefix="remat-contract-")
-proc = None
-
-
-def start_rematd(*flags):
-    global proc
-    env = dict(os.environ, REMAT_TOKEN=CLIENT_TOKEN, REMAT_WORKER_TOKEN=WORKER_TOKEN)
-    pf = os.path.join(tmp, "port")
-    if os.path.exists(pf):
-        os.unlink(pf)
-    log = open(os.path.join(tmp, "rematd.log"), "a")
-    proc = subprocess.Popen([REMATD, "--listen", "127.0.0.1:0", "--data-dir",
-                             os.path.join(tmp, "data"), "--port-file", pf] + list(flags),
-                            stdout=subprocess.DEVNULL, stderr=log, env=env)
-    deadline = time.time() + 30
-    while not (os.path.exists(pf) and os.path.getsize(pf) > 0):
-        if proc.poll() is not None or time.time() > deadline:
-            print(open(os.path.join(tmp, "rematd.log")).read())
-            sys.exit("rematd did not start")
-        time.sleep(0.05)
-    with open(pf) as f:
-        contract_wire.port = int(f.read())
-
-
-def stop_rematd():
-    global proc
-    if proc and proc.poll() is None:
-        proc.send_signal(signal.SIGTERM)
-        try:
-            check(proc.wait(timeout=60) == 0, "rematd exit status after SIGTERM")
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
-            check(False, "rematd did not exit after SIGTERM")
-    proc = None
-
 
 def zoo_profile(n, batch, spec, scale=1):
     """A profile of n stages with the metadata of a leased profile job,
@@ -806,86 +723,9 @@ def live():
             pass
         time.sleep(0.1)
     check(a.status == 503, "readyz without its data directory: %r" % a)
-    proc.send_signal(signal.SIGTERM)
-    proc.wait(timeout=60)
+    contract_server.proc.send_signal(signal.SIGTERM)
+    contract_server.proc.wait(timeout=60)
     framing(ex_id)
-
-
-def framing(ex_id):
-    """The answers that can meet any operation, provoked on each: rematd's
-    400 bad-request and 501 not-implemented, its 408 at --request-timeout,
-    413 for a body over --max-body-bytes (on a GET too), and
-    libmicrohttpd's own 400 (no HTTP version), 414, 431 and 505; and 503 on
-    /healthz when the bodies held reach --max-bodies-bytes."""
-    start_rematd("--request-timeout", "2", "--max-connections", "64",
-                 "--max-connections-per-ip", "0", "--max-body-bytes", "4096",
-                 "--max-bodies-bytes", "4096", "--max-model-bytes", "4096")
-    heads = {}
-    for op_id, (path, m, op) in sorted(op_by_id.items()):
-        url = path.replace("{id}", ex_id)
-        tok = auth_for(op)
-        auth = ("Authorization: Bearer %s\r\n" % tok) if tok else ""
-        heads[op_id] = (m.upper(), url, auth)
-        probes = [
-            ("400", "two Content-Lengths", "%s %s HTTP/1.1\r\nHost: t\r\n%sContent-Length: 1\r\n"
-             "Content-Length: 2\r\n\r\nab" % (m.upper(), url, auth), "application/problem+json"),
-            ("400", "no HTTP version", "%s %s\r\nHost: t\r\n\r\n" % (m.upper(), url), None),
-            ("414", "a request line over 16 KiB", "%s %s?%s HTTP/1.1\r\nHost: t\r\n\r\n"
-             % (m.upper(), url, "a" * 17000), None),
-            ("431", "headers over 16 KiB", "%s %s HTTP/1.1\r\nHost: t\r\n%sX-A: %s\r\n\r\n"
-             % (m.upper(), url, auth, "a" * 17000), None),
-            ("413", "a body over --max-body-bytes", "%s %s HTTP/1.1\r\nHost: t\r\n%s"
-             "Content-Length: 5000\r\n\r\n" % (m.upper(), url, auth), "application/problem+json"),
-            ("501", "Transfer-Encoding gzip", "%s %s HTTP/1.1\r\nHost: t\r\n%s"
-             "Transfer-Encoding: gzip\r\n\r\n" % (m.upper(), url, auth),
-             "application/problem+json"),
-            ("505", "HTTP/2.0", "%s %s HTTP/2.0\r\nHost: t\r\n\r\n" % (m.upper(), url),
-             None),
-        ]
-        for status, what, data, ctype in probes:
-            a = raw_bytes(data.encode())
-            validate(op_id, a, what)
-            # libmicrohttpd's own answers (ctype None) carry no Content-Type.
-            check(a.status == int(status) and
-                  ((a.header("content-type") or "").startswith(ctype) if ctype
-                   else a.header("content-type") is None),
-                  "%s %s: want %s %s, got %r %r" % (op_id, what, status, ctype,
-                                                    a.header("content-type"), a))
-    # 408: every operation's head begun, none finished; all are cut at the
-    # deadline together.
-    socks = {}
-    for op_id, (method, url, auth) in heads.items():
-        s = socket.create_connection(("127.0.0.1", contract_wire.port), timeout=30)
-        s.sendall(("%s %s HTTP/1.1\r\nHost: t\r\n%s" % (method, url, auth)).encode())
-        socks[op_id] = s
-    for op_id, s in socks.items():
-        a = parse_answer(read_all(s))
-        validate(op_id, a, "a head not finished within --request-timeout")
-        check(a.status == 408 and (a.json() or {}).get("type") == "/problems/request-timeout",
-              "%s: want 408 request-timeout, got %r" % (op_id, a))
-    # The bodies held together: one announced and not sent holds 3000 of
-    # the 4096 bytes; /healthz with a body of 3000 is then 503 queue-full.
-    hold = socket.create_connection(("127.0.0.1", contract_wire.port), timeout=30)
-    hold.sendall(("POST /v1/plans HTTP/1.1\r\nHost: t\r\nContent-Type: application/json\r\n"
-                  "Authorization: Bearer %s\r\nContent-Length: 3000\r\n\r\n{"
-                  % CLIENT_TOKEN).encode())
-    deadline = time.time() + 1.5  # within the hold's --request-timeout of 2 s
-    while True:
-        a = raw_bytes(b"GET /healthz HTTP/1.1\r\nHost: t\r\nConnection: close\r\n"
-                      b"Content-Length: 3000\r\n\r\n" + b"a" * 3000)
-        if a.status == 503 or time.time() > deadline:
-            break
-        time.sleep(0.05)
-    validate("healthz", a, "bodies held over --max-bodies-bytes")
-    check(a.status == 503 and (a.json() or {}).get("type") == "/problems/queue-full",
-          "healthz under --max-bodies-bytes: %r" % a)
-    hold.close()
-    # A request line of one word: libmicrohttpd closes without an answer
-    # (docs/api.md says so; when it answers one day, the spec and the docs
-    # are to say what).
-    a = raw_bytes(b"hello\r\n\r\n")
-    check(a.status == 0 and a.body == b"", "a one-word request line: %r" % a)
-    stop_rematd()
 
 
 def main():
@@ -899,6 +739,7 @@ def main():
         live()
         coverage()
     finally:
+        proc = contract_server.proc
         if proc and proc.poll() is None:
             proc.kill()
             proc.wait()

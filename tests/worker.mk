@@ -31,6 +31,16 @@ tests_worker_test_opcheck_SOURCES = tests/worker/test_opcheck.cpp worker/opcheck
 tests_worker_test_opcheck_CPPFLAGS = $(AM_CPPFLAGS) $(TORCH_CPPFLAGS)
 tests_worker_test_opcheck_CXXFLAGS = $(AM_CXXFLAGS) $(JANSSON_CFLAGS)
 tests_worker_test_opcheck_LDADD = $(TORCH_LIBS) $(JANSSON_LIBS) -lpthread
+
+# Stage discovery in an uploaded module's forward graph, on modules
+# compiled from TorchScript source in the test (no Python).
+check_PROGRAMS += tests/worker/test_graph
+TESTS += tests/worker/test_graph
+tests_worker_test_graph_SOURCES = tests/worker/test_graph.cpp worker/graph.cpp worker/graph.h \
+	worker/shim_private.h
+tests_worker_test_graph_CPPFLAGS = $(AM_CPPFLAGS) $(TORCH_CPPFLAGS)
+tests_worker_test_graph_CXXFLAGS = $(AM_CXXFLAGS) $(JANSSON_CFLAGS)
+tests_worker_test_graph_LDADD = $(TORCH_LIBS) $(JANSSON_LIBS) -lpthread
 endif
 
 # The sandbox of uploaded models, one system call at a time (sandbox.c and

@@ -284,7 +284,7 @@ bool inline_helpers(Graph &g)
              * Inline pass does it). */
             if (n->kind() == c10::prim::CallFunction)
                 n->removeInput(0);
-            torch::jit::inlineCallTo(n, f, true);
+            torch::jit::inlineCallTo(n, f, f->graph().get());
             again = any = true;
         }
         if ((size_t)std::distance(g.nodes().begin(), g.nodes().end()) > MAX_NODES)
@@ -483,8 +483,12 @@ std::vector<GraphStage> discover_stages(const torch::jit::Module &root)
                 if (f != nullptr && finder.has_inner_cut(f))
                     calls.push_back(n);
             }
-        for (Node *n : calls)
-            torch::jit::inlineCallTo(n, callee(n), true);
+        /* The callee's own graph, one level: the two-argument form would
+         * inline its optimised graph, every call in it already inlined. */
+        for (Node *n : calls) {
+            torch::jit::GraphFunction *f = callee(n);
+            torch::jit::inlineCallTo(n, f, f->graph().get());
+        }
         if (!calls.empty()) {
             inline_helpers(*g);
             again = true;

@@ -45,8 +45,9 @@ struct GraphStage {
  * that tensor in place (a stage's input is a leaf of its own when
  * measured).  A stage of views only (a flatten) joins the next.  Returns
  * no stage when the forward is a chain of the module's top-level children
- * in order (the children are then the stages, as before), and one stage
- * when no cut exists.  Runs nothing of the model; throws a Failure. */
+ * in order, or takes more than the one tensor (the children are then the
+ * stages, as before), and one stage when no cut exists.  Runs nothing of
+ * the model; throws a Failure. */
 std::vector<GraphStage> discover_stages(const torch::jit::Module &root);
 
 } // namespace rw

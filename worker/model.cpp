@@ -524,7 +524,13 @@ std::shared_ptr<Script> load_script(const std::string &path, const json_t *names
          * stages are its top-level children when it runs them in order,
          * else the pieces its forward's graph is cut into. */
         check_stage_schema(sc->root, "the model");
-        sc->graph_stages = discover_stages(sc->root);
+        try {
+            sc->graph_stages = discover_stages(sc->root);
+        } catch (const c10::Error &e) {
+            throw Failure("the model: its forward's graph could not be cut into stages (" +
+                          first_line(e.what_without_backtrace()) +
+                          "); list its stages in the job's stages");
+        }
         for (const GraphStage &g : sc->graph_stages)
             stage_names.push_back(g.name);
         if (sc->graph_stages.empty()) {

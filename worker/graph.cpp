@@ -23,6 +23,7 @@
 #include <torch/csrc/jit/api/module.h>
 #include <torch/csrc/jit/ir/ir.h>
 
+#include <algorithm>
 #include <cctype>
 #include <functional>
 #include <string>
@@ -210,18 +211,19 @@ Cuts find_cuts(Graph &g)
     };
     std::vector<std::vector<std::pair<Value *, size_t>>> live_from(N + 1);
     std::vector<int> count(N + 2, 0);
-    auto add = [&](Value *v, size_t def) { /* live at cuts def+1 .. last */
-                                           size_t last = 0;
-                                           bool used = false;
-                                           for (const torch::jit::Use &u : v->uses()) {
-                                               last = std::max(last, index_of(u.user));
-                                               used = true;
-                                           }
-                                           if (!used || last < def + 1)
-                                               return;
-                                           count[def + 1]++;
-                                           count[last + 1]--;
-                                           live_from[def + 1].emplace_back(v, last);
+    /* A value made by node def is live at cuts def+1 .. its last use. */
+    auto add = [&](Value *v, size_t def) {
+        size_t last = 0;
+        bool used = false;
+        for (const torch::jit::Use &u : v->uses()) {
+            last = std::max(last, index_of(u.user));
+            used = true;
+        }
+        if (!used || last < def + 1)
+            return;
+        count[def + 1]++;
+        count[last + 1]--;
+        live_from[def + 1].emplace_back(v, last);
     };
     for (size_t i = 1; i < g.inputs().size(); i++) {
         Value *v = g.inputs()[i];
@@ -247,10 +249,12 @@ Cuts find_cuts(Graph &g)
             open.push_back(p);
         if (live != 1)
             continue;
-        Value *v = nullptr;
-        for (auto &p : open)
-            if (p.second >= k)
-                v = p.first;
+        /* The values dead by now go (each once), leaving the live one. */
+        open.erase(
+            std::remove_if(open.begin(), open.end(),
+                           [k](const std::pair<Value *, size_t> &p) { return p.second < k; }),
+            open.end());
+        Value *v = open.size() == 1 ? open[0].first : nullptr;
         if (v == nullptr || !v->type()->cast<c10::TensorType>())
             continue;
         c.single[k] = true;
@@ -267,9 +271,8 @@ Cuts find_cuts(Graph &g)
 
 /* Inlines every top-level call to a function or to a method other than a
  * forward: the model's own code, as its author wrote it. */
-bool inline_helpers(Graph &g)
+void inline_helpers(Graph &g)
 {
-    bool any = false;
     for (bool again = true; again;) {
         again = false;
         std::vector<Node *> calls;
@@ -285,12 +288,11 @@ bool inline_helpers(Graph &g)
             if (n->kind() == c10::prim::CallFunction)
                 n->removeInput(0);
             torch::jit::inlineCallTo(n, f, f->graph().get());
-            again = any = true;
+            again = true;
         }
         if ((size_t)std::distance(g.nodes().begin(), g.nodes().end()) > MAX_NODES)
             break;
     }
-    return any;
 }
 
 class Finder

@@ -21,6 +21,7 @@
 #include <ATen/core/function_schema.h>
 #include <torch/csrc/jit/api/function_impl.h>
 #include <torch/csrc/jit/api/module.h>
+#include <torch/csrc/jit/ir/constants.h>
 #include <torch/csrc/jit/ir/ir.h>
 
 #include <algorithm>
@@ -127,20 +128,52 @@ class Free
     std::unordered_map<Value *, bool> memo_;
 };
 
-/* Whether the use of a value writes it in place, through views of it and
- * into the functions and methods it is passed to (depth bounds the walk;
- * deeper is taken as a write, as is a loop-carried value). */
-bool writes(const torch::jit::Use &u, int depth);
+/* The booleans a function's inputs are known to hold: the constants its
+ * caller passed (F.relu's inplace, a ReLU module's constant). */
+using Known = std::unordered_map<Value *, bool>;
 
-bool writes_any(Value *v, int depth)
+/* What a condition is known to be, from a constant or known. */
+c10::optional<bool> known_bool(Value *v, const Known &known)
+{
+    if (v->type()->kind() != c10::TypeKind::BoolType)
+        return c10::nullopt;
+    auto it = known.find(v);
+    if (it != known.end())
+        return it->second;
+    return torch::jit::constant_as<bool>(v);
+}
+
+/* Whether node n can run: every If around it whose condition is known
+ * takes the branch n is in (F.relu's relu_ runs only when inplace). */
+bool reached(Node *n, const Known &known)
+{
+    for (torch::jit::Block *b = n->owningBlock(); b->owningNode() != nullptr;
+         b = b->owningNode()->owningBlock()) {
+        Node *o = b->owningNode();
+        if (o->kind() != c10::prim::If)
+            continue;
+        c10::optional<bool> cond = known_bool(o->input(0), known);
+        if (cond && (o->blocks()[0] == b) != *cond)
+            return false;
+    }
+    return true;
+}
+
+/* Whether the use of a value writes it in place, through views of it and
+ * into the functions and methods it is passed to, skipping the branches
+ * a known condition does not take (depth bounds the walk; deeper is taken
+ * as a write, as is a loop-carried value). */
+bool writes(const torch::jit::Use &u, int depth, const Known &known);
+
+bool writes_any(Value *v, int depth, const Known &known)
 {
     for (const torch::jit::Use &u : v->uses())
-        if (writes(u, depth))
+        if (reached(u.user, known) && writes(u, depth, known))
             return true;
     return false;
 }
 
-bool writes(const torch::jit::Use &u, int depth)
+bool writes(const torch::jit::Use &u, int depth, const Known &known)
 {
     if (depth > 32)
         return true;
@@ -152,9 +185,16 @@ bool writes(const torch::jit::Use &u, int depth)
         /* A method's input 0 is its self; a function's is the function. */
         if (u.offset == 0)
             return false;
-        size_t k = n->kind() == c10::prim::CallMethod ? u.offset : u.offset - 1;
+        size_t skip = n->kind() == c10::prim::CallMethod ? 0 : 1;
         auto g = gf->graph();
-        return k >= g->inputs().size() || writes_any(g->inputs()[k], depth + 1);
+        size_t k = u.offset - skip;
+        if (k >= g->inputs().size())
+            return true;
+        Known inner;
+        for (size_t i = skip; i < n->inputs().size() && i - skip < g->inputs().size(); i++)
+            if (c10::optional<bool> b = known_bool(n->input(i), known))
+                inner[g->inputs()[i - skip]] = *b;
+        return writes_any(g->inputs()[k], depth + 1, inner);
     }
     if (n->kind() == c10::prim::Loop)
         return true;
@@ -168,7 +208,7 @@ bool writes(const torch::jit::Use &u, int depth)
         return true;
     /* A view: what writes the view writes the value. */
     for (size_t j = 0; j < n->outputs().size() && j < s->returns().size(); j++)
-        if (s->returns()[j].alias_info() != nullptr && writes_any(n->output(j), depth + 1))
+        if (s->returns()[j].alias_info() != nullptr && writes_any(n->output(j), depth + 1, known))
             return true;
     return false;
 }
@@ -261,7 +301,7 @@ Cuts find_cuts(Graph &g)
         bool written = false;
         if (k > 0 && k < N)
             for (const torch::jit::Use &u : v->uses())
-                if (index_of(u.user) >= k && writes(u, 0))
+                if (index_of(u.user) >= k && writes(u, 0, Known()))
                     written = true;
         if (!written)
             c.cross[k] = v;

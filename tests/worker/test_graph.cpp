@@ -133,6 +133,31 @@ def forward(self, x):
     return self.c.forward(torch.flatten(y, 1))
 )"),
                {"a..r", "c"});
+    /* A write behind a flag the caller passes as a constant (F.relu's
+     * inplace): written only when the flag is true. */
+    const char *FLAGGED = R"(
+def act(self, x, inplace: bool):
+    if inplace:
+        return x.relu_()
+    return torch.relu(x)
+
+def forward(self, x):
+    return self.act(x, FLAG)
+)";
+    auto flagged = [&](bool on) {
+        std::string src = FLAGGED;
+        src.replace(src.find("FLAG"), 4, on ? "True" : "False");
+        return leaf(src);
+    };
+    for (bool on : {true, false})
+        stages_are(std::string("a relu module with inplace ") + (on ? "on" : "off"),
+                   root({{"a", leaf(SCALE)}, {"r", flagged(on)}, {"c", leaf(SHIFT)}}, R"(
+def forward(self, x):
+    y = self.r.forward(self.a.forward(x))
+    return self.c.forward(torch.flatten(y, 1))
+)"),
+                   on ? std::vector<std::string>{"a..r", "c"}
+                      : std::vector<std::string>{"a", "r", "c"});
     torch::jit::Module seq = root({{"s0", leaf(SCALE)}, {"s1", leaf(WEIGH, true)}}, R"(
 def forward(self, x):
     return self.s1.forward(self.s0.forward(x))

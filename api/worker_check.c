@@ -51,8 +51,8 @@ struct expected_model {
 
 /* The model the job names: a zoo model or a layer list, one stage per
  * layer; a Hugging Face config, one per block and two; or an uploaded model, named by its id, whose
- * stages are known here only when the job lists them (by default they are the module's top-level
- * children, which only the worker sees).  -1 when the job's model cannot be expanded. */
+ * stages are known here only when the job lists them (by default the worker finds them in the
+ * module's forward graph, which only it reads).  -1 when the job's model cannot be expanded. */
 static int expect_model(const json_t *spec, struct expected_model *e)
 {
     const json_t *zoo = json_object_get(spec, "model");
@@ -62,14 +62,6 @@ static int expect_model(const json_t *spec, struct expected_model *e)
         snprintf(e->name, sizeof e->name, "uploaded:%.40s", model_id);
         e->source = "the job lists";
         e->n_stages = json_array_size(json_object_get(spec, "stages"));
-        /* No list: the module's top-level children, as many as rematd
-         * recorded at upload (REMATD_RECORDED_STAGES, added by the
-         * complete route from the model's record). */
-        json_int_t rec = json_integer_value(json_object_get(spec, REMATD_RECORDED_STAGES));
-        if (e->n_stages == 0 && rec > 0) {
-            e->n_stages = (size_t)rec;
-            e->source = "the uploaded model's record (its top-level children) has";
-        }
         return 0;
     }
     const json_t *hf = json_object_get(spec, "hf_config");

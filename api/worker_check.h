@@ -12,12 +12,6 @@
 /* The longest string a validation result may carry (device, driver, ...). */
 #define REMATD_RESULT_MAX_STRING 256
 
-/* The member of a profile job's spec, for an uploaded model whose job
- * lists no stages, that holds how many top-level children rematd recorded
- * for the model at upload (models_upload.c): never stored with the job,
- * added by the complete route from the model's record before the check. */
-#define REMATD_RECORDED_STAGES "recorded_stages"
-
 /* Checks result, the body's "result" of POST /v1/worker/jobs/{id}/complete,
  * against spec, the job's stored spec (what the worker was leased).
  *
@@ -26,8 +20,7 @@
  * a device of the kind asked for ("cpu" for cpu; for cuda or cuda:N not
  * "cpu", and "cuda:M" only when M is N), and one stage per layer (the zoo
  * model's layer list with the job's options; for an uploaded model the
- * stages the job lists, or without a list the REMATD_RECORDED_STAGES
- * count when the spec carries it).
+ * stages the job lists; without a list, at least one).
  *
  * kind "validation": result must be a ValidationResult (openapi.yaml) with
  * no other member: byte counts and counts integers >= 0, times and

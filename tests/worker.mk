@@ -8,7 +8,7 @@ EXTRA_DIST += tests/worker/e2e.py tests/worker/accuracy-ci.sh tests/worker/accur
 	tests/worker/models-e2e.py tests/worker/hostile-models.py tests/worker/gpu-time.sh tests/worker/side-by-side.py \
 	tests/worker/step-noise.sh tests/worker/optim-e2e.py tests/worker/gpu-side-by-side.sh \
 	tests/worker/gpu-common.sh tests/worker/gpu-all.sh tests/worker/gpu-hf.sh \
-	tests/worker/side-by-side-check.py tests/worker/lib.py bench/profile-speed.py tests/worker/fits-e2e.py tests/worker/hf-e2e.py \
+	tests/worker/side-by-side-check.py tests/worker/lib.py bench/profile-speed.py tests/worker/fits-e2e.py tests/worker/hf-e2e.py tests/worker/graph-e2e.py \
 	docs/side-by-side-gpt-m-b2.svg docs/side-by-side-gpt-s-b2.svg docs/side-by-side-resnet101-b2.svg \
 	docs/side-by-side-vgg19-b1.svg \
 	docs/side-by-side-resnet152-b2.svg docs/side-by-side-resnet50-b2.svg \
@@ -20,7 +20,7 @@ if HAVE_TORCH
 TESTS += tests/worker/e2e.py tests/worker/accuracy-ci.sh tests/worker/plan-check.py \
 	tests/worker/models-e2e.py tests/worker/optim-e2e.py tests/worker/side-by-side-check.py \
 	tests/worker/fits-e2e.py tests/worker/hostile-models.py \
-	tests/worker/hf-e2e.py
+	tests/worker/hf-e2e.py tests/worker/graph-e2e.py
 
 # The operator allow-list's checker on modules compiled from TorchScript
 # source in the test (no Python), and the list's own consistency.
@@ -31,6 +31,16 @@ tests_worker_test_opcheck_SOURCES = tests/worker/test_opcheck.cpp worker/opcheck
 tests_worker_test_opcheck_CPPFLAGS = $(AM_CPPFLAGS) $(TORCH_CPPFLAGS)
 tests_worker_test_opcheck_CXXFLAGS = $(AM_CXXFLAGS) $(JANSSON_CFLAGS)
 tests_worker_test_opcheck_LDADD = $(TORCH_LIBS) $(JANSSON_LIBS) -lpthread
+
+# Stage discovery in an uploaded module's forward graph, on modules
+# compiled from TorchScript source in the test (no Python).
+check_PROGRAMS += tests/worker/test_graph
+TESTS += tests/worker/test_graph
+tests_worker_test_graph_SOURCES = tests/worker/test_graph.cpp worker/graph.cpp worker/graph.h \
+	worker/shim_private.h
+tests_worker_test_graph_CPPFLAGS = $(AM_CPPFLAGS) $(TORCH_CPPFLAGS)
+tests_worker_test_graph_CXXFLAGS = $(AM_CXXFLAGS) $(JANSSON_CFLAGS)
+tests_worker_test_graph_LDADD = $(TORCH_LIBS) $(JANSSON_LIBS) -lpthread
 endif
 
 # The sandbox of uploaded models, one system call at a time (sandbox.c and

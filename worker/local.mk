@@ -10,7 +10,7 @@ worker_remat_worker_SOURCES = worker/main.c worker/http.h worker/http.c worker/c
 	worker/sandbox.h worker/sandbox_private.h worker/sandbox.c \
 	worker/confine.c worker/shim.h worker/shim_private.h \
 	worker/shim.cpp worker/device.cpp worker/model.cpp worker/opcheck.cpp worker/allowed_ops.h \
-	worker/hf.h worker/hf.cpp worker/measure.cpp worker/execute.cpp worker/optim.cpp
+	worker/graph.h worker/graph.cpp worker/hf.h worker/hf.cpp worker/measure.cpp worker/execute.cpp worker/optim.cpp
 # The program is C but links C++ (libtorch): make automake use the C++ linker.
 nodist_EXTRA_worker_remat_worker_SOURCES = dummy.cxx
 worker_remat_worker_CFLAGS = $(AM_CFLAGS) $(JANSSON_CFLAGS) $(CURL_CFLAGS) $(SECCOMP_CFLAGS)

@@ -14,6 +14,7 @@
 
 #include <caffe2/serialize/inline_container.h>
 #include <torch/csrc/autograd/autograd.h>
+#include <torch/csrc/jit/api/function_impl.h>
 #include <torch/csrc/jit/api/module.h>
 #include <torch/csrc/jit/runtime/graph_executor.h>
 #include <torch/csrc/jit/serialization/import.h>
@@ -35,6 +36,7 @@
 #include <unordered_set>
 #include <utility>
 
+#include "graph.h"
 #include "hf.h"
 #include "rematx/layers.h"
 #include "rematx/zoo.h"
@@ -43,18 +45,28 @@
 namespace rw
 {
 
-/* A stage: a Sequential the layer builder made, or a submodule of an
- * uploaded TorchScript module. */
+/* A stage: a Sequential the layer builder made, a submodule of an
+ * uploaded TorchScript module, or a graph found in an uploaded module's
+ * forward (graph.h), run with the module itself as its self. */
 struct StageNet {
     torch::nn::Sequential seq;
     bool is_script = false;
     torch::jit::Module mod;
+    std::shared_ptr<torch::jit::GraphFunction> fn; /* a graph stage: mod is the whole model */
+    std::vector<at::Tensor> graph_params, graph_buffers;
 
     at::Tensor forward(const at::Tensor &x)
     {
         if (!is_script)
             return seq->forward(x);
-        c10::IValue y = mod.forward({x});
+        c10::IValue y;
+        if (fn) {
+            torch::jit::Stack stack{c10::IValue(mod._ivalue()), x};
+            fn->run(stack);
+            y = stack.back();
+        } else {
+            y = mod.forward({x});
+        }
         if (!y.isTensor())
             throw Failure("returned " + y.tagKind() + ", not a single tensor");
         return y.toTensor();
@@ -63,6 +75,8 @@ struct StageNet {
     {
         if (!is_script)
             return seq->parameters();
+        if (fn)
+            return graph_params;
         std::vector<at::Tensor> v;
         for (const at::Tensor &p : mod.parameters())
             v.push_back(p);
@@ -72,6 +86,8 @@ struct StageNet {
     {
         if (!is_script)
             return seq->buffers();
+        if (fn)
+            return graph_buffers;
         std::vector<at::Tensor> v;
         for (const at::Tensor &b : mod.buffers())
             v.push_back(b);
@@ -89,7 +105,10 @@ struct StageNet {
 struct Script {
     torch::jit::Module root;
     std::vector<torch::jit::Module> stages;
-    bool default_stages = false; /* the top-level children, not a list given */
+    /* Found in the forward's graph (no list given, and the forward is not
+     * its top-level children in order): then stages is empty. */
+    std::vector<GraphStage> graph_stages;
+    bool default_stages = false; /* found by remat, not a list given */
 };
 
 std::string shape_str(const Shape &s)
@@ -501,16 +520,27 @@ std::shared_ptr<Script> load_script(const std::string &path, const json_t *names
         }
     } else {
         sc->default_stages = true;
-        for (const auto &c : sc->root.named_children()) {
-            check_stage_schema(c.value, "stage " + std::to_string(sc->stages.size() + 1) + " (" +
-                                            c.name + ")");
-            sc->stages.push_back(c.value);
-            stage_names.push_back(c.name);
-        }
-        if (sc->stages.empty())
-            throw Failure("model: the module has no submodules; its stages are its top-level "
-                          "children, or the submodules the job lists in stages");
+        /* The model's own forward takes one tensor and gives one; its
+         * stages are its top-level children when it runs them in order,
+         * else the pieces its forward's graph is cut into. */
         check_stage_schema(sc->root, "the model");
+        try {
+            sc->graph_stages = discover_stages(sc->root);
+        } catch (const c10::Error &e) {
+            throw Failure("the model: its forward's graph could not be cut into stages (" +
+                          first_line(e.what_without_backtrace()) +
+                          "); list its stages in the job's stages");
+        }
+        for (const GraphStage &g : sc->graph_stages)
+            stage_names.push_back(g.name);
+        if (sc->graph_stages.empty()) {
+            for (const auto &c : sc->root.named_children()) {
+                check_stage_schema(c.value, "stage " + std::to_string(sc->stages.size() + 1) +
+                                                " (" + c.name + ")");
+                sc->stages.push_back(c.value);
+                stage_names.push_back(c.name);
+            }
+        }
     }
     return sc;
 }
@@ -681,14 +711,25 @@ Model build_script(const ModelSpec &spec)
                                                       torch::TensorOptions().dtype(torch::kLong))
                                      : torch::randn(shape);
     at::Tensor x = x0;
-    for (size_t i = 0; i < sc.stages.size(); i++) {
+    size_t n = sc.graph_stages.empty() ? sc.stages.size() : sc.graph_stages.size();
+    for (size_t i = 0; i < n; i++) {
         Stage st;
         st.name = spec.stage_names[i];
-        auto qn = sc.stages[i].type()->name();
-        st.type = qn ? qn->name() : "module";
         st.net = std::make_shared<StageNet>();
         st.net->is_script = true;
-        st.net->mod = sc.stages[i];
+        if (sc.graph_stages.empty()) {
+            auto qn = sc.stages[i].type()->name();
+            st.type = qn ? qn->name() : "module";
+            st.net->mod = sc.stages[i];
+        } else {
+            const GraphStage &g = sc.graph_stages[i];
+            st.type = g.type;
+            st.net->mod = sc.root;
+            st.net->fn = std::make_shared<torch::jit::GraphFunction>(
+                "stage" + std::to_string(i + 1), g.graph, nullptr);
+            st.net->graph_params = g.params;
+            st.net->graph_buffers = g.buffers;
+        }
         st.in_shape = Shape(x.sizes().begin() + 1, x.sizes().end());
         std::string where =
             "stage " + std::to_string(i + 1) + " (" + st.name + ", " + st.type + ")";
@@ -702,6 +743,10 @@ Model build_script(const ModelSpec &spec)
                           (i == 0 ? "the input" : "the output of stage " + std::to_string(i)) +
                           " of shape " + shape_str(Shape(x.sizes().begin(), x.sizes().end())) +
                           ": " + first_line(e.what_without_backtrace()));
+        } catch (const std::runtime_error &e) {
+            /* The interpreter's own failures (the model raised) are
+             * std::runtime_error: their cause ends the traceback. */
+            throw Failure(where + ": forward failed: " + first_line(e.what()));
         }
         if (y.dim() < 1 || y.size(0) != 1)
             throw Failure(where + ": the output of shape " +
@@ -718,16 +763,20 @@ Model build_script(const ModelSpec &spec)
         } catch (const c10::Error &e) {
             throw Failure("the model's own forward fails on the input: " +
                           first_line(e.what_without_backtrace()));
+        } catch (const std::runtime_error &e) {
+            throw Failure("the model's own forward fails on the input: " + first_line(e.what()));
         }
         if (!whole.sizes().equals(x.sizes()) || !at::allclose(whole, x, 1e-4, 1e-5))
             throw Failure(
-                "the model's forward is not its top-level children run in order (" +
+                std::string(sc.graph_stages.empty()
+                                ? "the model's forward is not its top-level children run in order ("
+                                : "the model's forward is not the stages cut from its graph run "
+                                  "in order (") +
                 std::string(whole.sizes().equals(x.sizes())
                                 ? "same shape, other values"
                                 : "its output is " + shape_str(Shape(whole.sizes().begin(),
                                                                      whole.sizes().end()))) +
-                "): it is not a chain of them; list the submodules that are in "
-                "stages");
+                "): list the submodules that are its stages in the job's stages");
     }
     sc.root.train(true);
     return m;
@@ -841,6 +890,13 @@ at::Tensor run_stage(Model &m, size_t i, const at::Tensor &x)
                           " (" + m.stages[i].name + "): " + msg);
         throw Failure("stage " + std::to_string(i + 1) + " (layers[" + std::to_string(i) + "], " +
                       m.stages[i].type + ") failed with dtype " + m.spec.dtype_name + ": " + msg);
+    } catch (const std::runtime_error &e) {
+        /* An uploaded model's code that raised: the interpreter's
+         * exception, whose traceback ends with the cause. */
+        throw Failure("stage " + std::to_string(i + 1) + " (" + m.stages[i].name + ", " +
+                      m.stages[i].type + "): forward failed at batch " +
+                      std::to_string(x.defined() && x.dim() > 0 ? x.size(0) : 0) + ": " +
+                      first_line(e.what()));
     }
     if (y.defined() && x.defined() && y.storage().is_alias_of(x.storage()))
         y = y.clone();

@@ -185,35 +185,20 @@ mkmodule "$T/moddefl.pt" deflated
 req POST /v1/models $RAW --data-binary "@$T/moddefl.pt" && expect 201 /v1/models
 MODD=$(field id)
 grep -q '"stages"' "$BODY" && fail "stages read from a deflated data.pkl: $(cat "$BODY")" || ok
-# A profile of MOD, whose job lists no stages, must have the 4 stages
-# rematd recorded at upload: a worker's result of 3 is refused and fails
-# the job (the archive the worker ran is not the one stored), saying so.
-prof_job() {
-    post /v1/profiles "{\"model_id\":\"$MOD\",\"input\":{\"shape\":[8]},\"batch_size\":2,\"device\":\"cpu\"}" &&
-        expect 202 /v1/profiles
-    RJ=$(field id)
-    post /v1/worker/lease '{"worker_id":"w","kinds":["profile"],"devices":["cpu"]}' \
-        -H "Authorization: Bearer wtok" && expect 200 /v1/worker/lease
-    [ "$(field job_id)" = "$RJ" ] && ok || fail "leased $(field job_id), not $RJ"
-    RL=$(field lease_id)
-}
-prof_job
+# A profile of MOD whose job lists no stages: the worker finds them in the
+# module's forward graph, which rematd does not read, so a count other than
+# the 4 top-level children recorded at upload is taken (3 here).
+post /v1/profiles "{\"model_id\":\"$MOD\",\"input\":{\"shape\":[8]},\"batch_size\":2,\"device\":\"cpu\"}" &&
+    expect 202 /v1/profiles
+RJ=$(field id)
+post /v1/worker/lease '{"worker_id":"w","kinds":["profile"],"devices":["cpu"]}' \
+    -H "Authorization: Bearer wtok" && expect 200 /v1/worker/lease
+[ "$(field job_id)" = "$RJ" ] && ok || fail "leased $(field job_id), not $RJ"
+RL=$(field lease_id)
 post "/v1/worker/jobs/$RJ/complete" "{\"lease_id\":\"$RL\",\"result\":$(job_profile 3 "uploaded:$MOD" 2 fp32 cpu)}" \
-    -H "Authorization: Bearer wtok"
-problem "3 stages for a model recorded with 4" 400 validation /result/stages
-req GET "/v1/profiles/$RJ"
-[ "$(field status)" = failed ] && grep -q "record (its top-level children) has 4 stages; the profile has 3" "$BODY" &&
-    ok || fail "the job did not fail with the recorded stages: $(head -c 400 "$BODY")"
-# The lease is gone with the job: a second try is 409.
-post "/v1/worker/jobs/$RJ/complete" "{\"lease_id\":\"$RL\",\"result\":$(job_profile 4 "uploaded:$MOD" 2 fp32 cpu)}" \
-    -H "Authorization: Bearer wtok"
-problem "complete after the refusal failed the job" 409 lease-conflict
-# The recorded count is what an honest worker measures: taken.
-prof_job
-post "/v1/worker/jobs/$RJ/complete" "{\"lease_id\":\"$RL\",\"result\":$(job_profile 4 "uploaded:$MOD" 2 fp32 cpu)}" \
     -H "Authorization: Bearer wtok" && expect 200
 req GET "/v1/profiles/$RJ"
-[ "$(field status)" = done ] && ok || fail "4 stages not taken: $(head -c 400 "$BODY")"
+[ "$(field status)" = done ] && ok || fail "3 found stages not taken: $(head -c 400 "$BODY")"
 req DELETE "/v1/models/$MOD" && expect 204
 req DELETE "/v1/models/$MODD" && expect 204
 

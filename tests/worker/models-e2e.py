@@ -14,11 +14,15 @@ remat-worker on loopback, models scripted here with Debian's python3-torch.
    bwd_freed_bytes, docs/profile.md): without them it is over-predicted by
    7-13%.
 3. Jobs that must fail do, with the stage or the reason named: a forward
-   that needs two inputs, a stage returning a tuple, a forward that is not
-   its children in order, a stage name that does not exist, a stage that
+   that needs two inputs, a listed stage returning a tuple, a stage name
+   that does not exist, a ModuleList listed as a stage, a stage that
    raises with a message starting with a newline (the model's words reach
    the job, not the interpreter's preamble), an archive from a newer
-   PyTorch (libtorch's line and both versions).
+   PyTorch (libtorch's line and both versions).  A forward that is not its
+   children in order is cut from its graph instead (worker/graph.cpp;
+   tests/worker/graph-e2e.py): the tiny transformer without a list, its
+   blocks opened where one tensor crosses, and a skip over two layers, one
+   stage.
 4. The worker's cache: a second profile of the same model is not fetched
    again (the worker's log says fetched once); a file of the right size
    but other bytes put in the cache under a model's digest is not loaded
@@ -316,16 +320,27 @@ try:
         check(prof["input_bytes"] == 2 * 32 * 8, "tiny transformer: int64 input_bytes")
         run.validate_plans(job, "tiny transformer")
     # Its top-level children are embed, blocks, head: blocks has no forward.
-    job = profile(tid, {"shape": [32], "dtype": "int64", "high": 100}, 2)
+    job = profile(tid, {"shape": [32], "dtype": "int64", "high": 100}, 2,
+                  ["embed", "blocks", "head"])
     check(job and job["status"] == "failed" and "blocks" in job.get("error", "")
           and "no forward" in job.get("error", ""),
           "a ModuleList as a stage fails naming it: %s" % (job or {}).get("error"))
+    # Without a list its forward (not its children in order: the blocks are
+    # a loop) is cut from its graph: the embedding's lookup and its sum,
+    # each block's two residual halves, the head's norm and projection.
+    job = profile(tid, {"shape": [32], "dtype": "int64", "high": 100}, 2)
+    found = ["embed.tok", "add"] + ["blocks.%d.%s" % (b, h) for b in range(2)
+                                    for h in ("ln1..attn", "ln2..mlp.2")] + ["head.ln", "head.out"]
+    if job and check(job["status"] == "done", "tiny transformer without a list: done (%s)"
+                     % job.get("error")):
+        got = [s["name"] for s in job["profile"]["stages"]]
+        check(got == found, "tiny transformer: its stages found in the graph %s" % got)
+        run.validate_plans(job, "tiny transformer (stages found)")
 
     # 3. Models that are not chains.
     cases = [
         (TwoInputs(), None, "forward takes 2 inputs"),
-        (TupleStage(), None, "not a single tensor"),
-        (Skip(), None, "not its top-level children run in order"),
+        (TupleStage(), ["a", "b"], "not a single tensor"),
         (Skip(), ["a", "c"], "no submodule \"c\""),
         (Raising(), None, "RuntimeError: boom: the model's own words"),
     ]
@@ -335,6 +350,13 @@ try:
         err = (job or {}).get("error", "")
         check(job and job["status"] == "failed" and want in err,
               "%s%s fails: %s" % (type(module).__name__, " " + str(stages) if stages else "", err))
+
+    # A skip over both layers: no place where one tensor alone crosses, so
+    # the model is one stage.
+    job = profile(upload(Skip(), "skip"), {"shape": [8]}, 2)
+    check(job and job["status"] == "done"
+          and [s["name"] for s in job["profile"]["stages"]] == ["a..b"],
+          "a skip over two layers is one stage: %s" % (job or {}).get("error"))
 
     # An archive from a newer PyTorch (its format version raised to 99):
     # the job fails with libtorch's line and the versions on both sides.

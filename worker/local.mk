@@ -9,7 +9,8 @@ bin_PROGRAMS += worker/remat-worker
 worker_remat_worker_SOURCES = worker/main.c worker/http.h worker/http.c worker/cache.h worker/cache.c \
 	worker/sandbox.h worker/sandbox_private.h worker/sandbox.c \
 	worker/confine.c worker/shim.h worker/shim_private.h \
-	worker/shim.cpp worker/device.cpp worker/model.cpp worker/opcheck.cpp worker/allowed_ops.h \
+	worker/shim.cpp worker/device.cpp worker/model.cpp worker/layers.h worker/layers.cpp \
+	worker/opcheck.cpp worker/allowed_ops.h \
 	worker/graph.h worker/graph.cpp worker/hf.h worker/hf.cpp worker/measure.cpp worker/execute.cpp worker/optim.cpp
 # The program is C but links C++ (libtorch): make automake use the C++ linker.
 nodist_EXTRA_worker_remat_worker_SOURCES = dummy.cxx

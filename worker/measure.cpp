@@ -396,7 +396,7 @@ json_t *profile(const json_t *spec, const Progress &progress)
         Model m = build_model(one);
         place(m, d);
         int n = (int)m.stages.size();
-        runs.push_back(measure_model(m, d, warmup, repeats, scaled, [&](int i, int k) {
+        runs.push_back(measure_model(m, d, warmup, repeats, scaled, [&](int i, int) {
             progress(pass * n + i, passes * n, "measuring");
         }));
         if (pass + 1 == passes) {

@@ -17,4 +17,8 @@ bench_fits_bench_LDADD = tests/libtesthelp.la src/libremat_core.la $(JANSSON_LIB
 BENCH_TARGETS += bench-fits
 .PHONY: bench-fits
 bench-fits: bench/fits_bench
-	$(builddir)/bench/fits_bench
+	$(builddir)/bench/fits_bench --data $(top_srcdir)/bench/data
+# Llama-3-8B's cached profiles at seq 4096, scaled from 16 and 32 on CPU,
+# and how they were made.
+EXTRA_DIST += bench/data/llama3-8b-s4096-b1.json bench/data/llama3-8b-s4096-b2.json \
+	bench/llama3-8b-profiles.py

@@ -50,6 +50,10 @@ struct CpuCounts {
     int64_t current = 0;
     int64_t peak = 0;
     int64_t limit = 0; /* 0: none */
+    /* Device::trace_start: every allocation (+bytes) and free (-bytes)
+     * in order, while tracing. */
+    bool tracing = false;
+    std::vector<int64_t> trace;
 };
 
 CpuCounts *cpu_counts = nullptr;
@@ -63,6 +67,8 @@ void counting_free(void *p)
         auto it = cpu_counts->sizes.find(p);
         if (it != cpu_counts->sizes.end()) {
             cpu_counts->current -= (int64_t)it->second;
+            if (cpu_counts->tracing)
+                cpu_counts->trace.push_back(-(int64_t)it->second);
             cpu_counts->sizes.erase(it);
         }
     }
@@ -87,6 +93,8 @@ c10::DataPtr counting_allocate(size_t n)
         cpu_counts->sizes[p] = n;
         cpu_counts->current += (int64_t)n;
         cpu_counts->peak = std::max(cpu_counts->peak, cpu_counts->current);
+        if (cpu_counts->tracing)
+            cpu_counts->trace.push_back((int64_t)n);
     }
     return {p, p, &counting_free, c10::Device(c10::DeviceType::CPU)};
 }
@@ -200,6 +208,24 @@ void Device::reset_peak() const
 #endif
     std::lock_guard<std::mutex> g(cpu_counts->lock);
     cpu_counts->peak = cpu_counts->current;
+}
+
+void Device::trace_start() const
+{
+    if (cuda)
+        throw Failure("allocation traces are taken on CPU only");
+    std::lock_guard<std::mutex> g(cpu_counts->lock);
+    cpu_counts->trace.clear();
+    cpu_counts->tracing = true;
+}
+
+std::vector<int64_t> Device::trace_stop() const
+{
+    std::lock_guard<std::mutex> g(cpu_counts->lock);
+    cpu_counts->tracing = false;
+    std::vector<int64_t> out;
+    out.swap(cpu_counts->trace);
+    return out;
 }
 
 void Device::sync() const

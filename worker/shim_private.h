@@ -136,6 +136,12 @@ struct Device {
      * allocator rounded them up (a block's size is what current() and
      * peak() count): on cuda:N with libtorch 2.1+, else -1. */
     int64_t requested_peak() const;
+    /* CPU only (a Failure on cuda): from trace_start, every allocation's
+     * bytes and every free's, negated, in order, until trace_stop returns
+     * them (how a profile is scaled to a sequence too long to run:
+     * measure.cpp). */
+    void trace_start() const;
+    std::vector<int64_t> trace_stop() const;
 };
 
 /* Opens "cpu" or "cuda:N" once per process (shim.h's rw_open); throws a

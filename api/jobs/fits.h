@@ -30,6 +30,9 @@ struct rematd_fits_req {
     struct remat_shard_spec shard;         /* the rank's, once answered */
     int64_t global_batch;                  /* "global_batch"; 0 when not asked */
     char gpu[REMAT_FITS_MAX_MEMORIES][16]; /* memory k's GPU name; "" for bytes */
+    /* A Hugging Face config's profiles measured at two shorter lengths and
+     * scaled to seq_len by the worker ("measure_seq_lens"): 0 when not. */
+    int64_t seq_len, seq_lens[2];
 };
 
 void rematd_fits_req_free(struct rematd_fits_req *f);

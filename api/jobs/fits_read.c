@@ -40,11 +40,14 @@ const char *const rematd_fits_fields[] = {"profiles",
                                           "global_batch",
                                           "hf_config",
                                           "seq_len",
+                                          "measure_seq_lens",
                                           NULL};
 /* What a model spec passes on to its profile jobs (POST /v1/profiles). */
 const char *const rematd_fits_profile_fields[] = {
-    "model",  "layers", "model_id", "model_options", "input_shape", "input",   "stages", "dtype",
-    "device", "warmup", "repeats",  "optimizer",     "hf_config",   "seq_len", NULL};
+    "model",       "layers",  "model_id",         "model_options",
+    "input_shape", "input",   "stages",           "dtype",
+    "device",      "warmup",  "repeats",          "optimizer",
+    "hf_config",   "seq_len", "measure_seq_lens", NULL};
 
 static const char *const optim_fields[] = {
     "name",           "foreach",      "param_elem_bytes", "state_elem_bytes",
@@ -213,6 +216,18 @@ int rematd_fits_read_options(json_t *body, struct rematd_fits_req *f, struct rem
     }
     if (rematd_fits_read_parallel(body, f, pr) < 0)
         return -1;
+    /* The lengths are checked with the profile jobs' spec (POST
+     * /v1/profiles's rules); here only that they go with a config. */
+    f->seq_len = 0;
+    if ((v = json_object_get(body, "measure_seq_lens")) != NULL) {
+        if (json_object_get(body, "hf_config") == NULL)
+            return bad(pr, "/measure_seq_lens", "measure_seq_lens is for hf_config");
+        json_int_t a = json_integer_value(json_array_get(v, 0));
+        json_int_t b = json_integer_value(json_array_get(v, 1));
+        f->seq_len = json_integer_value(json_object_get(body, "seq_len"));
+        f->seq_lens[0] = a < b ? a : b;
+        f->seq_lens[1] = a < b ? b : a;
+    }
     return get_memory(pr, body, f);
 }
 
@@ -239,6 +254,28 @@ int rematd_fits_read(const struct rematd_read_ctx *ctx, json_t *body, struct rem
         }
     }
     return 0;
+}
+
+/* What was measured and what was scaled: each batch at the two lengths
+ * measured, and the profiles the answer is made from at seq_len
+ * (docs/scheduling.md, "Sizes too large to run here"). */
+static int set_scaled(json_t *root, const struct rematd_fits_req *f)
+{
+    json_t *m = json_array();
+    for (size_t k = 0; m != NULL && k < f->n; k++)
+        for (int j = 0; m != NULL && j < 2; j++)
+            if (json_array_append_new(m, json_pack("{s:I, s:I}", "batch_size",
+                                                   (json_int_t)f->ps[k]->batch_size, "seq_len",
+                                                   (json_int_t)f->seq_lens[j])) < 0) {
+                json_decref(m);
+                m = NULL;
+            }
+    if (m == NULL || json_object_set_new(root, "measured", m) < 0)
+        return -1;
+    return json_object_set_new(root, "scaled_from",
+                               json_pack("{s:I, s:[I, I]}", "seq_len", (json_int_t)f->seq_len,
+                                         "measured_seq_lens", (json_int_t)f->seq_lens[0],
+                                         (json_int_t)f->seq_lens[1]));
 }
 
 json_t *rematd_fits_compute(struct rematd_fits_req *f, struct remat_error *err, int *rc)
@@ -282,6 +319,8 @@ json_t *rematd_fits_compute(struct rematd_fits_req *f, struct remat_error *err, 
     fail |= batches == NULL;
     if (!fail) {
         fail |= json_object_set_new(root, "measured_batches", batches) < 0;
+        if (f->seq_len > 0)
+            fail |= set_scaled(root, f) < 0;
         if (f->ids[0][0]) {
             json_t *ids = json_array();
             for (size_t k = 0; ids != NULL && k < f->n; k++)

@@ -22,9 +22,9 @@
 #include "rematx/rematx.h"
 
 static const char *const fields[] = {
-    "model",  "layers",    "model_options", "batch_size", "input_shape", "dtype",
-    "device", "warmup",    "repeats",       "model_id",   "input",       "stages",
-    "reuse",  "optimizer", "hf_config",     "seq_len",    NULL};
+    "model",     "layers",  "model_options",    "batch_size", "input_shape", "dtype", "device",
+    "warmup",    "repeats", "model_id",         "input",      "stages",      "reuse", "optimizer",
+    "hf_config", "seq_len", "measure_seq_lens", NULL};
 
 /* One layer, by the layer table (src/rematx/layers.h), a sequential's
  * inner layers with it: a request's types only, the zoo's own are not
@@ -191,6 +191,35 @@ static int normalise_uploaded(const struct rematd_read_ctx *ctx, json_t *body, j
     return 0;
 }
 
+/* "measure_seq_lens": a seq_len too long to run here, measured at two
+ * shorter lengths on CPU and scaled to it by the worker (docs/scheduling.md,
+ * "Sizes too large to run here"), in ascending order in the spec.  0, or
+ * -1 with pr filled. */
+static int normalise_seq_lens(json_t *body, json_t *spec, json_int_t seq, struct rematd_problem *pr)
+{
+    json_t *v = json_object_get(body, "measure_seq_lens");
+    if (v == NULL)
+        return 0;
+    json_int_t a = json_integer_value(json_array_get(v, 0));
+    json_int_t b = json_integer_value(json_array_get(v, 1));
+    if (!json_is_array(v) || json_array_size(v) != 2 || !json_is_integer(json_array_get(v, 0)) ||
+        !json_is_integer(json_array_get(v, 1)) || a < 1 || b < 1 || a == b || a > seq || b > seq) {
+        rematd_problem_set(pr, 400, "validation", "/measure_seq_lens",
+                           "measure_seq_lens is two distinct sequence lengths in 1..seq_len");
+        return -1;
+    }
+    json_t *dev = json_object_get(body, "device");
+    if (!json_is_string(dev) || strcmp(json_string_value(dev), "cpu") != 0) {
+        rematd_problem_set(pr, 400, "validation", "/device",
+                           "measure_seq_lens is measured on CPU (its allocations traced): give "
+                           "device cpu");
+        return -1;
+    }
+    json_object_set_new(spec, "measure_seq_lens",
+                        json_pack("[I, I]", a < b ? a : b, a < b ? b : a));
+    return 0;
+}
+
 /* A transformer from its Hugging Face config.json (hf_config) with seq_len:
  * the config read strictly by src/rematx/hfconfig.h, an architecture or a
  * field remat does not build a 422 naming it, and the normalised config
@@ -250,7 +279,7 @@ static int normalise_hf(const struct rematd_read_ctx *ctx, json_t *body, json_t 
         return -1;
     }
     json_object_set_new(spec, "input_shape", json_pack("[O]", sl));
-    return 0;
+    return normalise_seq_lens(body, spec, json_integer_value(sl), pr);
 }
 
 /* The optimizer whose step the worker measures after the last backward
@@ -313,6 +342,11 @@ json_t *rematd_profile_spec(const struct rematd_read_ctx *ctx, json_t *body,
         rematd_problem_set(pr, 400, "validation", model ? "/layers" : "/model",
                            "give exactly one of model (a zoo name), layers, model_id (an "
                            "uploaded model) and hf_config (a Hugging Face config.json)");
+        goto bad;
+    }
+    if (!hf && json_object_get(body, "measure_seq_lens")) {
+        rematd_problem_set(pr, 400, "validation", "/measure_seq_lens",
+                           "measure_seq_lens is for hf_config");
         goto bad;
     }
     if (!hf && json_object_get(body, "seq_len")) {

@@ -416,7 +416,9 @@ class Client:
              timeout=600.0, progress=None, **options):
         """POST /v1/fits: per memory size (bytes or a GPU name) the largest
         batch that fits with its plan, from profiles (inline), profile_ids,
-        or a model spec in options (model=..., batches=[...]).  With
+        or a model spec in options (model=..., batches=[...]; hf_config=...,
+        seq_len=..., and measure_seq_lens=[64, 128] for a seq_len too long
+        to run where it is measured: docs/scheduling.md).  With
         parallel={"data": N, "strategy": "ddp" | "zero1" | "zero2" | "zero3"
         | "fsdp" | "hsdp", "shard_group": M} each answer is one rank's and
         carries its per_rank breakdown (docs/scheduling.md, "Sharded jobs");

@@ -79,5 +79,27 @@ post /v1/fits '{"profile_ids":["0123456789abcdef0123456789abcdef"],"seq_len":8,"
 post /v1/fits "{\"hf_config\":$TINY,\"mlp_bias\":true},\"seq_len\":8,\"memory\":[\"t4\"]}" &&
     problem "fits: mlp_bias" 422 unsupported-model /hf_config/mlp_bias
 
+# measure_seq_lens: two lengths, on CPU, for hf_config only; kept in the
+# spec in ascending order (a scaled profile is not a measured one: its
+# reuse key differs).
+post /v1/profiles "{\"hf_config\":$TINY},\"seq_len\":1024,\"measure_seq_lens\":[128,64],\"device\":\"cpu\"}"
+expect 202 /v1/profiles
+J2=$(field id)
+grep -q '"measure_seq_lens":\[64,128\]' "$BODY" && grep -q '"input_shape":\[1024\]' "$BODY" && ok ||
+    fail "the spec lacks the lengths: $(head -c 400 "$BODY")"
+post /v1/profiles "{\"hf_config\":$TINY},\"seq_len\":1024,\"device\":\"cpu\"}"
+expect 202 /v1/profiles && [ "$(field id)" != "$J2" ] && ! grep -q measure_seq_lens "$BODY" && ok ||
+    fail "a measured profile's spec names lengths: $(head -c 300 "$BODY")"
+post /v1/profiles "{\"hf_config\":$TINY},\"seq_len\":1024,\"measure_seq_lens\":[64,128]}" &&
+    problem "measure_seq_lens on cuda" 400 validation /device
+for bad in '[64]' '[64,64]' '[64,2048]' '[0,64]' '[64,128,256]' '"64"'; do
+    post /v1/profiles "{\"hf_config\":$TINY},\"seq_len\":1024,\"measure_seq_lens\":$bad,\"device\":\"cpu\"}" &&
+        problem "measure_seq_lens $bad" 400 validation /measure_seq_lens
+done
+post /v1/profiles '{"model":"gpt","measure_seq_lens":[8,16],"device":"cpu"}' &&
+    problem "measure_seq_lens without hf_config" 400 validation /measure_seq_lens
+post /v1/fits '{"profile_ids":["0123456789abcdef0123456789abcdef"],"measure_seq_lens":[8,16],"memory":["t4"]}' &&
+    problem "fits: measure_seq_lens without hf_config" 400 validation /measure_seq_lens
+
 schema_check "$T/manifest"
 finish

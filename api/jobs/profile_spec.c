@@ -72,23 +72,32 @@ static int is_float_dtype(const char *d)
     return d && (strcmp(d, "fp32") == 0 || strcmp(d, "fp16") == 0 || strcmp(d, "bf16") == 0);
 }
 
-/* An uploaded model's job: model_id (a stored model), input {shape, dtype,
- * high} and stages (submodule names, or none for the top-level children).
- * Fills spec, or fills pr and returns -1. */
-static int normalise_uploaded(const struct rematd_read_ctx *ctx, json_t *body, json_t *spec,
-                              struct rematd_problem *pr)
+/* input_shape and model_options belong to zoo models and layer lists: a
+ * model spec of another kind that carries one is refused at its pointer,
+ * with what that kind takes instead (takes): fills pr and returns -1.
+ * Returns 0 when it carries neither. */
+static int refuse_layer_members(const json_t *body, const char *takes, struct rematd_problem *pr)
 {
     static const char *const not_with[] = {"input_shape", "model_options", NULL};
     for (size_t i = 0; not_with[i]; i++)
         if (json_object_get(body, not_with[i])) {
             char p[32];
             snprintf(p, sizeof p, "/%s", not_with[i]);
-            rematd_problem_set(pr, 400, "validation", p,
-                               "%s is for zoo models and layer lists; an uploaded model takes "
-                               "input {shape, dtype, high}",
-                               not_with[i]);
+            rematd_problem_set(pr, 400, "validation", p, "%s is for zoo models and layer lists; %s",
+                               not_with[i], takes);
             return -1;
         }
+    return 0;
+}
+
+/* An uploaded model's job: model_id (a stored model), input {shape, dtype,
+ * high} and stages (submodule names, or none for the top-level children).
+ * Fills spec, or fills pr and returns -1. */
+static int normalise_uploaded(const struct rematd_read_ctx *ctx, json_t *body, json_t *spec,
+                              struct rematd_problem *pr)
+{
+    if (refuse_layer_members(body, "an uploaded model takes input {shape, dtype, high}", pr) != 0)
+        return -1;
     const char *id = json_string_value(json_object_get(body, "model_id"));
     if (!rematd_is_id(id)) {
         rematd_problem_set(pr, 400, "validation", "/model_id",
@@ -228,16 +237,8 @@ static int normalise_seq_lens(json_t *body, json_t *spec, json_int_t seq, struct
 static int normalise_hf(const struct rematd_read_ctx *ctx, json_t *body, json_t *spec,
                         struct rematd_problem *pr)
 {
-    static const char *const not_with[] = {"input_shape", "model_options", NULL};
-    for (size_t i = 0; not_with[i]; i++)
-        if (json_object_get(body, not_with[i])) {
-            char p[32];
-            snprintf(p, sizeof p, "/%s", not_with[i]);
-            rematd_problem_set(pr, 400, "validation", p,
-                               "%s is for zoo models and layer lists; hf_config takes seq_len",
-                               not_with[i]);
-            return -1;
-        }
+    if (refuse_layer_members(body, "hf_config takes seq_len", pr) != 0)
+        return -1;
     struct rematx_hf h;
     struct remat_error err = {0};
     int rc = rematx_hf_read(json_object_get(body, "hf_config"), "/hf_config", &h, &err);

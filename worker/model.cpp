@@ -237,16 +237,23 @@ std::shared_ptr<Script> load_script(const std::string &path, const json_t *names
     return sc;
 }
 
-ModelSpec read_script_spec(const json_t *spec)
+/* batch_size (1..REMATX_MAX_BATCH, 1 by default) and dtype (fp32 by
+ * default), read alike for every kind of spec. */
+void read_batch_dtype(const json_t *spec, ModelSpec &m)
 {
-    ModelSpec m;
-    m.layers.reset(json_array(), json_decref);
-    m.name = "uploaded:" + jstr(spec, "model_id", "local");
     m.batch = jint(spec, "batch_size", 1, "batch_size");
     if (m.batch <= 0 || m.batch > REMATX_MAX_BATCH)
         throw Failure("batch_size must be in 1.." + std::to_string(REMATX_MAX_BATCH));
     m.dtype_name = jstr(spec, "dtype", "fp32");
     m.dtype = parse_dtype(m.dtype_name);
+}
+
+ModelSpec read_script_spec(const json_t *spec)
+{
+    ModelSpec m;
+    m.layers.reset(json_array(), json_decref);
+    m.name = "uploaded:" + jstr(spec, "model_id", "local");
+    read_batch_dtype(spec, m);
     const json_t *in = json_object_get(spec, "input");
     const json_t *shape = json_object_get(in, "shape");
     if (!json_is_array(shape) || json_array_size(shape) == 0 || json_array_size(shape) > 8)
@@ -288,11 +295,7 @@ ModelSpec read_hf_spec(const json_t *spec)
         throw Failure(std::string(err.pointer) + ": " + err.message);
     m.hf = h;
     m.name = std::string("hf:") + h->model_type;
-    m.batch = jint(spec, "batch_size", 1, "batch_size");
-    if (m.batch <= 0 || m.batch > REMATX_MAX_BATCH)
-        throw Failure("batch_size must be in 1.." + std::to_string(REMATX_MAX_BATCH));
-    m.dtype_name = jstr(spec, "dtype", "fp32");
-    m.dtype = parse_dtype(m.dtype_name);
+    read_batch_dtype(spec, m);
     const json_t *is = json_object_get(spec, "input_shape");
     int64_t seq = 0;
     if (json_array_size(is) == 1 && json_is_integer(json_array_get(is, 0)))
@@ -341,11 +344,7 @@ ModelSpec read_model_spec(const json_t *spec)
         m.layers.reset(json_incref(const_cast<json_t *>(layers)), json_decref);
         m.name = jstr(spec, "name", "layers");
     }
-    m.batch = jint(spec, "batch_size", 1, "batch_size");
-    if (m.batch <= 0 || m.batch > REMATX_MAX_BATCH)
-        throw Failure("batch_size must be in 1.." + std::to_string(REMATX_MAX_BATCH));
-    m.dtype_name = jstr(spec, "dtype", "fp32");
-    m.dtype = parse_dtype(m.dtype_name);
+    read_batch_dtype(spec, m);
     /* Every layer by the table rematd checked a request's with (the zoo's
      * own types too), so that add_layer reads arguments of the right kinds
      * and a spec run by hand is held to what rematd would take. */
